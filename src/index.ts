@@ -1,5 +1,8 @@
+import { createApp } from "./app.ts";
+import type { Env } from "./env.ts";
+
+const app = createApp({ upstreamFetch: (request) => fetch(request) });
+
 export default {
-  async fetch(): Promise<Response> {
-    return new Response("ok");
-  },
-} satisfies ExportedHandler;
+  fetch: app.fetch,
+} satisfies ExportedHandler<Env>;

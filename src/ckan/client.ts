@@ -1,0 +1,130 @@
+import type { Config } from "../config.ts";
+import { HttpError } from "../errors.ts";
+import { ckanError } from "./errors.ts";
+import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
+
+/** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
+const MAX_RETRY_WAIT_MS = 20_000;
+
+export interface UpstreamStats {
+  requests: number;
+  bytes: number;
+  milliseconds: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
+function retryAfterMs(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+const retryable = (status: number): boolean => status === 429 || status >= 500;
+
+/**
+ * Calls `datastore_search`: POST with a JSON body and the raw token in `Authorization`, a time-out on
+ * every attempt, bounded retries with jittered backoff on network errors, 429 and 5xx, none on 4xx.
+ * Every failure becomes an HttpError whose message never holds the token.
+ */
+export class CkanClient {
+  readonly stats: UpstreamStats = { requests: 0, bytes: 0, milliseconds: 0 };
+  readonly #config: Config;
+  readonly #fetch: UpstreamFetch;
+
+  constructor(config: Config, fetcher: UpstreamFetch) {
+    this.#config = config;
+    this.#fetch = fetcher;
+  }
+
+  /** Removes the token from any text that came from upstream, which could echo the request. */
+  redact = (text: string): string => {
+    const token = this.#config.apiToken;
+    return token === undefined ? text : text.split(token).join("[redacted]");
+  };
+
+  async search(body: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
+    const { upstreamRetries, retryBaseMs } = this.#config;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.#attempt(body, signal);
+      if (!("retry" in outcome)) return outcome.result;
+      const backoff = retryBaseMs * 2 ** attempt * (0.5 + Math.random());
+      const wait = outcome.retryAfterMs ?? backoff;
+      if (attempt >= upstreamRetries || wait > MAX_RETRY_WAIT_MS) throw outcome.error;
+      await sleep(wait);
+      signal?.throwIfAborted();
+    }
+  }
+
+  async #attempt(
+    body: SearchRequest,
+    signal: AbortSignal | undefined,
+  ): Promise<{ result: SearchResult } | { retry: true; error: HttpError; retryAfterMs?: number }> {
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+    if (this.#config.apiToken !== undefined) headers.authorization = this.#config.apiToken;
+    const timeout = AbortSignal.timeout(this.#config.upstreamTimeoutMs);
+    const request = new Request(this.#config.datastoreSearchUrl, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    const started = Date.now();
+    this.stats.requests++;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(request);
+      text = await response.text();
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (timeout.aborted) {
+        throw new HttpError(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
+      }
+      return { retry: true, error: new HttpError(502, "CKAN could not be reached (network error).", { cause: error }) };
+    } finally {
+      this.stats.milliseconds += Date.now() - started;
+    }
+    this.stats.bytes += text.length;
+
+    if (retryable(response.status)) {
+      const wait = retryAfterMs(response.headers.get("retry-after"));
+      const error =
+        response.status === 429
+          ? new HttpError(503, "CKAN is rate-limiting this worker; try again later.", {
+              headers: { "retry-after": String(Math.ceil((wait ?? 60_000) / 1000)) },
+            })
+          : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
+      return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
+    }
+    return { result: this.#unwrap(response, text) };
+  }
+
+  #unwrap(response: Response, text: string): SearchResult {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      const kind = response.headers.get("content-type")?.split(";")[0] ?? "no content type";
+      if (response.status === 404) {
+        throw new HttpError(502, "CKAN_BASE_URL looks wrong: the site has no datastore_search there (HTTP 404).");
+      }
+      throw new HttpError(502, `CKAN answered HTTP ${response.status} with ${kind} instead of JSON.`);
+    }
+    const envelope = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
+    if (envelope?.success === true && response.ok) {
+      const result = envelope.result as Record<string, unknown> | undefined;
+      if (result && Array.isArray(result.fields) && (Array.isArray(result.records) || result.limit === 0)) {
+        return { ...result, records: (result.records as unknown[] | undefined) ?? [] } as unknown as SearchResult;
+      }
+      throw new HttpError(502, "CKAN's answer has no result.fields/result.records.");
+    }
+    if (envelope === undefined || envelope.error === undefined) {
+      throw new HttpError(502, `CKAN answered HTTP ${response.status} without a usable result.`);
+    }
+    throw ckanError(response.status, envelope.error, this.redact);
+  }
+}

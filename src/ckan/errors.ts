@@ -1,0 +1,70 @@
+import { HttpError } from "../errors.ts";
+
+/** CKAN's validation errors: parameter -> messages, as in `{"filters": ["invalid value \"x\""]}`. */
+export type CkanErrorFields = Record<string, string[]>;
+
+/** A 409 from CKAN, kept apart so paging can recognise a parameter the site does not know. */
+export class CkanValidationError extends HttpError {
+  readonly fields: CkanErrorFields;
+  constructor(status: number, message: string, fields: CkanErrorFields, parameter?: string) {
+    super(status, message, parameter === undefined ? {} : { parameter });
+    this.fields = fields;
+  }
+}
+
+/** What our parameters are called for CKAN's names; `query` is CKAN's name for a failed SQL query. */
+const OUR_NAME: Record<string, string> = {
+  filters: "filters",
+  fields: "fields",
+  sort: "sort",
+  q: "q",
+  limit: "limit",
+  offset: "offset",
+  resource_id: "resource_id",
+};
+
+const clip = (text: string): string => (text.length > 200 ? `${text.slice(0, 200)}…` : text);
+
+function stringList(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === "string");
+  return typeof value === "string" ? [value] : [];
+}
+
+/** Turns CKAN's error object into the error our caller sees; CKAN's SQL and internals stay out. */
+export function ckanError(status: number, error: unknown, redact: (text: string) => string): HttpError {
+  const body = error !== null && typeof error === "object" ? (error as Record<string, unknown>) : {};
+  const type = typeof body.__type === "string" ? body.__type : undefined;
+  const message = typeof body.message === "string" ? redact(clip(body.message)) : undefined;
+
+  if (type === "Authorization Error" || status === 403 || status === 401) {
+    return new HttpError(403, "The configured CKAN token cannot read this resource (CKAN answered: access denied).");
+  }
+  if (type === "Not Found Error" || (status === 404 && type !== undefined)) {
+    return new HttpError(404, "The resource was not found on the CKAN site.", { parameter: "resource_id" });
+  }
+  if (type === "Validation Error" || status === 409) {
+    const fields: CkanErrorFields = {};
+    for (const [key, value] of Object.entries(body)) {
+      if (key !== "__type" && key !== "info") fields[key] = stringList(value).map((m) => redact(clip(m)));
+    }
+    const query = fields.query ?? [];
+    if (query.some((m) => /too long/i.test(m))) {
+      return new CkanValidationError(504, "The CKAN search took too long. Narrow the export with filters or a limit.", fields);
+    }
+    if ("query" in fields) {
+      return new CkanValidationError(
+        400,
+        "CKAN could not run the query: a filter value probably does not fit its column's type (for example text in a number column).",
+        fields,
+        "filters",
+      );
+    }
+    const [key, messages] = Object.entries(fields)[0] ?? ["", []];
+    const parameter = OUR_NAME[key];
+    if (parameter === undefined) {
+      return new CkanValidationError(502, `CKAN rejected the request (${clip(key)}: ${messages.join("; ")}).`, fields);
+    }
+    return new CkanValidationError(400, `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`, fields, parameter);
+  }
+  return new HttpError(502, `CKAN reported an error${message ? `: ${message}` : ""}${type ? ` (${type})` : ""}.`);
+}

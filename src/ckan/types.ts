@@ -1,0 +1,31 @@
+import type { Column } from "../format/types.ts";
+import type { Filters } from "../query.ts";
+
+/** The body of one `datastore_search` call, as this worker sends it. */
+export interface SearchRequest {
+  resource_id: string;
+  q?: string;
+  filters?: Filters | Record<string, unknown>;
+  limit: number;
+  offset?: number;
+  fields?: string[];
+  sort?: string;
+  records_format?: "objects" | "lists";
+  include_total?: boolean;
+  include_next_page?: boolean;
+}
+
+/** The parts of CKAN's `result` this worker reads; everything else (`_links` included) is ignored. */
+export interface SearchResult {
+  fields: Column[];
+  records: unknown[];
+  total?: number;
+  total_was_estimated?: boolean;
+  /** The limit CKAN applied: lower than asked when the site's rows_max capped it. */
+  limit?: number;
+  /** CKAN 2.12+ keyset paging: a filter to merge for the next page. */
+  next_page?: Record<string, unknown>;
+}
+
+/** Signature of the upstream fetch, injected so tests and the emulator can stand in for CKAN. */
+export type UpstreamFetch = (request: Request) => Promise<Response>;

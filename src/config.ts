@@ -1,0 +1,119 @@
+import type { Env } from "./env.ts";
+import { HttpError } from "./errors.ts";
+
+/** Everything the worker reads from its environment, validated once. */
+export interface Config {
+  /** `${CKAN_BASE_URL}/api/action/datastore_search`: the only URL that ever sees the token. */
+  datastoreSearchUrl: string;
+  apiToken: string | undefined;
+  /** alias -> resource UUID */
+  resources: ReadonlyMap<string, string>;
+  maxRows: number;
+  pageSize: number;
+  upstreamTimeoutMs: number;
+  upstreamRetries: number;
+  retryBaseMs: number;
+  bufferBytes: number;
+}
+
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** CKAN's default `ckan.datastore.search.rows_max`; a larger page is silently capped upstream. */
+export const CKAN_ROWS_MAX = 32000;
+
+const configError = (setting: string, problem: string): HttpError =>
+  new HttpError(500, `The worker is misconfigured: setting ${setting} ${problem}. An operator must fix it.`, {
+    setting,
+  });
+
+/**
+ * A structured setting arrives as a TOML table from wrangler.toml (an object here) or as a JSON
+ * string from `wrangler dev --var` or the dashboard; both mean the same.
+ */
+export function structuredSetting(setting: string, value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw configError(setting, "is not valid JSON");
+  }
+}
+
+function integerSetting(setting: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined || value === "") return fallback;
+  const text = String(value).trim();
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw configError(setting, `must be a whole number from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function baseUrl(value: unknown): string {
+  if (typeof value !== "string" || value.trim() === "") throw configError("CKAN_BASE_URL", "is missing");
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw configError("CKAN_BASE_URL", "is not a URL");
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw configError("CKAN_BASE_URL", "must be an http or https URL");
+  }
+  if (url.search || url.hash || url.username || url.password) {
+    throw configError("CKAN_BASE_URL", "must be a plain site base without query, fragment or credentials");
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
+function resources(value: unknown): Map<string, string> {
+  const map = new Map<string, string>();
+  if (value === undefined || value === "") return map;
+  const parsed = structuredSetting("RESOURCES", value);
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw configError("RESOURCES", "must be an object of alias -> resource UUID");
+  }
+  for (const [alias, id] of Object.entries(parsed)) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(alias)) {
+      throw configError("RESOURCES", `has an alias "${alias}" that is not a simple name (letters, digits, _ . -)`);
+    }
+    if (typeof id !== "string" || !UUID_PATTERN.test(id)) {
+      throw configError("RESOURCES", `maps "${alias}" to something that is not a resource UUID`);
+    }
+    map.set(alias, id.toLowerCase());
+  }
+  return map;
+}
+
+export function parseConfig(env: Env): Config {
+  const token = typeof env.CKAN_API_TOKEN === "string" ? env.CKAN_API_TOKEN.trim() : "";
+  return {
+    datastoreSearchUrl: `${baseUrl(env.CKAN_BASE_URL)}/api/action/datastore_search`,
+    apiToken: token === "" ? undefined : token,
+    resources: resources(env.RESOURCES),
+    maxRows: integerSetting("MAX_ROWS", env.MAX_ROWS, 1_000_000, 1, Number.MAX_SAFE_INTEGER),
+    pageSize: integerSetting("PAGE_SIZE", env.PAGE_SIZE, CKAN_ROWS_MAX, 1, CKAN_ROWS_MAX),
+    upstreamTimeoutMs: 1000 * integerSetting("UPSTREAM_TIMEOUT_SECONDS", env.UPSTREAM_TIMEOUT_SECONDS, 30, 1, 300),
+    upstreamRetries: integerSetting("UPSTREAM_RETRIES", env.UPSTREAM_RETRIES, 3, 0, 10),
+    retryBaseMs: integerSetting("UPSTREAM_RETRY_BASE_MS", env.UPSTREAM_RETRY_BASE_MS, 500, 0, 60_000),
+    bufferBytes: integerSetting("BUFFER_BYTES", env.BUFFER_BYTES, 8 * 1024 * 1024, 0, 64 * 1024 * 1024),
+  };
+}
+
+const parsed = new WeakMap<Env, Config | HttpError>();
+
+/** Parse once per environment object; a bad setting is remembered and reported on every request. */
+export function configFor(env: Env): Config {
+  let entry = parsed.get(env);
+  if (entry === undefined) {
+    try {
+      entry = parseConfig(env);
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      entry = error;
+      console.error(JSON.stringify({ level: "error", event: "config", setting: error.setting, message: error.message }));
+    }
+    parsed.set(env, entry);
+  }
+  if (entry instanceof HttpError) throw entry;
+  return entry;
+}

@@ -1,0 +1,21 @@
+/** Bindings and variables, as wrangler.toml, `--var` and secrets deliver them. */
+export interface Env {
+  /** CKAN site base, may include a mount prefix and language segment (`https://open.canada.ca/data/en`). */
+  CKAN_BASE_URL?: string;
+  /** Secret. Sent raw in `Authorization` to the datastore_search URL and nowhere else. */
+  CKAN_API_TOKEN?: string;
+  /** alias -> resource UUID: a TOML table from wrangler.toml or a JSON string from `--var`/the dashboard. */
+  RESOURCES?: unknown;
+  /** Most rows one export may return (default 1000000). */
+  MAX_ROWS?: string;
+  /** Rows per upstream page (default and maximum 32000, CKAN's rows_max). */
+  PAGE_SIZE?: string;
+  /** Seconds before an upstream call is abandoned (default 30). */
+  UPSTREAM_TIMEOUT_SECONDS?: string;
+  /** Retries after a network error, 429 or 5xx (default 3). */
+  UPSTREAM_RETRIES?: string;
+  /** Base delay of the exponential retry backoff, in milliseconds (default 500). */
+  UPSTREAM_RETRY_BASE_MS?: string;
+  /** Exports whose estimated size is below this many bytes are buffered and sent with Content-Length. */
+  BUFFER_BYTES?: string;
+}

@@ -1,0 +1,58 @@
+/**
+ * One error type for everything a caller can be told about, rendered in one place, so every error
+ * body has the same JSON shape: {"error": {"status", "message", "parameter"?}}.
+ */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly parameter: string | undefined;
+  /** For a 500 caused by configuration: which setting is wrong (never its value). */
+  readonly setting: string | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    message: string,
+    options: { parameter?: string; setting?: string; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "HttpError";
+    this.status = status;
+    this.parameter = options.parameter;
+    this.setting = options.setting;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export const badRequest = (parameter: string, message: string): HttpError =>
+  new HttpError(400, message, { parameter });
+
+export function errorBody(error: HttpError): string {
+  const body: { status: number; message: string; parameter?: string; setting?: string } = {
+    status: error.status,
+    message: error.message,
+  };
+  if (error.parameter !== undefined) body.parameter = error.parameter;
+  if (error.setting !== undefined) body.setting = error.setting;
+  return JSON.stringify({ error: body });
+}
+
+/**
+ * Anything that is not an HttpError is a bug or an unexpected fault: the caller gets a generic 500
+ * and never the original message, which could carry internals.
+ */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  return new HttpError(500, "Internal error while exporting; the failure was logged.", { cause: error });
+}
+
+export function errorResponse(error: HttpError, extraHeaders: Record<string, string> = {}): Response {
+  return new Response(errorBody(error), {
+    status: error.status,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      ...error.headers,
+      ...extraHeaders,
+    },
+  });
+}

@@ -1,0 +1,110 @@
+import type { CkanClient } from "./ckan/client.ts";
+import { openTable } from "./ckan/pages.ts";
+import type { Config } from "./config.ts";
+import { HttpError, toHttpError } from "./errors.ts";
+import { FORMATS } from "./format/index.ts";
+import type { ExportQuery } from "./query.ts";
+import { encodeTable, toByteStream } from "./stream.ts";
+
+export interface ExportRun {
+  /** Headers that describe the export (type, download name, total). */
+  headers: Headers;
+  table: { total: number | undefined; expectedRows: number | undefined; firstPageRows: number };
+  body: ReadableStream<Uint8Array>;
+}
+
+/** `attachment` with an ASCII fallback name and the exact UTF-8 name (RFC 6266 / RFC 8187). */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+/**
+ * The export pipeline up to bytes: first page, encoder, byte stream. Shared by every sink (HTTP
+ * response, R2 snapshot). Throws an HttpError when the first page fails.
+ */
+export async function runExport(
+  query: ExportQuery,
+  config: Config,
+  client: CkanClient,
+  onDone?: (outcome: { bytes: number; error?: HttpError }) => void,
+): Promise<ExportRun> {
+  const format = FORMATS[query.format];
+  const abort = new AbortController();
+  const table = await openTable(client, config.datastoreSearchUrl, query, {
+    pageSize: config.pageSize,
+    maxRows: config.maxRows,
+    signal: abort.signal,
+  });
+  const encoder = format.encoder(table.columns, query.csv);
+  const body = toByteStream(encodeTable(table, encoder), {
+    failure: (reason) => encoder.failure(reason),
+    cancel: () => abort.abort(),
+    ...(onDone ? { done: onDone } : {}),
+  });
+  const headers = new Headers({
+    "content-type": format.contentType,
+    "content-disposition": contentDisposition(query.filename),
+    "x-content-type-options": "nosniff",
+  });
+  if (table.total !== undefined) headers.set("x-total-count", String(table.total));
+  return { headers, table, body };
+}
+
+function concat(chunks: Uint8Array[], length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * The HTTP sink. An export expected to fit in `bufferBytes` is read whole first, so an upstream
+ * failure still becomes a proper error status and the body gets a Content-Length. A larger one is
+ * streamed as soon as its first page is encoded: its first byte should not wait for a buffer to fill.
+ */
+export async function exportResponse(run: ExportRun, bufferBytes: number, head: boolean): Promise<Response> {
+  const { headers, body, table } = run;
+  if (head) {
+    await body.cancel();
+    return new Response(null, { status: 200, headers });
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        headers.set("content-length", String(length));
+        return new Response(concat(chunks, length), { status: 200, headers });
+      }
+      chunks.push(value);
+      length += value.byteLength;
+      if (length > bufferBytes) break;
+      if (chunks.length === 1 && table.firstPageRows > 0 && table.expectedRows !== undefined) {
+        const estimate = (value.byteLength / table.firstPageRows) * table.expectedRows;
+        if (estimate > bufferBytes) break;
+      }
+    }
+  } catch (error) {
+    throw toHttpError(error);
+  }
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const buffered = chunks.shift();
+        if (buffered !== undefined) return controller.enqueue(buffered);
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(stream, { status: 200, headers });
+}

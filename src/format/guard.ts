@@ -1,0 +1,19 @@
+/**
+ * Formula-injection guard (OWASP "CSV injection"): spreadsheets run a cell that starts with one of
+ * these as a formula. The full-width forms count because some spreadsheet locales normalise them.
+ */
+const TRIGGERS = new Set(["=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20"]);
+
+/** `-12.5`, `+3`, `1e5` are numbers, not formulas: a spreadsheet must still read them as numbers. */
+const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+export function guardFormula(text: string): string {
+  const first = text[0];
+  if (first === undefined || !TRIGGERS.has(first) || PLAIN_NUMBER.test(text)) return text;
+  return `'${text}`;
+}
+
+const NUMERIC_TYPES = /^(int|int2|int4|int8|integer|bigint|smallint|numeric|decimal|float|float4|float8|real|double precision|money|serial|bigserial)$/i;
+
+/** Columns whose values are numbers are never altered, even when a value arrives as text. */
+export const isNumericType = (type: string): boolean => NUMERIC_TYPES.test(type);

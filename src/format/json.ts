@@ -1,0 +1,51 @@
+import type { Column, Encoder, Row } from "./types.ts";
+
+/** `{"a":` and `,"b":` written once per export, so a record costs one JSON.stringify per value. */
+function recordWriter(columns: Column[]): (row: Row) => string {
+  const keys = columns.map((c, i) => `${i === 0 ? "{" : ","}${JSON.stringify(c.id)}:`);
+  const empty = "{}";
+  return (row) => {
+    if (keys.length === 0) return empty;
+    let out = "";
+    for (let i = 0; i < keys.length; i++) {
+      const value = row[i];
+      out += keys[i] + (value === undefined ? "null" : JSON.stringify(value));
+    }
+    return `${out}}`;
+  };
+}
+
+/** An array of records, keys in column order, values as CKAN sent them. */
+export function jsonEncoder(columns: Column[]): Encoder {
+  const record = recordWriter(columns);
+  let first = true;
+  return {
+    begin: () => "[",
+    page(rows) {
+      let out = "";
+      for (const row of rows) {
+        out += (first ? "\n" : ",\n") + record(row);
+        first = false;
+      }
+      return out;
+    },
+    end: () => (first ? "]\n" : "\n]\n"),
+    // Leaving the array unclosed is already invalid JSON: a parser cannot mistake it for complete.
+    failure: () => "",
+  };
+}
+
+/** One record per line. A cut-off NDJSON file would look complete, so a failure adds a non-JSON line. */
+export function ndjsonEncoder(columns: Column[]): Encoder {
+  const record = recordWriter(columns);
+  return {
+    begin: () => "",
+    page(rows) {
+      let out = "";
+      for (const row of rows) out += `${record(row)}\n`;
+      return out;
+    },
+    end: () => "",
+    failure: (reason) => `#EXPORT INCOMPLETE: ${reason} The lines above are only part of the export.\n`,
+  };
+}

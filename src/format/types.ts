@@ -1,0 +1,21 @@
+/** A column as CKAN describes it: id and PostgreSQL type name. */
+export interface Column {
+  id: string;
+  type: string;
+}
+
+/** A row: one value per output column, in column order, straight from CKAN's JSON. */
+export type Row = unknown[];
+
+/**
+ * One renderer per format. An instance writes one export: `begin` once, `page` per upstream page
+ * (rows may be rewritten in place: the page is the encoder's to consume), `end` after the last page.
+ * `failure` gives the text that makes a cut-off download visibly incomplete, or "" when stopping
+ * already leaves the output invalid.
+ */
+export interface Encoder {
+  begin(): string;
+  page(rows: Row[]): string;
+  end(): string;
+  failure(reason: string): string;
+}

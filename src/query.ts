@@ -1,0 +1,229 @@
+import { UUID_PATTERN, type Config } from "./config.ts";
+import { badRequest, HttpError } from "./errors.ts";
+import { FORMATS, type FormatName } from "./format/index.ts";
+
+export type FilterScalar = string | number | boolean;
+export type Filters = Record<string, FilterScalar | FilterScalar[]>;
+
+export interface CsvOptions {
+  bom: boolean;
+  header: boolean;
+  delimiter: string;
+  formulaGuard: boolean;
+}
+
+/** A validated export: what to ask CKAN for and how to write it. */
+export interface ExportQuery {
+  format: FormatName;
+  resourceId: string;
+  /** The alias from RESOURCES when the link used `resource=`. */
+  alias: string | undefined;
+  q: string | undefined;
+  filters: Filters;
+  limit: number | undefined;
+  offset: number;
+  fields: string[] | undefined;
+  sort: string | undefined;
+  csv: CsvOptions;
+  filename: string;
+}
+
+const COMMON_PARAMS = ["resource_id", "resource", "q", "filters", "limit", "offset", "fields", "sort", "filename"];
+const DELIMITERS = [",", ";", "|"];
+
+/** Every name a link may carry, per format; `filter.<field>` and `_`-prefixed names are handled apart. */
+export function allowedParams(format: FormatName): string[] {
+  return [...COMMON_PARAMS, ...FORMATS[format].params];
+}
+
+function single(params: URLSearchParams, name: string): string | undefined {
+  const values = params.getAll(name);
+  if (values.length > 1) throw badRequest(name, `Parameter ${name} is given ${values.length} times; give it once.`);
+  return values[0];
+}
+
+function checkNames(params: URLSearchParams, format: FormatName): void {
+  const allowed = new Set(allowedParams(format));
+  const unknown: string[] = [];
+  for (const name of new Set(params.keys())) {
+    if (name.startsWith("_") || name.startsWith("filter.") || allowed.has(name)) continue;
+    unknown.push(name);
+  }
+  if (unknown.length === 0) return;
+  const otherFormats = unknown.filter((name) =>
+    Object.values(FORMATS).some((f) => (f.params as readonly string[]).includes(name)),
+  );
+  const first = unknown[0] as string;
+  if (otherFormats.length > 0) {
+    throw badRequest(
+      otherFormats[0] as string,
+      `Parameter ${otherFormats.join(", ")} does not apply to ${format} exports (it is for ${Object.keys(FORMATS)
+        .filter((f) => (FORMATS[f as FormatName].params as readonly string[]).includes(otherFormats[0] as string))
+        .join(" and ")}).`,
+    );
+  }
+  throw badRequest(
+    first,
+    `Unknown parameter${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}. Known parameters: ${[...allowed].join(", ")}, filter.<field>.`,
+  );
+}
+
+function wholeNumber(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^\d{1,16}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(n)) throw badRequest(name, `Parameter ${name} must be a whole number, 0 or more (got "${clip(value)}").`);
+  return n;
+}
+
+function flag(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (value === "1" || value === "true") return true;
+  if (value === "0" || value === "false") return false;
+  throw badRequest(name, `Parameter ${name} must be 1 or 0 (got "${clip(value)}").`);
+}
+
+const clip = (text: string, max = 60): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+function isScalar(value: unknown): value is FilterScalar {
+  return typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value));
+}
+
+function filterValue(field: string, value: unknown, parameter: string): FilterScalar | FilterScalar[] {
+  if (isScalar(value)) return value;
+  if (Array.isArray(value) && value.length > 0 && value.every(isScalar)) return value;
+  const why = Array.isArray(value)
+    ? value.length === 0
+      ? "is an empty list"
+      : "is a list holding something other than text, numbers or booleans"
+    : value === null
+      ? "is null"
+      : "is not text, a number, a boolean or a list of them";
+  throw badRequest(parameter, `The filter on "${field}" ${why}.`);
+}
+
+function parseFilters(params: URLSearchParams): Filters {
+  const filters: Filters = {};
+  const raw = single(params, "filters");
+  if (raw !== undefined && raw.trim() !== "") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw badRequest("filters", 'Parameter filters must be a JSON object, e.g. filters={"category":["alpha","beta"]}.');
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw badRequest("filters", 'Parameter filters must be a JSON object of field -> value, e.g. filters={"year":2020}.');
+    }
+    for (const [field, value] of Object.entries(parsed)) {
+      if (field === "") throw badRequest("filters", "A filter has an empty field name.");
+      filters[field] = filterValue(field, value, "filters");
+    }
+  }
+  for (const name of new Set(params.keys())) {
+    if (!name.startsWith("filter.")) continue;
+    const field = name.slice("filter.".length);
+    if (field === "") throw badRequest(name, "A filter.<field> parameter needs a field name after the dot.");
+    if (field in filters) {
+      throw badRequest(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
+    }
+    const values = params.getAll(name);
+    filters[field] = values.length === 1 ? (values[0] as string) : values;
+  }
+  return filters;
+}
+
+function parseFields(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const fields = value.split(",").map((f) => f.trim());
+  if (fields.some((f) => f === "")) throw badRequest("fields", "Parameter fields has an empty name; separate column names with single commas.");
+  const seen = new Set<string>();
+  for (const f of fields) {
+    if (seen.has(f)) throw badRequest("fields", `Parameter fields names "${f}" twice.`);
+    seen.add(f);
+  }
+  return fields;
+}
+
+const SORT_PART = /^\s*("(?:[^"]|"")+"|[^\s",]+)(?:\s+(asc|desc))?\s*$/i;
+
+/** The column names a CKAN sort string orders by, or a 400 when it is not CKAN's syntax. */
+export function sortColumns(sort: string): string[] {
+  return sort.split(",").map((part) => {
+    const match = SORT_PART.exec(part);
+    if (!match) {
+      throw badRequest("sort", `Parameter sort must look like "year desc, name" (got "${clip(sort)}").`);
+    }
+    const name = match[1] as string;
+    return name.startsWith('"') ? name.slice(1, -1).replaceAll('""', '"') : name;
+  });
+}
+
+function resource(params: URLSearchParams, config: Config): { resourceId: string; alias: string | undefined } {
+  const id = single(params, "resource_id");
+  const alias = single(params, "resource");
+  if (id !== undefined && alias !== undefined) {
+    throw badRequest("resource", "Give either resource or resource_id, not both.");
+  }
+  if (alias !== undefined) {
+    const mapped = config.resources.get(alias);
+    if (mapped === undefined) {
+      throw new HttpError(404, `No resource is published under the name "${clip(alias)}".`, { parameter: "resource" });
+    }
+    return { resourceId: mapped, alias };
+  }
+  if (id === undefined) {
+    throw badRequest("resource_id", "Say which table to export: resource=<name> or resource_id=<UUID>.");
+  }
+  if (!UUID_PATTERN.test(id)) {
+    throw badRequest("resource_id", `Parameter resource_id must be a resource UUID like 5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2 (got "${clip(id)}").`);
+  }
+  return { resourceId: id.toLowerCase(), alias: undefined };
+}
+
+/** A download name: no path, quotes or control characters, and the format's extension. */
+function downloadName(requested: string | undefined, fallback: string, extension: string): string {
+  if (requested === undefined) return `${fallback}.${extension}`;
+  const cleaned = requested
+    .replace(/[\u0000-\u001f\u007f"\\/:*?<>|]+/g, "_")
+    .trim()
+    .slice(0, 120);
+  if (cleaned === "" || /^\.+$/.test(cleaned)) throw badRequest("filename", "Parameter filename is empty once unsafe characters are removed.");
+  return cleaned.toLowerCase().endsWith(`.${extension}`) ? cleaned : `${cleaned}.${extension}`;
+}
+
+export function parseExportQuery(params: URLSearchParams, format: FormatName, config: Config): ExportQuery {
+  checkNames(params, format);
+  const { resourceId, alias } = resource(params, config);
+  const q = single(params, "q");
+  const limit = wholeNumber("limit", single(params, "limit"));
+  if (limit !== undefined && limit > config.maxRows) {
+    throw badRequest(
+      "limit",
+      `limit=${limit} is above this worker's maximum of ${config.maxRows} rows per export. Use a smaller limit, add filters, or export in parts with offset.`,
+    );
+  }
+  const sort = single(params, "sort");
+  if (sort !== undefined) sortColumns(sort);
+  const delimiter = single(params, "delimiter") ?? (format === "tsv" ? "\t" : ",");
+  if (format === "csv" && !DELIMITERS.includes(delimiter)) {
+    throw badRequest("delimiter", `Parameter delimiter must be one of , ; | (got "${clip(delimiter)}").`);
+  }
+  return {
+    format,
+    resourceId,
+    alias,
+    q: q === undefined || q.trim() === "" ? undefined : q,
+    filters: parseFilters(params),
+    limit,
+    offset: wholeNumber("offset", single(params, "offset")) ?? 0,
+    fields: parseFields(single(params, "fields")),
+    sort: sort === undefined || sort.trim() === "" ? undefined : sort,
+    csv: {
+      bom: flag("bom", single(params, "bom"), false),
+      header: flag("header", single(params, "header"), true),
+      delimiter,
+      formulaGuard: flag("formula_guard", single(params, "formula_guard"), true),
+    },
+    filename: downloadName(single(params, "filename"), alias ?? resourceId, FORMATS[format].extension),
+  };
+}

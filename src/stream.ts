@@ -1,0 +1,82 @@
+import type { Table } from "./ckan/pages.ts";
+import { HttpError, toHttpError } from "./errors.ts";
+import type { Encoder } from "./format/types.ts";
+
+/** Encoded text of a whole export, one chunk per upstream page; never more than a page held. */
+export async function* encodeTable(table: Table, encoder: Encoder): AsyncGenerator<string, void, undefined> {
+  const begin = encoder.begin();
+  let pending = begin;
+  for await (const rows of table.pages) {
+    // The first page goes out with the header, so the first chunk already says how wide rows are.
+    const text = pending + encoder.page(rows);
+    pending = "";
+    if (text !== "") yield text;
+  }
+  const end = pending + encoder.end();
+  if (end !== "") yield end;
+}
+
+export interface ByteStreamHooks {
+  /** Text that marks a cut-off download as incomplete ("" when stopping is enough). */
+  failure(reason: string): string;
+  /** The reader went away: stop upstream work still in flight. */
+  cancel?(): void;
+  /** Called once when the stream ends, however it ends. */
+  done?(outcome: { bytes: number; error?: HttpError }): void;
+}
+
+/**
+ * A pull-driven byte stream: a page is fetched and encoded only when the reader wants more, and a
+ * reader that goes away cancels the upstream paging. A failure after bytes were sent writes the
+ * failure text, waits until the reader has taken it (erroring right after a write can drop that
+ * write), then errors the stream, so no client mistakes a cut-off file for a complete one.
+ */
+export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
+  const utf8 = new TextEncoder();
+  let bytes = 0;
+  let failed: HttpError | undefined;
+  let finished = false;
+  const finish = (error?: HttpError): void => {
+    if (finished) return;
+    finished = true;
+    hooks.done?.(error === undefined ? { bytes } : { bytes, error });
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (failed !== undefined) {
+          controller.error(failed);
+          return;
+        }
+        try {
+          const next = await chunks.next();
+          if (next.done) {
+            finish();
+            controller.close();
+            return;
+          }
+          const data = utf8.encode(next.value);
+          bytes += data.byteLength;
+          controller.enqueue(data);
+        } catch (error) {
+          failed = toHttpError(error);
+          finish(failed);
+          const reason = `${failed.message} (HTTP ${failed.status}, after ${bytes} bytes).`;
+          const trailer = hooks.failure(reason);
+          if (trailer === "") {
+            controller.error(failed);
+          } else {
+            controller.enqueue(utf8.encode(trailer));
+          }
+        }
+      },
+      async cancel() {
+        hooks.cancel?.();
+        finish();
+        await chunks.return();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
