@@ -117,8 +117,9 @@ export class CkanClient {
     const envelope = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
     if (envelope?.success === true && response.ok) {
       const result = envelope.result as Record<string, unknown> | undefined;
-      if (result && Array.isArray(result.fields) && (Array.isArray(result.records) || result.limit === 0)) {
-        return { ...result, records: (result.records as unknown[] | undefined) ?? [] } as unknown as SearchResult;
+      const records = result?.records;
+      if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records === undefined)) {
+        return { ...result, records: records ?? [] } as unknown as SearchResult;
       }
       throw new HttpError(502, "CKAN's answer has no result.fields/result.records.");
     }

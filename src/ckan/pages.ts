@@ -54,6 +54,7 @@ function projection(columns: Column[], pageFields: Column[]): number[] | undefin
 
 function rowsOf(result: SearchResult, columns: Column[]): Row[] {
   const records = result.records;
+  if (typeof records === "string") throw new HttpError(502, "CKAN sent records as text where lists were asked for.");
   if (records.length === 0) return [];
   if (!Array.isArray(records[0])) {
     // An upstream that ignores records_format=lists sends objects; pick values by name.

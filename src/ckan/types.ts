@@ -18,7 +18,8 @@ export interface SearchRequest {
 /** The parts of CKAN's `result` this worker reads; everything else (`_links` included) is ignored. */
 export interface SearchResult {
   fields: Column[];
-  records: unknown[];
+  /** Objects or lists; one CSV/TSV string when records_format asked for that. */
+  records: unknown[] | string;
   total?: number;
   total_was_estimated?: boolean;
   /** The limit CKAN applied: lower than asked when the site's rows_max capped it. */

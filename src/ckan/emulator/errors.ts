@@ -1,0 +1,73 @@
+// CKAN's error answers, in the exact shapes of the recorded 2.10 responses: an envelope
+// {help, error, success: false} for action errors, a bare JSON string for a malformed request.
+
+export const HELP_URL = "http://127.0.0.1:5000/api/3/action/help_show?name=datastore_search";
+export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+
+export class EmulatorError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+
+  constructor(status: number, body: unknown, message: string) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+function actionError(status: number, error: Record<string, unknown>): EmulatorError {
+  const body = { help: HELP_URL, error, success: false };
+  return new EmulatorError(status, body, JSON.stringify(error));
+}
+
+/** 409 with one or more parameter errors: {"limit": ["Invalid integer"], "__type": ...}. */
+export function validationError(errors: Record<string, unknown>): EmulatorError {
+  return actionError(409, { ...errors, __type: "Validation Error" });
+}
+
+/** The `invalid value "<x>"` form CKAN's datastore uses for anything it does not recognise. */
+export function invalidValue(param: string, value: string): EmulatorError {
+  return validationError({ [param]: [`invalid value "${value}"`] });
+}
+
+/** What PostgreSQL's refusal of a query looks like once CKAN has wrapped it. */
+export function invalidQuery(statement: string, orig: string): EmulatorError {
+  return validationError({ query: ["Invalid query"], info: { statement: [statement], orig: [orig] } });
+}
+
+export function notFound(resourceId: string): EmulatorError {
+  return actionError(404, {
+    __type: "Not Found Error",
+    message: `Not found: Resource "${resourceId}" was not found.`,
+  });
+}
+
+export function notAuthorized(resourceId: string): EmulatorError {
+  // The empty user name (two spaces) is what CKAN prints for an anonymous caller.
+  return actionError(403, {
+    __type: "Authorization Error",
+    message: `Access denied: User  not authorized to read resource ${resourceId}`,
+  });
+}
+
+/** A route CKAN has no action for. */
+export function noSuchPath(): EmulatorError {
+  return actionError(404, { __type: "Not Found Error", message: "Not found" });
+}
+
+export function methodNotAllowed(method: string): EmulatorError {
+  return new EmulatorError(405, `Method not allowed: ${method}`, "method not allowed");
+}
+
+/** 400 whose body is a bare JSON string, as CKAN answers an unreadable request body. */
+export function badRequest(detail: string): EmulatorError {
+  const message = `Bad request - JSON Error: ${detail}`;
+  return new EmulatorError(400, message, message);
+}
+
+export function errorResponse(error: EmulatorError): Response {
+  return new Response(JSON.stringify(error.body), {
+    status: error.status,
+    headers: { "content-type": JSON_CONTENT_TYPE },
+  });
+}

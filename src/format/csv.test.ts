@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import type { CsvOptions } from "../query.ts";
+import { csvEncoder } from "./csv.ts";
+import type { Column } from "./types.ts";
+
+const columns: Column[] = [
+  { id: "id", type: "int4" },
+  { id: "name", type: "text" },
+  { id: "amount", type: "numeric" },
+  { id: "active", type: "bool" },
+  { id: "tags", type: "_text" },
+];
+const defaults: CsvOptions = { bom: false, header: true, delimiter: ",", formulaGuard: true };
+
+function write(rows: unknown[][], options: Partial<CsvOptions> = {}, cols = columns): string {
+  const encoder = csvEncoder(cols, { ...defaults, ...options });
+  return encoder.begin() + encoder.page(rows) + encoder.end();
+}
+
+describe("CSV encoder", () => {
+  it("writes RFC 4180 with CRLF after every row and quotes only where needed", () => {
+    const out = write([
+      [1, 'He said "hi", twice', -12.5, true, ["a", "b"]],
+      [2, "line\nbreak", null, false, null],
+      [3, "crlf\r\ninside", 0.1, null, { k: 1 }],
+    ]);
+    expect(out).toBe(
+      "id,name,amount,active,tags\r\n" +
+        '1,"He said ""hi"", twice",-12.5,true,"[""a"",""b""]"\r\n' +
+        '2,"line\nbreak",,false,\r\n' +
+        '3,"crlf\r\ninside",0.1,,"{""k"":1}"\r\n',
+    );
+  });
+
+  it("guards text cells and header cells but never numbers", () => {
+    const cols: Column[] = [
+      { id: "=evil", type: "text" },
+      { id: "n", type: "numeric" },
+    ];
+    expect(write([["=1+1", -5], ["-403", "-7"]], {}, cols)).toBe("'=evil,n\r\n'=1+1,-5\r\n-403,-7\r\n");
+  });
+
+  it("turns the guard off with formulaGuard false", () => {
+    expect(write([[1, "=HYPERLINK()", 1, true, null]], { formulaGuard: false })).toContain("1,=HYPERLINK(),1,true,\r\n");
+  });
+
+  it("writes a BOM, no header, and other delimiters on request", () => {
+    expect(write([[1, "a;b", 2, true, null]], { bom: true, header: false, delimiter: ";" })).toBe('\ufeff1;"a;b";2;true;\r\n');
+  });
+
+  it("writes TSV with a tab delimiter", () => {
+    expect(write([[1, "a\tb", 2, true, null]], { delimiter: "\t", header: false })).toBe('1\t"a\tb"\t2\ttrue\t\r\n');
+  });
+
+  it("writes the header even when there are no rows", () => {
+    expect(write([])).toBe("id,name,amount,active,tags\r\n");
+  });
+});

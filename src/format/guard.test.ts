@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { guardFormula, isNumericType } from "./guard.ts";
+
+describe("formula guard", () => {
+  it.each([
+    ["=SUM(A1:A9)", "'=SUM(A1:A9)"],
+    ["+desert", "'+desert"],
+    ["-desert", "'-desert"],
+    ["@canyon", "'@canyon"],
+    ["\tindent", "'\tindent"],
+    ["\rcr", "'\rcr"],
+    ["\nlf", "'\nlf"],
+    ["\uff1dHYPERLINK()", "'\uff1dHYPERLINK()"],
+    ["\uff0b1", "'\uff0b1"],
+    ["\uff0dx", "'\uff0dx"],
+    ["\uff20x", "'\uff20x"],
+    ["- 12", "'- 12"],
+    ["-12.5 ", "'-12.5 "],
+    ["=1", "'=1"],
+  ])("guards %j", (input, expected) => {
+    expect(guardFormula(input)).toBe(expected);
+  });
+
+  it.each(["-12.5", "+3", "-403", "1e5", "-.5", "2.", "plain text", "", "a=b", " =x"])("leaves %j alone", (input) => {
+    expect(guardFormula(input)).toBe(input);
+  });
+
+  it("knows numeric PostgreSQL types", () => {
+    for (const t of ["int", "int4", "int8", "numeric", "float8", "float"]) expect(isNumericType(t)).toBe(true);
+    for (const t of ["text", "timestamp", "bool", "_text", "json"]) expect(isNumericType(t)).toBe(false);
+  });
+});

@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "./config.ts";
+import { HttpError } from "./errors.ts";
+import type { FormatName } from "./format/index.ts";
+import { parseExportQuery } from "./query.ts";
+
+const config = parseConfig({
+  CKAN_BASE_URL: "https://portal.example/data/en",
+  RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" },
+  MAX_ROWS: "1000",
+});
+const parse = (qs: string, format: FormatName = "csv") => parseExportQuery(new URLSearchParams(qs), format, config);
+
+function rejects(qs: string, parameter: string, status = 400, format: FormatName = "csv"): string {
+  try {
+    parse(qs, format);
+  } catch (error) {
+    expect(error).toBeInstanceOf(HttpError);
+    expect((error as HttpError).status).toBe(status);
+    expect((error as HttpError).parameter).toBe(parameter);
+    return (error as HttpError).message;
+  }
+  throw new Error(`expected ${qs} to be rejected`);
+}
+
+describe("export query", () => {
+  it("resolves an alias and fills defaults", () => {
+    expect(parse("resource=sample")).toMatchObject({
+      resourceId: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2",
+      alias: "sample",
+      filters: {},
+      limit: undefined,
+      offset: 0,
+      filename: "sample.csv",
+      csv: { bom: false, header: true, delimiter: ",", formulaGuard: true },
+    });
+  });
+
+  it("needs exactly one of resource and resource_id", () => {
+    rejects("", "resource_id");
+    rejects("resource=sample&resource_id=5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", "resource");
+    rejects("resource=nope", "resource", 404);
+    expect(rejects("resource_id=not-a-uuid", "resource_id")).toContain("UUID");
+  });
+
+  it("merges filters JSON with filter.<field>, lists included", () => {
+    const q = parse('resource=sample&filters={"category":["alpha","beta"],"id":3}&filter.active=true&filter.name=a&filter.name=b');
+    expect(q.filters).toEqual({ category: ["alpha", "beta"], id: 3, active: "true", name: ["a", "b"] });
+  });
+
+  it("rejects bad filters", () => {
+    rejects('resource=sample&filters={"id":null}', "filters");
+    rejects('resource=sample&filters={"id":{"gt":1}}', "filters");
+    rejects('resource=sample&filters={"id":[]}', "filters");
+    rejects('resource=sample&filters={"id":[[1]]}', "filters");
+    rejects("resource=sample&filters=[1]", "filters");
+    rejects("resource=sample&filters={oops", "filters");
+    expect(rejects('resource=sample&filters={"id":1}&filter.id=2', "filter.id")).toContain("both");
+  });
+
+  it("checks limit and offset", () => {
+    expect(parse("resource=sample&limit=0&offset=20")).toMatchObject({ limit: 0, offset: 20 });
+    rejects("resource=sample&limit=-1", "limit");
+    rejects("resource=sample&limit=1.5", "limit");
+    rejects("resource=sample&offset=abc", "offset");
+    expect(rejects("resource=sample&limit=1001", "limit")).toContain("1000");
+  });
+
+  it("parses fields and sort", () => {
+    expect(parse("resource=sample&fields=id, name&sort=amount desc, id").fields).toEqual(["id", "name"]);
+    rejects("resource=sample&fields=id,,name", "fields");
+    rejects("resource=sample&fields=id,id", "fields");
+    rejects("resource=sample&sort=amount sideways", "sort");
+  });
+
+  it("rejects unknown, repeated and other-format parameters, ignores _-prefixed ones", () => {
+    expect(rejects("resource=sample&colour=red", "colour")).toContain("colour");
+    rejects("resource=sample&limit=1&limit=2", "limit");
+    expect(rejects("resource=sample&bom=1", "bom", 400, "json")).toContain("csv");
+    rejects("resource=sample&delimiter=;", "delimiter", 400, "tsv");
+    rejects("resource=sample&delimiter=x", "delimiter");
+    expect(parse("resource=sample&_=12345&_cachebust=1").alias).toBe("sample");
+  });
+
+  it("reads CSV switches and a download name", () => {
+    const q = parse("resource=sample&bom=1&header=0&delimiter=;&formula_guard=0&filename=../My report\"x");
+    expect(q.csv).toEqual({ bom: true, header: false, delimiter: ";", formulaGuard: false });
+    expect(q.filename).toBe(".._My report_x.csv");
+    rejects("resource=sample&bom=yes", "bom");
+  });
+});

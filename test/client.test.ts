@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { CkanClient } from "../src/ckan/client.ts";
+import { parseConfig } from "../src/config.ts";
+import { HttpError } from "../src/errors.ts";
+import { fixtures } from "./fixtures/recorded.ts";
+
+const TOKEN = "tok-SECRET-client-5150";
+const config = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", CKAN_API_TOKEN: TOKEN, UPSTREAM_RETRIES: "0" });
+
+/** A client whose upstream answers with one recorded CKAN 2.10 response. */
+function replay(status: number, contentType: string, body: unknown) {
+  const seen: Request[] = [];
+  const client = new CkanClient(config, async (request) => {
+    seen.push(request);
+    return new Response(JSON.stringify(body), { status, headers: { "content-type": contentType } });
+  });
+  return { client, seen };
+}
+
+const expectedErrors: Record<string, { status: number; parameter?: string; message: RegExp }> = {
+  err_bad_filters_json: { status: 400, parameter: "filters", message: /Cannot parse JSON/ },
+  err_bad_token: { status: 403, message: /token cannot read/ },
+  err_private_no_token: { status: 403, message: /token cannot read/ },
+  err_limit_negative: { status: 400, parameter: "limit", message: /natural number/ },
+  err_limit_not_int: { status: 400, parameter: "limit", message: /Invalid integer/ },
+  err_missing_resource_id: { status: 400, parameter: "resource_id", message: /Missing value/ },
+  err_unknown_fields: { status: 400, parameter: "fields", message: /invalid value "nope"/ },
+  err_unknown_filter_field: { status: 400, parameter: "filters", message: /no_such_field/ },
+  err_unknown_resource: { status: 404, parameter: "resource_id", message: /not found/ },
+  err_unknown_sort_field: { status: 400, parameter: "sort", message: /nope desc/ },
+};
+
+describe("CKAN client fed real CKAN 2.10 responses", () => {
+  for (const [name, fixture] of Object.entries(fixtures)) {
+    it(name, async () => {
+      const { client, seen } = replay(fixture.status, fixture.content_type, fixture.body);
+      const call = client.search({ ...(fixture.request as { resource_id: string }), limit: 5 });
+      if (fixture.status === 200) {
+        const result = await call;
+        const body = fixture.body as { result: { fields: unknown[]; records: unknown; total?: number } };
+        expect(result.fields).toEqual(body.result.fields);
+        expect(result.records).toEqual(body.result.records);
+        expect(result.total).toBe(body.result.total);
+      } else {
+        const expected = expectedErrors[name];
+        expect(expected, `no expectation for ${name}`).toBeDefined();
+        const error = await call.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(HttpError);
+        const httpError = error as HttpError;
+        expect(httpError.status).toBe(expected!.status);
+        expect(httpError.parameter).toBe(expected!.parameter);
+        expect(httpError.message).toMatch(expected!.message);
+        expect(httpError.message).not.toContain(TOKEN);
+      }
+      const request = seen[0]!;
+      expect(request.method).toBe("POST");
+      expect(request.url).toBe("https://portal.example/data/en/api/action/datastore_search");
+      expect(request.headers.get("authorization")).toBe(TOKEN);
+      expect(request.headers.get("content-type")).toBe("application/json");
+    });
+  }
+
+  it("keeps CKAN's SQL out of a type-mismatch error", async () => {
+    const { client } = replay(409, "application/json", {
+      success: false,
+      error: { __type: "Validation Error", query: ["Invalid query"], info: { statement: ["SELECT secret_sql FROM x"], orig: ["bad"] } },
+    });
+    const error = (await client.search({ resource_id: "x", limit: 1 }).catch((e: unknown) => e)) as HttpError;
+    expect(error.status).toBe(400);
+    expect(error.parameter).toBe("filters");
+    expect(error.message).not.toContain("SELECT");
+  });
+
+  it("redacts the token when an upstream error echoes it", async () => {
+    const { client } = replay(500, "application/json", { success: false, error: { message: `bad header ${TOKEN}` } });
+    const error = (await client.search({ resource_id: "x", limit: 1 }).catch((e: unknown) => e)) as HttpError;
+    expect(error.status).toBe(502);
+    const { client: c2 } = replay(418, "application/json", { success: false, error: { __type: "Odd", message: `echo ${TOKEN}` } });
+    const e2 = (await c2.search({ resource_id: "x", limit: 1 }).catch((e: unknown) => e)) as HttpError;
+    expect(e2.status).toBe(502);
+    expect(e2.message).toContain("echo [redacted]");
+    expect(e2.message).not.toContain(TOKEN);
+  });
+});
