@@ -8,6 +8,7 @@ import { exportResponse, runExport } from "./export.ts";
 import { isFormatName, FORMATS } from "./format/index.ts";
 import { log } from "./log.ts";
 import { parseExportQuery } from "./query.ts";
+import { redactor } from "./secrets.ts";
 
 export interface AppDeps {
   /** How the worker reaches CKAN: global fetch in production, the emulator or a stub in tests. */
@@ -44,18 +45,19 @@ export function createApp(deps: AppDeps) {
         upstream_ms: client.stats.milliseconds,
         ms: Date.now() - started,
         ...(outcome.error ? { error: outcome.error.message } : {}),
-      }),
+      }, redactor(env)),
     );
     return exportResponse(run, config.bufferBytes, request.method === "HEAD");
   }
 
   const router = Router<IRequest, [Env, ExecutionContext]>({
-    catch: (error: unknown) => {
+    catch: (error: unknown, request: IRequest, env: Env) => {
       const httpError = toHttpError(error);
+      const redact = redactor(env);
       if (httpError.status >= 500) {
-        log({ event: "error", status: httpError.status, message: httpError.message, cause: String(httpError.cause ?? "") });
+        log({ event: "error", route: new URL(request.url).pathname, status: httpError.status, message: httpError.message, cause: String(httpError.cause ?? "") }, redact);
       }
-      return errorResponse(httpError);
+      return errorResponse(httpError, redact);
     },
     finally: [
       (response: Response) => {

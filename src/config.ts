@@ -110,6 +110,7 @@ export function configFor(env: Env): Config {
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
       entry = error;
+      // The message names the setting, never its value.
       console.error(JSON.stringify({ level: "error", event: "config", setting: error.setting, message: error.message }));
     }
     parsed.set(env, entry);

@@ -45,14 +45,13 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, "Internal error while exporting; the failure was logged.", { cause: error });
 }
 
-export function errorResponse(error: HttpError, extraHeaders: Record<string, string> = {}): Response {
-  return new Response(errorBody(error), {
+export function errorResponse(error: HttpError, redact: (text: string) => string = (t) => t): Response {
+  return new Response(redact(errorBody(error)), {
     status: error.status,
     headers: {
       "content-type": "application/json; charset=utf-8",
       "cache-control": "no-store",
       ...error.headers,
-      ...extraHeaders,
     },
   });
 }

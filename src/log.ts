@@ -1,4 +1,6 @@
-/** One JSON object per line, so Workers Logs can filter on any field. */
-export function log(fields: Record<string, unknown>): void {
-  console.log(JSON.stringify({ time: new Date().toISOString(), ...fields }));
+import type { Redact } from "./secrets.ts";
+
+/** One JSON object per line, so Workers Logs can filter on any field; secrets are redacted. */
+export function log(fields: Record<string, unknown>, redact: Redact): void {
+  console.log(redact(JSON.stringify({ time: new Date().toISOString(), ...fields })));
 }

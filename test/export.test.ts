@@ -1,0 +1,313 @@
+import Papa from "papaparse";
+import { describe, expect, it } from "vitest";
+import { harness, readAll } from "./harness.ts";
+
+const SAMPLE = "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2";
+const HEADER = "id,amount,ratio,category,name,note,formula,created,active";
+
+describe("GET /export.csv", () => {
+  it("answers a small export whole, with download headers and the upstream count", async () => {
+    const { get } = harness();
+    const res = await get("/export.csv?resource=sample&limit=3");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    expect(res.headers.get("content-disposition")).toBe(`attachment; filename="sample.csv"; filename*=UTF-8''sample.csv`);
+    expect(res.headers.get("x-total-count")).toBe("100000");
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    const text = await res.text();
+    expect(res.headers.get("content-length")).toBe(String(new TextEncoder().encode(text).byteLength));
+    const lines = text.split("\r\n");
+    expect(lines[0]).toBe(HEADER);
+    expect(Papa.parse(text.trimEnd(), { newline: "\r\n" }).data).toHaveLength(4);
+    expect(text.endsWith("\r\n")).toBe(true);
+  });
+
+  it("pages through upstream with POST, _id order, lists, the total asked once, and never follows _links", async () => {
+    const { get, calls } = harness({ env: { PAGE_SIZE: "1000" } });
+    const text = await (await get("/export.csv?resource=sample&limit=3500&fields=id")).text();
+    const ids = text.trimEnd().split("\r\n").slice(1).map(Number);
+    expect(ids).toEqual(Array.from({ length: 3500 }, (_, i) => i + 1));
+    expect(calls.map((c) => c.body.limit)).toEqual([1000, 1000, 1000, 500]);
+    for (const [n, call] of calls.entries()) {
+      expect(call.method).toBe("POST");
+      expect(call.url).toMatch(/^http:\/\/ckan-\d+\.test\/data\/en\/api\/action\/datastore_search$/);
+      expect(call.body.sort).toBe("_id");
+      expect(call.body.records_format).toBe("lists");
+      expect(call.body.include_total).toBe(n === 0 ? true : undefined);
+    }
+    expect(calls.slice(1).map((c) => c.body.offset)).toEqual([1000, 2000, 3000]);
+  });
+
+  it("keeps _id order with q, and leaves out rank and _id unless fields asks", async () => {
+    const { get, calls } = harness();
+    const text = await (await get("/export.csv?resource=sample&q=glacier&limit=50")).text();
+    expect(text.split("\r\n")[0]).toBe(HEADER);
+    const rows = Papa.parse<string[]>(text.trimEnd(), { newline: "\r\n" }).data.slice(1);
+    const ids = rows.map((r) => Number(r[0]));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(calls[0]!.body.q).toBe("glacier");
+    expect(calls[0]!.body.sort).toBe("_id");
+  });
+
+  it("appends _id to the user's sort so offset paging is stable", async () => {
+    const { get, calls } = harness({ env: { PAGE_SIZE: "100" } });
+    const text = await (await get("/export.csv?resource=sample&sort=category desc&limit=250&fields=id,category")).text();
+    const rows = Papa.parse<string[]>(text.trimEnd(), { newline: "\r\n" }).data.slice(1);
+    expect(new Set(rows.map((r) => r[0])).size).toBe(250);
+    expect(calls[0]!.body.sort).toBe("category desc, _id");
+    expect(calls[0]!.body.include_next_page).toBeUndefined();
+  });
+
+  it("reads back, through papaparse, equal to the JSON export of the same query", async () => {
+    const { get } = harness({ env: { PAGE_SIZE: "300" } });
+    const query = 'resource=sample&limit=1200&filters={"category":["alpha","beta"]}&formula_guard=0';
+    const csv = await (await get(`/export.csv?${query}`)).text();
+    const json = (await (await get(`/export.json?${query.replace("&formula_guard=0", "")}`)).json()) as Record<string, unknown>[];
+    const parsed = Papa.parse<Record<string, string>>(csv, { header: true, skipEmptyLines: true, newline: "\r\n" }).data;
+    expect(parsed).toHaveLength(1200);
+    expect(json).toHaveLength(1200);
+    const asCsvText = (v: unknown): string => (v === null ? "" : typeof v === "string" ? v : JSON.stringify(v));
+    expect(parsed).toEqual(json.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, asCsvText(v)]))));
+  });
+
+  it("guards formulas in text cells by default, never in numbers, and not in JSON", async () => {
+    const { get } = harness();
+    const csv = await (await get("/export.csv?resource=sample&limit=400&fields=id,amount,formula")).text();
+    const rows = Papa.parse<string[]>(csv.trimEnd(), { newline: "\r\n" }).data.slice(1);
+    const json = (await (await get("/export.json?resource=sample&limit=400&fields=id,amount,formula")).json()) as {
+      amount: number | null;
+      formula: string | null;
+    }[];
+    let guarded = 0;
+    for (const [i, row] of rows.entries()) {
+      const original = json[i]!.formula ?? "";
+      const risky = /^[=+\-@\t\r\n]/.test(original) && !/^[+-]?\d+(\.\d+)?$/.test(original);
+      expect(row[2]).toBe(risky ? `'${original}` : original);
+      if (risky) guarded++;
+      expect(row[1]).toBe(json[i]!.amount === null ? "" : String(json[i]!.amount));
+    }
+    expect(guarded).toBeGreaterThan(10);
+    expect(json.some((r) => r.amount !== null && r.amount < 0)).toBe(true);
+  });
+
+  it("writes a BOM, no header, and semicolons on request; TSV and NDJSON too", async () => {
+    const { get } = harness();
+    const bom = new Uint8Array(await (await get("/export.csv?resource=sample&limit=1&bom=1")).arrayBuffer());
+    expect([...bom.slice(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    const semi = await (await get("/export.csv?resource=sample&limit=2&header=0&delimiter=;&fields=id,category")).text();
+    expect(semi).toMatch(/^1;\w+\r\n2;\w+\r\n$/);
+    const tsv = await get("/export.tsv?resource=sample&limit=2&fields=id,category");
+    expect(tsv.headers.get("content-type")).toBe("text/tab-separated-values; charset=utf-8");
+    expect(await tsv.text()).toMatch(/^id\tcategory\r\n1\t\w+\r\n2\t\w+\r\n$/);
+    const nd = await get("/export.ndjson?resource=sample&limit=3&fields=id");
+    expect(nd.headers.get("content-type")).toBe("application/x-ndjson; charset=utf-8");
+    expect(await nd.text()).toBe('{"id":1}\n{"id":2}\n{"id":3}\n');
+  });
+
+  it("names the download after filename=, with a safe ASCII fallback", async () => {
+    const { get } = harness();
+    const res = await get("/export.json?resource=sample&limit=1&filename=Zürich 2020");
+    expect(res.headers.get("content-disposition")).toBe(
+      `attachment; filename="Z_rich 2020.json"; filename*=UTF-8''Z%C3%BCrich%202020.json`,
+    );
+  });
+
+  it("answers HEAD with the headers and no body", async () => {
+    const { get } = harness();
+    const res = await get("/export.csv?resource=sample", { method: "HEAD" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-total-count")).toBe("100000");
+    expect(await res.text()).toBe("");
+  });
+});
+
+describe("JSON exports", () => {
+  it("is an array of records with keys in field order and types kept", async () => {
+    const { get } = harness();
+    const res = await get("/export.json?resource=sample&limit=2&fields=name,id,amount,active,created");
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    const text = await res.text();
+    const records = JSON.parse(text) as Record<string, unknown>[];
+    expect(records).toHaveLength(2);
+    expect(Object.keys(records[0]!)).toEqual(["name", "id", "amount", "active", "created"]);
+    expect(typeof records[0]!.id).toBe("number");
+    expect(typeof records[0]!.active).toBe("boolean");
+  });
+
+  it("is an empty array for no rows, and limit=0 gives only the header in CSV", async () => {
+    const { get } = harness();
+    expect(await (await get("/export.json?resource=sample&limit=0")).json()).toEqual([]);
+    expect(await (await get("/export.csv?resource=sample&limit=0")).text()).toBe(`${HEADER}\r\n`);
+    expect(await (await get('/export.json?resource=sample&filters={"category":"no-such"}')).json()).toEqual([]);
+  });
+});
+
+describe("row budget", () => {
+  it("refuses an export above MAX_ROWS with the count and a way out, never a silent cap", async () => {
+    const { get } = harness({ env: { MAX_ROWS: "5000" } });
+    const res = await get("/export.csv?resource=sample");
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { message: string; parameter: string } };
+    expect(body.error.parameter).toBe("limit");
+    expect(body.error.message).toContain("100000 rows match");
+    expect(body.error.message).toContain("5000");
+    const over = await get("/export.csv?resource=sample&limit=5001");
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as { error: { message: string } }).error.message).toContain("5000");
+    expect((await get("/export.csv?resource=sample&limit=5000")).status).toBe(200);
+  });
+
+  it("counts rows instead of trusting a page: a site whose rows_max is lower still yields every row", async () => {
+    const { get, calls } = harness({ emulator: { rowsMax: 300 }, env: { PAGE_SIZE: "1000" } });
+    const text = await (await get("/export.csv?resource=sample&limit=1000&fields=id")).text();
+    expect(text.trimEnd().split("\r\n")).toHaveLength(1001);
+    expect(calls.length).toBe(4);
+  });
+});
+
+describe("keyset paging", () => {
+  it("uses next_page on CKAN 2.12", async () => {
+    const { get, calls } = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "500" } });
+    const text = await (await get("/export.csv?resource=sample&limit=1600&offset=10&fields=id")).text();
+    expect(text.trimEnd().split("\r\n").slice(1).map(Number)).toEqual(Array.from({ length: 1600 }, (_, i) => i + 11));
+    expect(calls[0]!.body.include_next_page).toBe(true);
+    expect(calls[0]!.body.offset).toBe(10);
+    expect(calls[1]!.body.offset).toBeUndefined();
+    expect(calls[1]!.body.filters).toEqual({ _id: { gt: 510 } });
+  });
+
+  it("falls back to offset paging when CKAN 2.10 rejects include_next_page, and remembers", async () => {
+    const { get, calls } = harness({ env: { PAGE_SIZE: "500" } });
+    const text = await (await get("/export.csv?resource=sample&limit=1200&fields=id")).text();
+    expect(text.trimEnd().split("\r\n")).toHaveLength(1201);
+    expect(calls[0]!.body.include_next_page).toBe(true);
+    expect(calls.slice(1).every((c) => c.body.include_next_page === undefined)).toBe(true);
+    expect(calls.slice(2).map((c) => c.body.offset)).toEqual([500, 1000]);
+    const before = calls.length;
+    await (await get("/export.csv?resource=sample&limit=10")).text();
+    expect(calls.length).toBe(before + 1);
+  });
+});
+
+describe("failures", () => {
+  const fail500 = (on: number) => (n: number) => (n >= on ? new Response("boom", { status: 500 }) : undefined);
+
+  it("makes a CSV cut off on the third page visibly incomplete, and errors the stream", async () => {
+    const { get } = harness({ env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "1" }, fault: fail500(3) });
+    const res = await get("/export.csv?resource=sample&limit=5000&fields=id");
+    expect(res.status).toBe(200);
+    const { text, error } = await readAll(res);
+    expect(error).toBeDefined();
+    const lines = text.trimEnd().split("\r\n");
+    expect(lines).toHaveLength(1 + 2000 + 1);
+    expect(lines.at(-1)).toMatch(/^#EXPORT INCOMPLETE: CKAN answered HTTP 500\..*only part of the export/);
+  });
+
+  it("leaves a cut-off JSON export invalid and a cut-off NDJSON export with a non-JSON last line", async () => {
+    const json = await readAll(await harness({ env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, fault: fail500(2) }).get("/export.json?resource=sample&limit=3000"));
+    expect(() => JSON.parse(json.text)).toThrow();
+    const nd = await readAll(await harness({ env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, fault: fail500(2) }).get("/export.ndjson?resource=sample&limit=3000"));
+    expect(nd.text.trimEnd().split("\n").at(-1)).toMatch(/^#EXPORT INCOMPLETE/);
+  });
+
+  it("gives a small export's late failure a real error status", async () => {
+    const { get } = harness({ env: { UPSTREAM_RETRIES: "0" }, fault: fail500(2) });
+    const res = await get("/export.csv?resource=sample&limit=1500");
+    expect(res.status).toBe(502);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+  });
+
+  it("retries 5xx and 429 (honouring Retry-After), not 4xx", async () => {
+    const flaky = harness({ fault: (n) => (n <= 2 ? new Response("busy", { status: n === 1 ? 503 : 429, headers: { "retry-after": "0" } }) : undefined) });
+    expect((await flaky.get("/export.csv?resource=sample&limit=5")).status).toBe(200);
+    expect(flaky.calls).toHaveLength(3);
+    const down = harness({ env: { UPSTREAM_RETRIES: "2" }, fault: () => new Response("down", { status: 502 }) });
+    expect((await down.get("/export.csv?resource=sample&limit=5")).status).toBe(502);
+    expect(down.calls).toHaveLength(3);
+    const tooLong = harness({ fault: () => new Response("later", { status: 429, headers: { "retry-after": "3600" } }) });
+    const limited = await tooLong.get("/export.csv?resource=sample&limit=5");
+    expect(limited.status).toBe(503);
+    expect(limited.headers.get("retry-after")).toBe("3600");
+    const bad = harness({ fault: () => Response.json({ success: false, error: { __type: "Validation Error", sort: ["invalid value \"x\""] } }, { status: 409 }) });
+    expect((await bad.get("/export.csv?resource=sample&limit=5&sort=x")).status).toBe(400);
+    expect(bad.calls).toHaveLength(1);
+  });
+
+  it("maps network errors, time-outs, HTML and success:false to 502/504", async () => {
+    const network = harness({ env: { UPSTREAM_RETRIES: "1" }, fault: () => Promise.reject(new TypeError("connection refused")) });
+    expect((await network.get("/export.csv?resource=sample")).status).toBe(502);
+    expect(network.calls).toHaveLength(2);
+    const slow = harness({ env: { UPSTREAM_TIMEOUT_SECONDS: "1" }, fault: () => new Promise<Response>(() => {}) });
+    const timedOut = await slow.get("/export.csv?resource=sample");
+    expect(timedOut.status).toBe(504);
+    expect(((await timedOut.json()) as { error: { message: string } }).error.message).toContain("1 s");
+    const html = harness({ fault: () => new Response("<html>", { status: 200, headers: { "content-type": "text/html" } }) });
+    expect((await html.get("/export.csv?resource=sample")).status).toBe(502);
+    const wrongBase = harness({ fault: () => new Response("<html>404</html>", { status: 404, headers: { "content-type": "text/html" } }) });
+    const notThere = await wrongBase.get("/export.csv?resource=sample");
+    expect(notThere.status).toBe(502);
+    expect(((await notThere.json()) as { error: { message: string } }).error.message).toContain("CKAN_BASE_URL");
+    const odd = harness({ fault: () => Response.json({ success: false }) });
+    expect((await odd.get("/export.csv?resource=sample")).status).toBe(502);
+  });
+
+  it("passes CKAN's own validation on as a 400 naming the parameter", async () => {
+    const { get } = harness();
+    const cases: [string, string, RegExp][] = [
+      ["filter.no_such_field=1", "filters", /no_such_field/],
+      ["fields=id,nope", "fields", /nope/],
+      ["sort=nope desc", "sort", /nope/],
+      ["filter.id=abc", "filters", /column's type/],
+    ];
+    for (const [qs, parameter, message] of cases) {
+      const res = await get(`/export.csv?resource=sample&${qs}`);
+      expect(res.status, qs).toBe(400);
+      const body = (await res.json()) as { error: { status: number; message: string; parameter: string } };
+      expect(body.error.status).toBe(400);
+      expect(body.error.parameter).toBe(parameter);
+      expect(body.error.message).toMatch(message);
+      expect(body.error.message).not.toMatch(/SELECT/);
+    }
+  });
+
+  it("maps an unknown resource to 404 and a private one without a token to 403", async () => {
+    const { get } = harness({ env: { CKAN_API_TOKEN: undefined } });
+    expect((await get("/export.csv?resource_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
+    const denied = await get("/export.csv?resource=private");
+    expect(denied.status).toBe(403);
+    expect(((await denied.json()) as { error: { message: string } }).error.message).toContain("cannot read this resource");
+    const withToken = harness();
+    const ok = await withToken.get("/export.csv?resource=private");
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-total-count")).toBe("50");
+  });
+});
+
+describe("routes and configuration", () => {
+  it("answers unknown routes, formats and methods with JSON errors", async () => {
+    const { get } = harness();
+    const notFound = await get("/nope");
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect((await get("/export.xml?resource=sample")).status).toBe(404);
+    const post = await get("/export.csv?resource=sample", { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+    const bad = await get("/export.csv?resource=sample&limit=x");
+    expect(await bad.json()).toEqual({
+      error: { status: 400, message: 'Parameter limit must be a whole number, 0 or more (got "x").', parameter: "limit" },
+    });
+  });
+
+  it("reports a bad setting as a 500 naming it, and accepts RESOURCES as a table or JSON text", async () => {
+    const missing = await harness({ env: { CKAN_BASE_URL: undefined } }).get("/export.csv?resource=sample");
+    expect(missing.status).toBe(500);
+    expect(((await missing.json()) as { error: { setting: string } }).error.setting).toBe("CKAN_BASE_URL");
+    const broken = await harness({ env: { RESOURCES: "{sample:" } }).get("/export.csv?resource=sample");
+    expect(((await broken.json()) as { error: { setting: string } }).error.setting).toBe("RESOURCES");
+    const badRows = await harness({ env: { MAX_ROWS: "lots" } }).get("/export.csv?resource=sample");
+    expect(((await badRows.json()) as { error: { setting: string } }).error.setting).toBe("MAX_ROWS");
+    const table = harness({ env: { RESOURCES: { sample: SAMPLE } } });
+    expect((await table.get("/export.csv?resource=sample&limit=1")).status).toBe(200);
+  });
+});

@@ -1,0 +1,68 @@
+import { createExecutionContext } from "cloudflare:test";
+import { createApp } from "../src/app.ts";
+import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../src/ckan/emulator/index.ts";
+import type { Env } from "../src/env.ts";
+
+/** Recognisable, so a test can prove it never leaves the worker. */
+export const TOKEN = "tok-SECRET-4f1d9a7e";
+
+export interface UpstreamCall {
+  url: string;
+  method: string;
+  authorization: string | null;
+  body: Record<string, unknown>;
+}
+
+export interface HarnessOptions {
+  env?: Partial<Env>;
+  emulator?: EmulatorOptions;
+  /** Answer upstream call number `n` (1-based) yourself; undefined lets the emulator answer. */
+  fault?: (n: number, body: Record<string, unknown>) => Response | Promise<Response> | undefined;
+}
+
+let sites = 0;
+
+/**
+ * The worker wired to the CKAN emulator through an injected fetch, with a small page size so a few
+ * thousand rows already cross many pages. Each harness gets its own site URL: what the worker
+ * learns about one site (keyset support) must not leak into another test.
+ */
+export function harness(options: HarnessOptions = {}) {
+  const emulator = createEmulator({ token: TOKEN, ...options.emulator });
+  const calls: UpstreamCall[] = [];
+  const app = createApp({
+    upstreamFetch: async (request) => {
+      const body = (await request.clone().json()) as Record<string, unknown>;
+      calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body });
+      const faulty = await options.fault?.(calls.length, body);
+      return faulty ?? emulator.fetch(request);
+    },
+  });
+  const env: Env = {
+    CKAN_BASE_URL: `http://ckan-${++sites}.test/data/en`,
+    CKAN_API_TOKEN: TOKEN,
+    RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+    PAGE_SIZE: "1000",
+    UPSTREAM_RETRY_BASE_MS: "1",
+    ...options.env,
+  };
+  const get = (path: string, init?: RequestInit): Promise<Response> =>
+    app.fetch(new Request(`http://worker.test${path}`, init), env, createExecutionContext());
+  return { get, calls, emulator, env };
+}
+
+/** Reads a body to the end, keeping what arrived before an error. */
+export async function readAll(response: Response): Promise<{ text: string; error: unknown }> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text: text + decoder.decode(), error: undefined };
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch (error) {
+    return { text: text + decoder.decode(), error };
+  }
+}
