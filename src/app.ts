@@ -40,6 +40,7 @@ export function createApp(deps: AppDeps) {
         route: `/export.${format}`,
         resource: query.alias ?? query.resourceId,
         status: outcome.error?.status ?? 200,
+        rows: outcome.rows,
         bytes: outcome.bytes,
         pages: client.stats.requests,
         upstream_ms: client.stats.milliseconds,

@@ -1,5 +1,8 @@
 import type { Env } from "./env.ts";
 import { HttpError } from "./errors.ts";
+import { configError, integerSetting, structuredSetting, UUID_PATTERN } from "./settings.ts";
+import { MIN_PART_BYTES } from "./snapshot/r2-writer.ts";
+import { parseSnapshotJobs, type SnapshotJobs } from "./snapshot/jobs.ts";
 
 /** Everything the worker reads from its environment, validated once. */
 export interface Config {
@@ -14,39 +17,14 @@ export interface Config {
   upstreamRetries: number;
   retryBaseMs: number;
   bufferBytes: number;
+  /** Valid jobs, and the problems of the invalid ones (reported, then skipped). */
+  snapshots: SnapshotJobs;
+  snapshotPartBytes: number;
+  adminToken: string | undefined;
 }
 
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** CKAN's default `ckan.datastore.search.rows_max`; a larger page is silently capped upstream. */
 export const CKAN_ROWS_MAX = 32000;
-
-const configError = (setting: string, problem: string): HttpError =>
-  new HttpError(500, `The worker is misconfigured: setting ${setting} ${problem}. An operator must fix it.`, {
-    setting,
-  });
-
-/**
- * A structured setting arrives as a TOML table from wrangler.toml (an object here) or as a JSON
- * string from `wrangler dev --var` or the dashboard; both mean the same.
- */
-export function structuredSetting(setting: string, value: unknown): unknown {
-  if (typeof value !== "string") return value;
-  try {
-    return JSON.parse(value);
-  } catch {
-    throw configError(setting, "is not valid JSON");
-  }
-}
-
-function integerSetting(setting: string, value: unknown, fallback: number, min: number, max: number): number {
-  if (value === undefined || value === "") return fallback;
-  const text = String(value).trim();
-  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    throw configError(setting, `must be a whole number from ${min} to ${max}`);
-  }
-  return n;
-}
 
 function baseUrl(value: unknown): string {
   if (typeof value !== "string" || value.trim() === "") throw configError("CKAN_BASE_URL", "is missing");
@@ -84,11 +62,13 @@ function resources(value: unknown): Map<string, string> {
   return map;
 }
 
+const secret = (value: unknown): string | undefined =>
+  typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
+
 export function parseConfig(env: Env): Config {
-  const token = typeof env.CKAN_API_TOKEN === "string" ? env.CKAN_API_TOKEN.trim() : "";
-  return {
+  const config: Config = {
     datastoreSearchUrl: `${baseUrl(env.CKAN_BASE_URL)}/api/action/datastore_search`,
-    apiToken: token === "" ? undefined : token,
+    apiToken: secret(env.CKAN_API_TOKEN),
     resources: resources(env.RESOURCES),
     maxRows: integerSetting("MAX_ROWS", env.MAX_ROWS, 1_000_000, 1, Number.MAX_SAFE_INTEGER),
     pageSize: integerSetting("PAGE_SIZE", env.PAGE_SIZE, CKAN_ROWS_MAX, 1, CKAN_ROWS_MAX),
@@ -96,7 +76,13 @@ export function parseConfig(env: Env): Config {
     upstreamRetries: integerSetting("UPSTREAM_RETRIES", env.UPSTREAM_RETRIES, 3, 0, 10),
     retryBaseMs: integerSetting("UPSTREAM_RETRY_BASE_MS", env.UPSTREAM_RETRY_BASE_MS, 500, 0, 60_000),
     bufferBytes: integerSetting("BUFFER_BYTES", env.BUFFER_BYTES, 8 * 1024 * 1024, 0, 64 * 1024 * 1024),
+    snapshots: { jobs: [], problems: [] },
+    snapshotPartBytes: integerSetting("SNAPSHOT_PART_BYTES", env.SNAPSHOT_PART_BYTES, 8 * 1024 * 1024, MIN_PART_BYTES, 512 * 1024 * 1024),
+    adminToken: secret(env.ADMIN_TOKEN),
   };
+  // Jobs are validated with the rest of the configuration they refer to (aliases, MAX_ROWS).
+  config.snapshots = parseSnapshotJobs(env.SNAPSHOT_JOBS, config);
+  return config;
 }
 
 const parsed = new WeakMap<Env, Config | HttpError>();

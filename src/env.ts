@@ -18,4 +18,12 @@ export interface Env {
   UPSTREAM_RETRY_BASE_MS?: string;
   /** Exports whose estimated size is below this many bytes are buffered and sent with Content-Length. */
   BUFFER_BYTES?: string;
+  /** R2 bucket the cron trigger writes snapshots to. */
+  SNAPSHOTS?: R2Bucket;
+  /** Snapshot jobs: a JSON array (or TOML array of tables). */
+  SNAPSHOT_JOBS?: unknown;
+  /** Size of each multipart part of a large snapshot (default 8 MiB, at least 5 MiB). */
+  SNAPSHOT_PART_BYTES?: string;
+  /** Secret. Lets an operator run a snapshot job now: POST /snapshots/<name>/run. */
+  ADMIN_TOKEN?: string;
 }

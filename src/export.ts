@@ -6,11 +6,19 @@ import { FORMATS } from "./format/index.ts";
 import type { ExportQuery } from "./query.ts";
 import { encodeTable, toByteStream } from "./stream.ts";
 
+/** Live counters of one export, final once its byte stream has ended. */
+export interface ExportProgress {
+  rows: number;
+  bytes: number;
+  error?: HttpError;
+}
+
 export interface ExportRun {
   /** Headers that describe the export (type, download name, total). */
   headers: Headers;
   table: { total: number | undefined; expectedRows: number | undefined; firstPageRows: number };
   body: ReadableStream<Uint8Array>;
+  progress: ExportProgress;
 }
 
 /** `attachment` with an ASCII fallback name and the exact UTF-8 name (RFC 6266 / RFC 8187). */
@@ -27,7 +35,7 @@ export async function runExport(
   query: ExportQuery,
   config: Config,
   client: CkanClient,
-  onDone?: (outcome: { bytes: number; error?: HttpError }) => void,
+  onDone?: (progress: ExportProgress) => void,
 ): Promise<ExportRun> {
   const format = FORMATS[query.format];
   const abort = new AbortController();
@@ -37,10 +45,15 @@ export async function runExport(
     signal: abort.signal,
   });
   const encoder = format.encoder(table.columns, query.csv);
-  const body = toByteStream(encodeTable(table, encoder), {
+  const progress: ExportProgress = { rows: 0, bytes: 0 };
+  const body = toByteStream(encodeTable(table, encoder, progress), {
     failure: (reason) => encoder.failure(reason),
     cancel: () => abort.abort(),
-    ...(onDone ? { done: onDone } : {}),
+    done: (outcome) => {
+      progress.bytes = outcome.bytes;
+      if (outcome.error) progress.error = outcome.error;
+      onDone?.(progress);
+    },
   });
   const headers = new Headers({
     "content-type": format.contentType,
@@ -48,7 +61,7 @@ export async function runExport(
     "x-content-type-options": "nosniff",
   });
   if (table.total !== undefined) headers.set("x-total-count", String(table.total));
-  return { headers, table, body };
+  return { headers, table, body, progress };
 }
 
 function concat(chunks: Uint8Array[], length: number): Uint8Array {

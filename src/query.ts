@@ -1,4 +1,5 @@
-import { UUID_PATTERN, type Config } from "./config.ts";
+import type { Config } from "./config.ts";
+import { UUID_PATTERN } from "./settings.ts";
 import { badRequest, HttpError } from "./errors.ts";
 import { FORMATS, type FormatName } from "./format/index.ts";
 

@@ -3,10 +3,11 @@ import { HttpError, toHttpError } from "./errors.ts";
 import type { Encoder } from "./format/types.ts";
 
 /** Encoded text of a whole export, one chunk per upstream page; never more than a page held. */
-export async function* encodeTable(table: Table, encoder: Encoder): AsyncGenerator<string, void, undefined> {
+export async function* encodeTable(table: Table, encoder: Encoder, progress: { rows: number }): AsyncGenerator<string, void, undefined> {
   const begin = encoder.begin();
   let pending = begin;
   for await (const rows of table.pages) {
+    progress.rows += rows.length;
     // The first page goes out with the header, so the first chunk already says how wide rows are.
     const text = pending + encoder.page(rows);
     pending = "";
@@ -62,7 +63,7 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
         } catch (error) {
           failed = toHttpError(error);
           finish(failed);
-          const reason = `${failed.message} (HTTP ${failed.status}, after ${bytes} bytes).`;
+          const reason = `${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`;
           const trailer = hooks.failure(reason);
           if (trailer === "") {
             controller.error(failed);

@@ -53,7 +53,8 @@ export function harness(options: HarnessOptions = {}) {
 
 /** Reads a body to the end, keeping what arrived before an error. */
 export async function readAll(response: Response): Promise<{ text: string; error: unknown }> {
-  const reader = response.body!.getReader();
+  if (response.body === null) return { text: "", error: undefined };
+  const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let text = "";
   try {

@@ -23,6 +23,13 @@ function retryAfterMs(header: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
+function abortion(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
 const retryable = (status: number): boolean => status === 429 || status >= 500;
 
 /**
@@ -77,8 +84,10 @@ export class CkanClient {
     let response: Response;
     let text: string;
     try {
-      response = await this.#fetch(request);
-      text = await response.text();
+      // Raced against the signal too: a fetch implementation that ignores it must not hang an export.
+      const aborted = abortion(request.signal);
+      response = await Promise.race([this.#fetch(request), aborted]);
+      text = await Promise.race([response.text(), aborted]);
     } catch (error) {
       signal?.throwIfAborted();
       if (timeout.aborted) {

@@ -139,7 +139,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
       if (!done) {
         let body: SearchRequest;
         if (keyset && result.next_page !== undefined) {
-          body = request({ filters: { ...query.filters, ...result.next_page } }, seen);
+          body = request({ filters: { ...query.filters, ...result.next_page }, include_next_page: true }, seen);
         } else if (keyset) {
           throw new HttpError(502, "CKAN stopped handing out next pages before the end of the table.");
         } else {
