@@ -9,6 +9,9 @@ import { isFormatName, FORMATS } from "./format/index.ts";
 import { log } from "./log.ts";
 import { parseExportQuery } from "./query.ts";
 import { redactor } from "./secrets.ts";
+import { requireAdmin } from "./snapshot/admin.ts";
+import { runJob, runScheduled, type SnapshotDeps } from "./snapshot/run.ts";
+import { bucketOf, findJob, listSnapshots, serveSnapshotFile } from "./snapshot/serve.ts";
 
 export interface AppDeps {
   /** How the worker reaches CKAN: global fetch in production, the emulator or a stub in tests. */
@@ -51,6 +54,22 @@ export function createApp(deps: AppDeps) {
     return exportResponse(run, config.bufferBytes, request.method === "HEAD");
   }
 
+  const snapshotDeps = (env: Env): SnapshotDeps => ({
+    bucket: bucketOf(env.SNAPSHOTS),
+    config: configFor(env),
+    upstreamFetch: deps.upstreamFetch,
+    redact: redactor(env),
+  });
+
+  async function runNow(request: IRequest, env: Env): Promise<Response> {
+    const config = configFor(env);
+    await requireAdmin(request as unknown as Request, config);
+    const job = findJob(config, String(request.params.name));
+    // Whole seconds: a stamp has no milliseconds, and two clicks in one second are one run.
+    const result = await runJob(job, Math.floor(Date.now() / 1000) * 1000, snapshotDeps(env));
+    return Response.json(result, { status: result.status === "ok" ? 200 : 502 });
+  }
+
   const router = Router<IRequest, [Env, ExecutionContext]>({
     catch: (error: unknown, request: IRequest, env: Env) => {
       const httpError = toHttpError(error);
@@ -69,13 +88,29 @@ export function createApp(deps: AppDeps) {
   });
 
   router.all("/export.:format", exportRoute);
+  router.get("/snapshots", (request: IRequest, env: Env) =>
+    listSnapshots(configFor(env), bucketOf(env.SNAPSHOTS), new URL(request.url).origin),
+  );
+  router.post("/snapshots/:name/run", runNow);
+  router.all("/snapshots/:name/:file", (request: IRequest, env: Env) =>
+    serveSnapshotFile(request, configFor(env), bucketOf(env.SNAPSHOTS)),
+  );
   router.get("/", (request: IRequest) => Response.json(indexBody(new URL(request.url).origin)));
   router.all("*", () => {
-    throw new HttpError(404, "Not found. Exports live at /export.csv, /export.json, /export.ndjson and /export.tsv.");
+    throw new HttpError(404, "Not found. Exports live at /export.csv, /export.json, /export.ndjson and /export.tsv; snapshots at /snapshots.");
   });
 
   return {
     fetch: (request: Request, env: Env, ctx: ExecutionContext): Promise<Response> => router.fetch(request, env, ctx),
+    /** The cron trigger: runs the jobs for this expression. Never throws; failures are in R2 and the logs. */
+    async scheduled(cron: string, scheduledTime: number, env: Env) {
+      try {
+        return await runScheduled(cron, scheduledTime, snapshotDeps(env));
+      } catch (error) {
+        log({ event: "scheduled", status: "failed", error: toHttpError(error).message }, redactor(env));
+        return [];
+      }
+    },
   };
 }
 

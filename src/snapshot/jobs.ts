@@ -1,0 +1,113 @@
+import type { Config } from "../config.ts";
+import { structuredSetting } from "../settings.ts";
+import { HttpError } from "../errors.ts";
+import { isFormatName, type FormatName } from "../format/index.ts";
+import { parseExportQuery, type ExportQuery } from "../query.ts";
+
+/** A validated snapshot job: one export query per format, written to R2 under `<name>/`. */
+export interface SnapshotJob {
+  name: string;
+  /** The trigger expression that runs it; undefined: every trigger. */
+  cron: string | undefined;
+  keep: number;
+  formats: FormatName[];
+  queries: Record<string, ExportQuery>;
+  /** What the job asks for, as recorded in the manifest and object metadata (never a secret). */
+  description: Record<string, unknown>;
+}
+
+export interface JobProblem {
+  job: string;
+  message: string;
+}
+
+export interface SnapshotJobs {
+  jobs: SnapshotJob[];
+  problems: JobProblem[];
+}
+
+const JOB_KEYS = new Set(["name", "resource", "resource_id", "q", "filters", "fields", "sort", "limit", "formats", "cron", "keep"]);
+const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
+
+class JobError extends Error {}
+
+/** The job's query in link form, so jobs and links go through the one query parser. */
+function asParams(job: Record<string, unknown>): URLSearchParams {
+  const params = new URLSearchParams();
+  for (const key of ["resource", "resource_id", "q", "sort"]) {
+    const value = job[key];
+    if (value === undefined) continue;
+    if (typeof value !== "string") throw new JobError(`"${key}" must be text`);
+    params.set(key, value);
+  }
+  if (job.filters !== undefined) params.set("filters", JSON.stringify(job.filters));
+  if (job.fields !== undefined) {
+    const fields = job.fields;
+    if (typeof fields === "string") params.set("fields", fields);
+    else if (Array.isArray(fields) && fields.every((f) => typeof f === "string")) params.set("fields", fields.join(","));
+    else throw new JobError('"fields" must be a list of column names');
+  }
+  if (job.limit !== undefined) params.set("limit", String(job.limit));
+  return params;
+}
+
+function parseJob(raw: unknown, config: Config, seen: Set<string>): SnapshotJob {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new JobError("is not an object");
+  const job = raw as Record<string, unknown>;
+  const unknown = Object.keys(job).filter((k) => !JOB_KEYS.has(k));
+  if (unknown.length > 0) throw new JobError(`has unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`);
+  const name = job.name;
+  if (typeof name !== "string" || !SLUG.test(name)) throw new JobError('needs a "name": lower-case letters, digits and dashes');
+  if (seen.has(name)) throw new JobError(`uses the name "${name}" twice`);
+  const formats = job.formats ?? ["csv"];
+  if (!Array.isArray(formats) || formats.length === 0 || !formats.every((f) => typeof f === "string" && isFormatName(f))) {
+    throw new JobError('"formats" must be a list of csv, json, ndjson, tsv');
+  }
+  const keep = job.keep ?? 30;
+  if (typeof keep !== "number" || !Number.isInteger(keep) || keep < 1 || keep > 1000) throw new JobError('"keep" must be a whole number from 1 to 1000');
+  const cron = job.cron;
+  if (cron !== undefined && (typeof cron !== "string" || cron.trim() === "")) throw new JobError('"cron" must be a trigger expression');
+
+  const params = asParams(job);
+  const queries: Record<string, ExportQuery> = {};
+  for (const format of new Set(formats as FormatName[])) {
+    try {
+      queries[format] = { ...parseExportQuery(params, format, config), filename: `${name}.${format}` };
+    } catch (error) {
+      if (error instanceof HttpError) throw new JobError(error.message);
+      throw error;
+    }
+  }
+  const description: Record<string, unknown> = {};
+  for (const key of ["resource", "resource_id", "q", "filters", "fields", "sort", "limit"]) {
+    if (job[key] !== undefined) description[key] = job[key];
+  }
+  seen.add(name);
+  return { name, cron, keep, formats: Object.keys(queries) as FormatName[], queries, description };
+}
+
+/** Validates SNAPSHOT_JOBS; a bad job is reported and skipped, the others still run. */
+export function parseSnapshotJobs(value: unknown, config: Config): SnapshotJobs {
+  const jobs: SnapshotJob[] = [];
+  const problems: JobProblem[] = [];
+  if (value === undefined || value === "") return { jobs, problems };
+  let list: unknown;
+  try {
+    list = structuredSetting("SNAPSHOT_JOBS", value);
+  } catch {
+    return { jobs, problems: [{ job: "SNAPSHOT_JOBS", message: "SNAPSHOT_JOBS is not valid JSON" }] };
+  }
+  if (!Array.isArray(list)) return { jobs, problems: [{ job: "SNAPSHOT_JOBS", message: "SNAPSHOT_JOBS must be a list of jobs" }] };
+  const seen = new Set<string>();
+  list.forEach((raw, index) => {
+    try {
+      jobs.push(parseJob(raw, config, seen));
+    } catch (error) {
+      if (!(error instanceof JobError)) throw error;
+      const name = (raw as { name?: unknown } | null)?.name;
+      const label = typeof name === "string" ? name : `#${index + 1}`;
+      problems.push({ job: label, message: `Snapshot job ${label} ${error.message}; it is skipped.` });
+    }
+  });
+  return { jobs, problems };
+}

@@ -1,0 +1,181 @@
+import { CkanClient } from "../ckan/client.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
+import type { Config } from "../config.ts";
+import { toHttpError } from "../errors.ts";
+import { runExport } from "../export.ts";
+import { FORMATS, type FormatName } from "../format/index.ts";
+import type { Redact } from "../secrets.ts";
+import { log } from "../log.ts";
+import type { SnapshotJob } from "./jobs.ts";
+import { datedKey, latestKey, stagingKey, stamp } from "./keys.ts";
+import { expired, newestFirst, readManifest, writeManifest, type SnapshotEntry } from "./manifest.ts";
+import { copyObject, writeObject } from "./r2-writer.ts";
+
+export interface SnapshotDeps {
+  bucket: R2Bucket;
+  config: Config;
+  upstreamFetch: UpstreamFetch;
+  redact: Redact;
+}
+
+export interface JobResult {
+  job: string;
+  stamp: string;
+  status: "ok" | "failed";
+  written: SnapshotEntry[];
+  skipped: FormatName[];
+  error?: string;
+}
+
+function httpMetadata(format: FormatName, name: string, immutable: boolean): R2HTTPMetadata {
+  return {
+    contentType: FORMATS[format].contentType,
+    contentDisposition: `attachment; filename="${name}"`,
+    cacheControl: immutable ? "public, max-age=31536000, immutable" : "public, max-age=300",
+  };
+}
+
+/** Rebuilds a manifest entry from an object's own metadata (an earlier run wrote it, then was cut off). */
+function entryFromObject(object: R2Object, format: FormatName, time: string): SnapshotEntry {
+  const meta = object.customMetadata ?? {};
+  return {
+    key: object.key,
+    format,
+    stamp: time,
+    rows: Number(meta.rows ?? 0),
+    bytes: object.size,
+    sha256: meta.sha256 ?? "",
+    started: meta.started ?? object.uploaded.toISOString(),
+    finished: meta.finished ?? object.uploaded.toISOString(),
+    query: JSON.parse(meta.query ?? "{}") as Record<string, unknown>,
+    total: meta.total ? Number(meta.total) : null,
+  };
+}
+
+/** One format of one run: the export pipeline with R2 as its sink; `latest` only after the dated object is whole. */
+async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string, deps: SnapshotDeps): Promise<SnapshotEntry> {
+  const { bucket, config } = deps;
+  const key = datedKey(job.name, time, format);
+  const query = job.queries[format]!;
+  const started = new Date().toISOString();
+  const run = await runExport(query, config, new CkanClient(config, deps.upstreamFetch));
+  const total = run.table.total ?? null;
+  let finished = "";
+  let customMetadata: Record<string, string> = {};
+  const written = await writeObject(bucket, key, run.body, {
+    partBytes: config.snapshotPartBytes,
+    stagingKey: stagingKey(job.name, time, format),
+    httpMetadata: httpMetadata(format, `${job.name}-${time}.${FORMATS[format].extension}`, true),
+    customMetadata: ({ sha256 }) => {
+      finished = new Date().toISOString();
+      const meta: Record<string, string> = {
+        rows: String(run.progress.rows),
+        sha256,
+        query: JSON.stringify(job.description),
+        started,
+        finished,
+      };
+      if (total !== null) meta.total = String(total);
+      customMetadata = meta;
+      return meta;
+    },
+  });
+  const entry: SnapshotEntry = {
+    key,
+    format,
+    stamp: time,
+    rows: run.progress.rows,
+    bytes: written.bytes,
+    sha256: written.sha256,
+    started,
+    finished,
+    query: job.description,
+    total,
+  };
+  await copyObject(bucket, key, latestKey(job.name, format), {
+    httpMetadata: httpMetadata(format, `${job.name}.${FORMATS[format].extension}`, false),
+    customMetadata,
+  });
+  return entry;
+}
+
+/**
+ * Runs one job for one scheduled time. Idempotent: a snapshot already written for this time is not
+ * written again. A failed format publishes nothing; `latest` and the manifest's list keep
+ * describing the previous good snapshot, and the manifest's `lastRun` says what went wrong.
+ */
+export async function runJob(job: SnapshotJob, scheduledTime: number, deps: SnapshotDeps): Promise<JobResult> {
+  const { bucket, redact } = deps;
+  const time = stamp(scheduledTime);
+  const started = new Date().toISOString();
+  const manifest = await readManifest(bucket, job.name);
+  const result: JobResult = { job: job.name, stamp: time, status: "ok", written: [], skipped: [] };
+
+  for (const format of job.formats) {
+    if (manifest.snapshots.some((s) => s.stamp === time && s.format === format)) {
+      result.skipped.push(format);
+      continue;
+    }
+    const existing = await bucket.head(datedKey(job.name, time, format));
+    if (existing !== null) {
+      manifest.snapshots.push(entryFromObject(existing, format, time));
+      result.skipped.push(format);
+      continue;
+    }
+    try {
+      const entry = await writeSnapshot(job, format, time, deps);
+      manifest.snapshots.push(entry);
+      result.written.push(entry);
+    } catch (error) {
+      result.status = "failed";
+      result.error = redact(`${format}: ${toHttpError(error).message}`);
+      if (!(error instanceof Error && "status" in error)) {
+        log({ event: "snapshot_error", job: job.name, format, cause: String(error) }, redact);
+      }
+    }
+  }
+
+  manifest.snapshots.sort(newestFirst);
+  for (const old of expired(manifest.snapshots, job.keep)) {
+    await bucket.delete(old.key);
+    manifest.snapshots.splice(manifest.snapshots.indexOf(old), 1);
+  }
+  manifest.lastRun = {
+    status: result.status,
+    stamp: time,
+    started,
+    finished: new Date().toISOString(),
+    ...(result.error ? { error: result.error } : {}),
+  };
+  await writeManifest(bucket, manifest);
+  log(
+    {
+      event: "snapshot",
+      job: job.name,
+      stamp: time,
+      status: result.status,
+      written: result.written.map((e) => ({ format: e.format, rows: e.rows, bytes: e.bytes })),
+      skipped: result.skipped,
+      ...(result.error ? { error: result.error } : {}),
+    },
+    redact,
+  );
+  return result;
+}
+
+/** The cron entry point: runs every valid job whose `cron` is this trigger's (or that has none), one at a time. */
+export async function runScheduled(cron: string, scheduledTime: number, deps: SnapshotDeps): Promise<JobResult[]> {
+  const { jobs, problems } = deps.config.snapshots;
+  for (const problem of problems) log({ event: "snapshot_config", job: problem.job, error: problem.message }, deps.redact);
+  const results: JobResult[] = [];
+  // One at a time: each job holds a part buffer, and memory must stay flat.
+  for (const job of jobs) {
+    if (job.cron !== undefined && job.cron !== cron) continue;
+    try {
+      results.push(await runJob(job, scheduledTime, deps));
+    } catch (error) {
+      log({ event: "snapshot", job: job.name, status: "failed", error: toHttpError(error).message }, deps.redact);
+    }
+  }
+  return results;
+}

@@ -1,0 +1,100 @@
+import type { IRequest } from "itty-router";
+import type { Config } from "../config.ts";
+import { HttpError } from "../errors.ts";
+import { FORMATS } from "../format/index.ts";
+import type { SnapshotJob } from "./jobs.ts";
+import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
+import { readManifest } from "./manifest.ts";
+
+export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
+  if (bucket === undefined) {
+    throw new HttpError(500, "The worker is misconfigured: the R2 binding SNAPSHOTS is missing. An operator must fix it.", {
+      setting: "SNAPSHOTS",
+    });
+  }
+  return bucket;
+}
+
+export function findJob(config: Config, name: string): SnapshotJob {
+  const job = config.snapshots.jobs.find((j) => j.name === name);
+  if (job === undefined) throw new HttpError(404, `No snapshot job is named "${name.slice(0, 64)}". GET /snapshots lists them.`);
+  return job;
+}
+
+/** GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were skipped. */
+export async function listSnapshots(config: Config, bucket: R2Bucket, origin: string): Promise<Response> {
+  const jobs = await Promise.all(
+    config.snapshots.jobs.map(async (job) => {
+      const manifest = await readManifest(bucket, job.name);
+      const latest: Record<string, unknown> = {};
+      for (const format of job.formats) {
+        const entry = manifest.snapshots.find((s) => s.format === format);
+        if (entry === undefined) continue;
+        latest[format] = {
+          time: new Date(stampTime(entry.stamp)).toISOString(),
+          rows: entry.rows,
+          bytes: entry.bytes,
+          sha256: entry.sha256,
+          url: `${origin}/snapshots/${job.name}/latest.${FORMATS[format].extension}`,
+          dated_url: `${origin}/snapshots/${job.name}/${entry.stamp}.${FORMATS[format].extension}`,
+        };
+      }
+      return {
+        name: job.name,
+        cron: job.cron ?? null,
+        formats: job.formats,
+        keep: job.keep,
+        query: job.description,
+        latest,
+        last_run: manifest.lastRun,
+        manifest: `${origin}/snapshots/${job.name}/manifest.json`,
+      };
+    }),
+  );
+  return Response.json({ jobs, problems: config.snapshots.problems }, { headers: { "cache-control": "no-cache" } });
+}
+
+/**
+ * GET|HEAD /snapshots/<name>/<file>: streamed from R2 with validators, so a dashboard re-fetching a
+ * snapshot gets a 304, and a client resuming a download gets a 206.
+ */
+export async function serveSnapshotFile(request: IRequest, config: Config, bucket: R2Bucket): Promise<Response> {
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    throw new HttpError(405, "Snapshots are read with GET (or HEAD).", { headers: { allow: "GET, HEAD" } });
+  }
+  const job = findJob(config, String(request.params.name));
+  const file = parseSnapshotFile(String(request.params.file));
+  const notFound = new HttpError(404, `No snapshot ${String(request.params.file).slice(0, 64)} for job ${job.name}.`);
+  if (file === undefined || (file.kind !== "manifest" && !job.formats.includes(file.format))) throw notFound;
+  const key =
+    file.kind === "manifest" ? manifestKey(job.name) : file.kind === "latest" ? latestKey(job.name, file.format) : datedKey(job.name, file.stamp, file.format);
+
+  const headers = new Headers(request.headers);
+  const object = await bucket.get(key, { onlyIf: headers, range: headers });
+  if (object === null) throw notFound;
+  const out = new Headers();
+  object.writeHttpMetadata(out);
+  out.set("etag", object.httpEtag);
+  out.set("last-modified", object.uploaded.toUTCString());
+  out.set("accept-ranges", "bytes");
+  if (!("body" in object)) {
+    // The precondition held back the body: If-None-Match matched (304) or If-Match/Unmodified-Since failed (412).
+    const notModified = request.headers.has("if-none-match") || request.headers.has("if-modified-since");
+    return new Response(null, { status: notModified ? 304 : 412, headers: out });
+  }
+  const range = object.range as { offset?: number; length?: number; suffix?: number } | undefined;
+  const partial = request.headers.has("range") && range !== undefined;
+  if (partial) {
+    const offset = range.suffix !== undefined ? Math.max(0, object.size - range.suffix) : (range.offset ?? 0);
+    const length = Math.min(range.suffix ?? range.length ?? object.size - offset, object.size - offset);
+    out.set("content-range", `bytes ${offset}-${offset + length - 1}/${object.size}`);
+    out.set("content-length", String(length));
+  } else {
+    out.set("content-length", String(object.size));
+  }
+  if (request.method === "HEAD") {
+    await object.body.cancel();
+    return new Response(null, { status: partial ? 206 : 200, headers: out });
+  }
+  return new Response(object.body, { status: partial ? 206 : 200, headers: out });
+}
