@@ -1,4 +1,5 @@
 import { createExecutionContext } from "cloudflare:test";
+import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../src/ckan/emulator/index.ts";
 import type { Env } from "../src/env.ts";
@@ -44,11 +45,13 @@ export function harness(options: HarnessOptions = {}) {
     RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
     PAGE_SIZE: "1000",
     UPSTREAM_RETRY_BASE_MS: "1",
+    SNAPSHOTS: (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS,
     ...options.env,
   };
   const get = (path: string, init?: RequestInit): Promise<Response> =>
     app.fetch(new Request(`http://worker.test${path}`, init), env, createExecutionContext());
-  return { get, calls, emulator, env };
+  const scheduled = (cron: string, time: number) => app.scheduled(cron, time, env);
+  return { get, scheduled, calls, emulator, env };
 }
 
 /** Reads a body to the end, keeping what arrived before an error. */

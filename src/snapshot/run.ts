@@ -128,7 +128,8 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
       result.written.push(entry);
     } catch (error) {
       result.status = "failed";
-      result.error = redact(`${format}: ${toHttpError(error).message}`);
+      const message = redact(`${format}: ${toHttpError(error).message}`);
+      result.error = result.error === undefined ? message : `${result.error}; ${message}`;
       if (!(error instanceof Error && "status" in error)) {
         log({ event: "snapshot_error", job: job.name, format, cause: String(error) }, redact);
       }
