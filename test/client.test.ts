@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { CkanClient } from "../src/ckan/client.ts";
 import { parseConfig } from "../src/config.ts";
 import { HttpError } from "../src/errors.ts";
-import { fixtures } from "./fixtures/recorded.ts";
+import { FIXTURES as fixtures } from "./fixtures/ckan-2.10.ts";
 
 const TOKEN = "tok-SECRET-client-5150";
 const config = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", CKAN_API_TOKEN: TOKEN, UPSTREAM_RETRIES: "0" });

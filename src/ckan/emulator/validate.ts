@@ -15,6 +15,8 @@ export interface Params {
   fullText?: string;
   filters?: Record<string, unknown>;
   limit: number;
+  /** 2.12 offers `next_page` only when the caller chose a limit. */
+  limitGiven: boolean;
   offset: number;
   fields?: string[];
   sort?: string[];
@@ -106,6 +108,7 @@ export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
     fullText: echo["full_text"] as string | undefined,
     filters: filters as Record<string, unknown> | undefined,
     limit: echo["limit"] as number,
+    limitGiven: given("limit"),
     offset: offset ?? 0,
     fields: fields === undefined || fields.length === 0 ? undefined : getList(fields, true),
     sort: sort === undefined || sort.length === 0 ? undefined : getList(sort, false),

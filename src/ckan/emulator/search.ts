@@ -1,0 +1,149 @@
+import type { LruCache } from "./cache.ts";
+import { matches, type Condition } from "./filters.ts";
+import type { Plan } from "./plan.ts";
+import { project, type PageRow } from "./project.ts";
+import { cellAt } from "./rows.ts";
+import { compareCells, idOrder } from "./sort.ts";
+import { columnWords, rank, rowWords } from "./text-search.ts";
+
+// Runs a plan. The common case, `_id` order with no text search and no filter but `_id` ranges,
+// is arithmetic on row numbers: O(page), whatever the offset. Anything else scans the table once
+// and caches the ordered row numbers, so paging through the same query does not scan again.
+
+export interface Selection {
+  /** Rows the query matches, before limit and offset. */
+  readonly matched: number;
+  readonly rows: readonly PageRow[];
+}
+
+/** Matching row indices in final order, with one rank array per rank column. */
+export interface Matched {
+  readonly indices: Int32Array;
+  readonly ranks: readonly Float64Array[];
+}
+
+export function select(plan: Plan, cache: LruCache<Matched>): Selection {
+  const { limit, offset, distinct } = plan.params;
+  const { lo, hi, rest } = idBounds(plan.conditions, plan.resource.rows);
+  const direction = idOrder(plan.order);
+  if (rest.length === 0 && plan.searches.length === 0 && direction !== undefined && !distinct) {
+    const matched = Math.max(0, hi - lo + 1);
+    const rows: PageRow[] = [];
+    for (let position = offset; position < Math.min(matched, offset + limit); position++) {
+      const id = direction === "asc" ? lo + position : hi - position;
+      rows.push({ index: id - 1, ranks: [] });
+    }
+    return { matched, rows };
+  }
+
+  const key = JSON.stringify([plan.resource.id, lo, hi, rest, plan.searches, plan.order]);
+  let found = cache.get(key);
+  if (found === undefined) {
+    found = order(plan, scan(plan, lo, hi, rest));
+    cache.set(key, found);
+  }
+  const rows: PageRow[] = [];
+  for (let position = offset; position < Math.min(found.indices.length, offset + limit); position++) {
+    rows.push(pageRow(found, position));
+  }
+  if (!distinct) return { matched: found.indices.length, rows };
+  // CKAN applies DISTINCT to the page it has already cut, and to the whole match when counting.
+  return { matched: distinctCount(plan, found), rows: uniqueRows(plan, rows) };
+}
+
+function pageRow(found: Matched, position: number): PageRow {
+  return { index: found.indices[position] ?? 0, ranks: found.ranks.map((ranks) => ranks[position] ?? 0) };
+}
+
+/** Splits `_id` comparisons off as an inclusive id range; other conditions are checked per row. */
+function idBounds(conditions: readonly Condition[], rows: number): { lo: number; hi: number; rest: Condition[] } {
+  let lo = 1;
+  let hi = rows;
+  const rest: Condition[] = [];
+  for (const condition of conditions) {
+    const value = condition.values[0];
+    if (condition.column !== 0 || condition.op === "in" || typeof value !== "number") {
+      rest.push(condition);
+      continue;
+    }
+    if (condition.op === "eq") {
+      if (!Number.isInteger(value)) return { lo: 1, hi: 0, rest };
+      lo = Math.max(lo, value);
+      hi = Math.min(hi, value);
+    }
+    if (condition.op === "gt") lo = Math.max(lo, Math.floor(value) + 1);
+    if (condition.op === "gte") lo = Math.max(lo, Math.ceil(value));
+    if (condition.op === "lt") hi = Math.min(hi, Math.ceil(value) - 1);
+    if (condition.op === "lte") hi = Math.min(hi, Math.floor(value));
+  }
+  return { lo, hi, rest };
+}
+
+function scan(plan: Plan, lo: number, hi: number, rest: readonly Condition[]): Matched {
+  const indices: number[] = [];
+  const ranks: number[][] = plan.ranks.map(() => []);
+  const rowRanks: number[] = [];
+  rows: for (let index = lo - 1; index < hi; index++) {
+    for (const condition of rest) {
+      if (!matches(condition, cellAt(condition.column, index))) continue rows;
+    }
+    let text: string[] | undefined;
+    rowRanks.length = 0;
+    for (const { search, rank: rankName } of plan.searches) {
+      const words = search.column === undefined ? (text ??= rowWords(index)) : columnWords(search.column, index);
+      const value = rank(search, words);
+      if (value < 0) continue rows;
+      if (rankName !== undefined) rowRanks.push(value);
+    }
+    indices.push(index);
+    rowRanks.forEach((value, r) => ranks[r]?.push(value));
+  }
+  return { indices: Int32Array.from(indices), ranks: ranks.map((values) => Float64Array.from(values)) };
+}
+
+/** Sorts scanned rows (already in `_id` order) by the plan's keys, ties kept in `_id` order. */
+function order(plan: Plan, scanned: Matched): Matched {
+  const direction = idOrder(plan.order);
+  if (direction === "asc") return scanned;
+  const { indices, ranks } = scanned;
+  const positions = Array.from(indices.keys());
+  if (direction === "desc") {
+    positions.reverse();
+  } else {
+    const keys = plan.order.map((key) =>
+      key.kind === "column"
+        ? Array.from(indices, (index) => cellAt(key.column, index))
+        : Array.from(ranks[key.rank] ?? []),
+    );
+    positions.sort((a, b) => {
+      for (let k = 0; k < keys.length; k++) {
+        const values = keys[k] ?? [];
+        const cmp = compareCells(values[a] ?? null, values[b] ?? null, plan.order[k]?.desc ?? false);
+        if (cmp !== 0) return cmp;
+      }
+      return a - b;
+    });
+  }
+  return {
+    indices: Int32Array.from(positions, (position) => indices[position] ?? 0),
+    ranks: ranks.map((values) => Float64Array.from(positions, (position) => values[position] ?? 0)),
+  };
+}
+
+function uniqueRows(plan: Plan, rows: readonly PageRow[]): PageRow[] {
+  const seen = new Set<string>();
+  return rows.filter((row) => {
+    const key = JSON.stringify(project(plan.output, row));
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function distinctCount(plan: Plan, found: Matched): number {
+  const seen = new Set<string>();
+  for (let position = 0; position < found.indices.length; position++) {
+    seen.add(JSON.stringify(project(plan.output, pageRow(found, position))));
+  }
+  return seen.size;
+}
