@@ -1,14 +1,16 @@
 import { Router, type IRequest } from "itty-router";
-import { CkanClient } from "./ckan/client.ts";
 import type { UpstreamFetch } from "./ckan/types.ts";
-import { configFor } from "./config.ts";
+import { configFor, type Config } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse, HttpError, toHttpError } from "./errors.ts";
-import { exportResponse, runExport } from "./export.ts";
-import { isFormatName, FORMATS } from "./format/index.ts";
+import { exportRoute } from "./export-route.ts";
+import { FORMATS } from "./format/index.ts";
 import { log } from "./log.ts";
-import { parseExportQuery } from "./query.ts";
 import { redactor } from "./secrets.ts";
+import { corsHeaders, preflight } from "./security/cors.ts";
+import { requireSignedLink } from "./security/links.ts";
+import { enforceRateLimit } from "./security/rate-limit.ts";
+import { signedPath } from "./security/signature.ts";
 import { requireAdmin } from "./snapshot/admin.ts";
 import { runJob, runScheduled, type SnapshotDeps } from "./snapshot/run.ts";
 import { bucketOf, findJob, listSnapshots, serveSnapshotFile } from "./snapshot/serve.ts";
@@ -18,42 +20,33 @@ export interface AppDeps {
   upstreamFetch: UpstreamFetch;
 }
 
-/** Headers every response carries: links are fetched cross-origin by dashboards. */
-const COMMON_HEADERS = {
-  "access-control-allow-origin": "*",
-  "access-control-expose-headers": "X-Total-Count, Content-Disposition, Content-Length",
+/** A URL longer than this is refused before anything else reads it. */
+export const MAX_URL_LENGTH = 8192;
+
+/** What the request log line needs, gathered while the request runs. */
+export interface RequestInfo {
+  id: string;
+  started: number;
+  resource?: string;
+  /** Set when the export's byte stream writes the log line itself, once it knows rows and bytes. */
+  deferred?: boolean;
+}
+
+const infos = new WeakMap<object, RequestInfo>();
+export const requestInfo = (request: object): RequestInfo => {
+  let info = infos.get(request);
+  if (info === undefined) {
+    info = { id: crypto.randomUUID(), started: Date.now() };
+    infos.set(request, info);
+  }
+  return info;
 };
 
-export function createApp(deps: AppDeps) {
-  async function exportRoute(request: IRequest, env: Env): Promise<Response> {
-    const format = String(request.params.format ?? "");
-    if (!isFormatName(format)) {
-      throw new HttpError(404, `No such export format ".${format}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
-    }
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      throw new HttpError(405, "Exports are read with GET (or HEAD).", { headers: { allow: "GET, HEAD" } });
-    }
-    const config = configFor(env);
-    const query = parseExportQuery(new URL(request.url).searchParams, format, config);
-    const client = new CkanClient(config, deps.upstreamFetch);
-    const started = Date.now();
-    const run = await runExport(query, config, client, (outcome) =>
-      log({
-        event: "export",
-        route: `/export.${format}`,
-        resource: query.alias ?? query.resourceId,
-        status: outcome.error?.status ?? 200,
-        rows: outcome.rows,
-        bytes: outcome.bytes,
-        pages: client.stats.requests,
-        upstream_ms: client.stats.milliseconds,
-        ms: Date.now() - started,
-        ...(outcome.error ? { error: outcome.error.message } : {}),
-      }, redactor(env)),
-    );
-    return exportResponse(run, config.bufferBytes, request.method === "HEAD");
-  }
+/** Links to hand out: signed (without expiry) when the worker only honours signed links. */
+const linkMaker = (config: Config, origin: string) => async (path: string): Promise<string> =>
+  origin + (config.linkSigningKey === undefined ? path : await signedPath(config.linkSigningKey, path));
 
+export function createApp(deps: AppDeps) {
   const snapshotDeps = (env: Env): SnapshotDeps => ({
     bucket: bucketOf(env.SNAPSHOTS),
     config: configFor(env),
@@ -61,39 +54,76 @@ export function createApp(deps: AppDeps) {
     redact: redactor(env),
   });
 
-  async function runNow(request: IRequest, env: Env): Promise<Response> {
+  /** Links (exports and snapshot files): rate limit, then signature, before any work. */
+  async function guardLink(request: IRequest, env: Env): Promise<Config> {
+    const config = configFor(env);
+    await enforceRateLimit(request as unknown as Request, env, config);
+    await requireSignedLink(new URL(request.url), config);
+    return config;
+  }
+
+  const router = Router<IRequest, [Env, ExecutionContext]>({
+    before: [
+      (request: IRequest) => {
+        requestInfo(request);
+        if (request.url.length > MAX_URL_LENGTH) {
+          throw new HttpError(414, `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`, {
+            parameter: "url",
+          });
+        }
+      },
+    ],
+    catch: (error: unknown, request: IRequest, env: Env) => {
+      const httpError = toHttpError(error);
+      const redact = redactor(env);
+      if (httpError.status >= 500 && httpError.cause !== undefined) {
+        log({ event: "error", id: requestInfo(request).id, message: httpError.message, cause: String(httpError.cause) }, redact);
+      }
+      return errorResponse(httpError, redact);
+    },
+    finally: [
+      (response: Response, request: IRequest, env: Env) => {
+        let config: Config | undefined;
+        try {
+          config = configFor(env);
+        } catch {
+          config = undefined;
+        }
+        const info = requestInfo(request);
+        for (const [name, value] of Object.entries(corsHeaders(request as unknown as Request, config))) response.headers.set(name, value);
+        response.headers.set("x-request-id", info.id);
+        if (!info.deferred) {
+          const url = new URL(request.url);
+          log(
+            { event: "request", id: info.id, method: request.method, route: url.pathname, resource: info.resource, status: response.status, ms: Date.now() - info.started },
+            redactor(env),
+          );
+        }
+        return response;
+      },
+    ],
+  });
+
+  router.options("*", (request: IRequest) => preflight(request as unknown as Request));
+  router.all("/export.:format", async (request: IRequest, env: Env) =>
+    exportRoute(request, await guardLink(request, env), deps.upstreamFetch, requestInfo(request), redactor(env)),
+  );
+  router.get("/snapshots", async (request: IRequest, env: Env) => {
+    const config = configFor(env);
+    // With signing on, the listing hands out signed links: it is for operators only.
+    if (config.linkSigningKey !== undefined) await requireAdmin(request as unknown as Request, config);
+    return listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, new URL(request.url).origin));
+  });
+  router.post("/snapshots/:name/run", async (request: IRequest, env: Env) => {
     const config = configFor(env);
     await requireAdmin(request as unknown as Request, config);
     const job = findJob(config, String(request.params.name));
     // Whole seconds: a stamp has no milliseconds, and two clicks in one second are one run.
     const result = await runJob(job, Math.floor(Date.now() / 1000) * 1000, snapshotDeps(env));
     return Response.json(result, { status: result.status === "ok" ? 200 : 502 });
-  }
-
-  const router = Router<IRequest, [Env, ExecutionContext]>({
-    catch: (error: unknown, request: IRequest, env: Env) => {
-      const httpError = toHttpError(error);
-      const redact = redactor(env);
-      if (httpError.status >= 500) {
-        log({ event: "error", route: new URL(request.url).pathname, status: httpError.status, message: httpError.message, cause: String(httpError.cause ?? "") }, redact);
-      }
-      return errorResponse(httpError, redact);
-    },
-    finally: [
-      (response: Response) => {
-        for (const [name, value] of Object.entries(COMMON_HEADERS)) response.headers.set(name, value);
-        return response;
-      },
-    ],
   });
-
-  router.all("/export.:format", exportRoute);
-  router.get("/snapshots", (request: IRequest, env: Env) =>
-    listSnapshots(configFor(env), bucketOf(env.SNAPSHOTS), new URL(request.url).origin),
-  );
-  router.post("/snapshots/:name/run", runNow);
-  router.all("/snapshots/:name/:file", (request: IRequest, env: Env) =>
-    serveSnapshotFile(request, configFor(env), bucketOf(env.SNAPSHOTS)),
+  router.all("/snapshots/:name/:file", async (request: IRequest, env: Env) =>
+    serveSnapshotFile(request, await guardLink(request, env), bucketOf(env.SNAPSHOTS)),
   );
   router.get("/", (request: IRequest) => Response.json(indexBody(new URL(request.url).origin)));
   router.all("*", () => {
@@ -117,8 +147,8 @@ export function createApp(deps: AppDeps) {
 function indexBody(origin: string) {
   return {
     service: "Datastore Export",
-    exports: Object.keys(FORMATS).map((f) => `${origin}/export.${f}?resource=<alias>|resource_id=<uuid>`),
-    example: `${origin}/export.csv?resource=sample&limit=100`,
+    exports: Object.keys(FORMATS).map((f) => `${origin}/export.${f}?resource=<name>`),
+    snapshots: `${origin}/snapshots`,
     docs: "See README.md for every parameter.",
   };
 }

@@ -21,6 +21,12 @@ export interface Config {
   snapshots: SnapshotJobs;
   snapshotPartBytes: number;
   adminToken: string | undefined;
+  linkSigningKey: string | undefined;
+  /** Whether a link may name a resource that RESOURCES does not list. */
+  allowUnlisted: boolean;
+  /** "*" or the exact origins allowed. */
+  corsOrigins: "*" | ReadonlySet<string>;
+  rateLimitPeriodSeconds: number;
 }
 
 /** CKAN's default `ckan.datastore.search.rows_max`; a larger page is silently capped upstream. */
@@ -41,6 +47,33 @@ function baseUrl(value: unknown): string {
     throw configError("CKAN_BASE_URL", "must be a plain site base without query, fragment or credentials");
   }
   return url.href.replace(/\/+$/, "");
+}
+
+function booleanSetting(setting: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined || value === "") return fallback;
+  const text = String(value).trim().toLowerCase();
+  if (text === "true") return true;
+  if (text === "false") return false;
+  throw configError(setting, "must be true or false");
+}
+
+function corsOrigins(value: unknown): "*" | Set<string> {
+  if (value === undefined || String(value).trim() === "" || String(value).trim() === "*") return "*";
+  const origins = new Set<string>();
+  for (const item of String(value).split(",")) {
+    const text = item.trim();
+    let origin: string;
+    try {
+      origin = new URL(text).origin;
+    } catch {
+      throw configError("CORS_ALLOW_ORIGINS", `has "${text.slice(0, 80)}", which is not an origin like https://dash.example.org`);
+    }
+    if (origin === "null" || origin !== text.replace(/\/$/, "")) {
+      throw configError("CORS_ALLOW_ORIGINS", `has "${text.slice(0, 80)}", which is not an origin like https://dash.example.org (no path)`);
+    }
+    origins.add(origin);
+  }
+  return origins;
 }
 
 function resources(value: unknown): Map<string, string> {
@@ -79,6 +112,11 @@ export function parseConfig(env: Env): Config {
     snapshots: { jobs: [], problems: [] },
     snapshotPartBytes: integerSetting("SNAPSHOT_PART_BYTES", env.SNAPSHOT_PART_BYTES, 8 * 1024 * 1024, MIN_PART_BYTES, 512 * 1024 * 1024),
     adminToken: secret(env.ADMIN_TOKEN),
+    linkSigningKey: secret(env.LINK_SIGNING_KEY),
+    // With a token the worker can read private data: only what RESOURCES publishes, unless told otherwise.
+    allowUnlisted: booleanSetting("ALLOW_UNLISTED_RESOURCES", env.ALLOW_UNLISTED_RESOURCES, secret(env.CKAN_API_TOKEN) === undefined),
+    corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),
+    rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
   };
   // Jobs are validated with the rest of the configuration they refer to (aliases, MAX_ROWS).
   config.snapshots = parseSnapshotJobs(env.SNAPSHOT_JOBS, config);

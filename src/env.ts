@@ -26,4 +26,14 @@ export interface Env {
   SNAPSHOT_PART_BYTES?: string;
   /** Secret. Lets an operator run a snapshot job now: POST /snapshots/<name>/run. */
   ADMIN_TOKEN?: string;
+  /** Secret. When set, every export and snapshot link must carry a valid HMAC `sig`. */
+  LINK_SIGNING_KEY?: string;
+  /** "true"/"false": may links name resources outside RESOURCES? Default: only without a token. */
+  ALLOW_UNLISTED_RESOURCES?: string;
+  /** `*` (default) or a comma-separated list of origins allowed to read responses in a browser. */
+  CORS_ALLOW_ORIGINS?: string;
+  /** Workers Rate Limiting binding (`[[ratelimits]]`); optional. */
+  RATE_LIMITER?: RateLimit;
+  /** The binding's period, for Retry-After (default 60). */
+  RATE_LIMIT_PERIOD_SECONDS?: string;
 }

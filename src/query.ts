@@ -30,6 +30,19 @@ export interface ExportQuery {
 }
 
 const COMMON_PARAMS = ["resource_id", "resource", "q", "filters", "limit", "offset", "fields", "sort", "filename"];
+/** Read by the signed-link check, not by the query. */
+const LINK_PARAMS = ["sig", "exp"];
+
+/** Bounds that keep one link from costing the upstream (or this worker) without limit. */
+export const BOUNDS = {
+  q: 1000,
+  sort: 1000,
+  filterFields: 50,
+  filterValues: 1000,
+  fields: 500,
+  /** PostgreSQL's identifier limit, in UTF-8 bytes. */
+  fieldName: 63,
+} as const;
 const DELIMITERS = [",", ";", "|"];
 
 /** Every name a link may carry, per format; `filter.<field>` and `_`-prefixed names are handled apart. */
@@ -47,7 +60,7 @@ function checkNames(params: URLSearchParams, format: FormatName): void {
   const allowed = new Set(allowedParams(format));
   const unknown: string[] = [];
   for (const name of new Set(params.keys())) {
-    if (name.startsWith("_") || name.startsWith("filter.") || allowed.has(name)) continue;
+    if (name.startsWith("_") || name.startsWith("filter.") || allowed.has(name) || LINK_PARAMS.includes(name)) continue;
     unknown.push(name);
   }
   if (unknown.length === 0) return;
@@ -85,6 +98,22 @@ function flag(name: string, value: string | undefined, fallback: boolean): boole
 
 const clip = (text: string, max = 60): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
+/** Column names as PostgreSQL allows them, minus what only a hostile link would send. */
+function checkFieldName(parameter: string, name: string): void {
+  if (/[\u0000-\u001f\u007f"]/.test(name)) {
+    throw badRequest(parameter, `Column name "${clip(name)}" has a control character or a double quote.`);
+  }
+  if (new TextEncoder().encode(name).byteLength > BOUNDS.fieldName) {
+    throw badRequest(parameter, `Column name "${clip(name)}" is longer than ${BOUNDS.fieldName} bytes, the most a column name can be.`);
+  }
+}
+
+function checkLength(parameter: string, value: string | undefined, max: number): void {
+  if (value !== undefined && value.length > max) {
+    throw badRequest(parameter, `Parameter ${parameter} is ${value.length} characters long; the most this worker accepts is ${max}.`);
+  }
+}
+
 function isScalar(value: unknown): value is FilterScalar {
   return typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value));
 }
@@ -117,6 +146,7 @@ function parseFilters(params: URLSearchParams): Filters {
     }
     for (const [field, value] of Object.entries(parsed)) {
       if (field === "") throw badRequest("filters", "A filter has an empty field name.");
+      checkFieldName("filters", field);
       filters[field] = filterValue(field, value, "filters");
     }
   }
@@ -124,11 +154,20 @@ function parseFilters(params: URLSearchParams): Filters {
     if (!name.startsWith("filter.")) continue;
     const field = name.slice("filter.".length);
     if (field === "") throw badRequest(name, "A filter.<field> parameter needs a field name after the dot.");
+    checkFieldName(name, field);
     if (field in filters) {
       throw badRequest(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
     }
     const values = params.getAll(name);
     filters[field] = values.length === 1 ? (values[0] as string) : values;
+  }
+  const fieldCount = Object.keys(filters).length;
+  if (fieldCount > BOUNDS.filterFields) {
+    throw badRequest("filters", `${fieldCount} columns are filtered; the most this worker accepts is ${BOUNDS.filterFields}.`);
+  }
+  const valueCount = Object.values(filters).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 1), 0);
+  if (valueCount > BOUNDS.filterValues) {
+    throw badRequest("filters", `The filters hold ${valueCount} values; the most this worker accepts is ${BOUNDS.filterValues}.`);
   }
   return filters;
 }
@@ -136,7 +175,11 @@ function parseFilters(params: URLSearchParams): Filters {
 function parseFields(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
   const fields = value.split(",").map((f) => f.trim());
+  if (fields.length > BOUNDS.fields) {
+    throw badRequest("fields", `Parameter fields names ${fields.length} columns; the most this worker accepts is ${BOUNDS.fields}.`);
+  }
   if (fields.some((f) => f === "")) throw badRequest("fields", "Parameter fields has an empty name; separate column names with single commas.");
+  for (const f of fields) checkFieldName("fields", f);
   const seen = new Set<string>();
   for (const f of fields) {
     if (seen.has(f)) throw badRequest("fields", `Parameter fields names "${f}" twice.`);
@@ -178,7 +221,14 @@ function resource(params: URLSearchParams, config: Config): { resourceId: string
   if (!UUID_PATTERN.test(id)) {
     throw badRequest("resource_id", `Parameter resource_id must be a resource UUID like 5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2 (got "${clip(id)}").`);
   }
-  return { resourceId: id.toLowerCase(), alias: undefined };
+  const resourceId = id.toLowerCase();
+  // Same answer whether or not the resource exists upstream: the refusal must not reveal that.
+  if (!config.allowUnlisted && ![...config.resources.values()].includes(resourceId)) {
+    throw new HttpError(403, `Resource ${resourceId} is not published by this worker. Use one of the names it publishes (resource=<name>).`, {
+      parameter: "resource_id",
+    });
+  }
+  return { resourceId, alias: undefined };
 }
 
 /** A download name: no path, quotes or control characters, and the format's extension. */
@@ -196,6 +246,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   checkNames(params, format);
   const { resourceId, alias } = resource(params, config);
   const q = single(params, "q");
+  checkLength("q", q, BOUNDS.q);
   const limit = wholeNumber("limit", single(params, "limit"));
   if (limit !== undefined && limit > config.maxRows) {
     throw badRequest(
@@ -204,7 +255,8 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
     );
   }
   const sort = single(params, "sort");
-  if (sort !== undefined) sortColumns(sort);
+  checkLength("sort", sort, BOUNDS.sort);
+  if (sort !== undefined) for (const column of sortColumns(sort)) checkFieldName("sort", column);
   const delimiter = single(params, "delimiter") ?? (format === "tsv" ? "\t" : ",");
   if (format === "csv" && !DELIMITERS.includes(delimiter)) {
     throw badRequest("delimiter", `Parameter delimiter must be one of , ; | (got "${clip(delimiter)}").`);

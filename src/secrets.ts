@@ -4,7 +4,7 @@ export type Redact = (text: string) => string;
 
 /** Secret values the worker holds; none may appear in a response, an error or a log line. */
 function secretValues(env: Env): string[] {
-  return [env.CKAN_API_TOKEN, env.ADMIN_TOKEN]
+  return [env.CKAN_API_TOKEN, env.ADMIN_TOKEN, env.LINK_SIGNING_KEY]
     .filter((v): v is string => typeof v === "string")
     .map((v) => v.trim())
     .filter((v) => v.length >= 4);

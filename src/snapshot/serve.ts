@@ -22,7 +22,7 @@ export function findJob(config: Config, name: string): SnapshotJob {
 }
 
 /** GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were skipped. */
-export async function listSnapshots(config: Config, bucket: R2Bucket, origin: string): Promise<Response> {
+export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>): Promise<Response> {
   const jobs = await Promise.all(
     config.snapshots.jobs.map(async (job) => {
       const manifest = await readManifest(bucket, job.name);
@@ -35,8 +35,8 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, origin: st
           rows: entry.rows,
           bytes: entry.bytes,
           sha256: entry.sha256,
-          url: `${origin}/snapshots/${job.name}/latest.${FORMATS[format].extension}`,
-          dated_url: `${origin}/snapshots/${job.name}/${entry.stamp}.${FORMATS[format].extension}`,
+          url: await link(`/snapshots/${job.name}/latest.${FORMATS[format].extension}`),
+          dated_url: await link(`/snapshots/${job.name}/${entry.stamp}.${FORMATS[format].extension}`),
         };
       }
       return {
@@ -47,7 +47,7 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, origin: st
         query: job.description,
         latest,
         last_run: manifest.lastRun,
-        manifest: `${origin}/snapshots/${job.name}/manifest.json`,
+        manifest: await link(`/snapshots/${job.name}/manifest.json`),
       };
     }),
   );

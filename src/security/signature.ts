@@ -1,0 +1,57 @@
+// Signed links, shared by the worker and `npm run sign` (Node runs this file as is: plain WebCrypto,
+// no Workers-only APIs).
+
+/** Parameters the signature never covers: the signature itself, and ignored `_` cache busters. */
+const unsigned = (name: string): boolean => name === "sig" || name.startsWith("_");
+
+/**
+ * What is signed: the path and the query with parameters sorted (by name, then value), so a link
+ * whose parameters were merely reordered still verifies, while any added, removed or edited one
+ * (a wider `limit`, a dropped filter, a later `exp`) does not.
+ */
+export function canonicalLink(pathname: string, params: URLSearchParams): string {
+  const pairs = [...params].filter(([name]) => !unsigned(name));
+  pairs.sort(([a, av], [b, bv]) => (a < b ? -1 : a > b ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
+  const query = pairs.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join("&");
+  return `${pathname}?${query}`;
+}
+
+const utf8 = new TextEncoder();
+
+function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", utf8.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
+}
+
+function toBase64Url(bytes: ArrayBuffer): string {
+  let binary = "";
+  for (const byte of new Uint8Array(bytes)) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function fromBase64Url(text: string): Uint8Array | undefined {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(text)) return undefined;
+  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=");
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}
+
+export async function signLink(secret: string, pathname: string, params: URLSearchParams): Promise<string> {
+  const key = await hmacKey(secret, "sign");
+  return toBase64Url(await crypto.subtle.sign("HMAC", key, utf8.encode(canonicalLink(pathname, params))));
+}
+
+/** `crypto.subtle.verify` compares in constant time; a malformed `sig` simply does not verify. */
+export async function verifyLink(secret: string, pathname: string, params: URLSearchParams, sig: string): Promise<boolean> {
+  const signature = fromBase64Url(sig);
+  if (signature === undefined) return false;
+  const key = await hmacKey(secret, "verify");
+  return crypto.subtle.verify("HMAC", key, signature, utf8.encode(canonicalLink(pathname, params)));
+}
+
+/** `path?query` with `exp` (when given) and `sig` appended: the link to hand out. */
+export async function signedPath(secret: string, link: string, expires?: number): Promise<string> {
+  const url = new URL(link, "http://link.invalid");
+  url.searchParams.delete("sig");
+  if (expires !== undefined) url.searchParams.set("exp", String(expires));
+  url.searchParams.set("sig", await signLink(secret, url.pathname, url.searchParams));
+  return `${url.pathname}?${url.searchParams.toString()}`;
+}
