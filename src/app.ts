@@ -67,7 +67,7 @@ export function createApp(deps: AppDeps) {
       (request: IRequest) => {
         requestInfo(request);
         if (request.url.length > MAX_URL_LENGTH) {
-          throw new HttpError(414, `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`, {
+          throw new HttpError(400, `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`, {
             parameter: "url",
           });
         }

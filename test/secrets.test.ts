@@ -1,8 +1,22 @@
+import { env as testEnv } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { signedPath } from "../src/security/signature.ts";
 import { harness, readAll, TOKEN } from "./harness.ts";
 
+const SIGNING_KEY = "sigkey-SECRET-3b7d0e";
+const ADMIN = "admin-SECRET-c41f99";
+const SECRETS = [TOKEN, SIGNING_KEY, ADMIN];
+const JOBS = JSON.stringify([{ name: "daily", resource: "sample", limit: 20, formats: ["csv", "json"] }]);
+
 /** Every route and error path we know of, each with an upstream fault where one applies. */
-const scenarios: { name: string; path: string; method?: string; fault?: (n: number) => Response | Promise<Response> | undefined; env?: Record<string, string> }[] = [
+const scenarios: {
+  name: string;
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  fault?: (n: number) => Response | Promise<Response> | undefined;
+  env?: Record<string, string>;
+}[] = [
   { name: "csv", path: "/export.csv?resource=sample&limit=5" },
   { name: "json", path: "/export.json?resource=private&limit=5" },
   { name: "head", path: "/export.csv?resource=sample", method: "HEAD" },
@@ -28,9 +42,25 @@ const scenarios: { name: string; path: string; method?: string; fault?: (n: numb
   { name: "network", path: "/export.csv?resource=sample", fault: () => Promise.reject(new TypeError(`refused ${TOKEN}`)) },
   { name: "late failure", path: "/export.csv?resource=sample&limit=3000", env: { BUFFER_BYTES: "0" }, fault: (n) => (n > 1 ? new Response(TOKEN, { status: 503 }) : undefined) },
   { name: "bad config", path: "/export.csv?resource=sample", env: { MAX_ROWS: TOKEN } },
+  { name: "secret pasted into a bound", path: `/export.csv?resource=sample&q=${TOKEN.repeat(100)}` },
+  { name: "admin token as a filter", path: `/export.csv?resource=sample&filter.${ADMIN}=1` },
+  { name: "snapshot listing", path: "/snapshots" },
+  { name: "snapshot listing as admin", path: "/snapshots", headers: { authorization: `Bearer ${ADMIN}` } },
+  { name: "snapshot file", path: "/snapshots/daily/latest.csv" },
+  { name: "snapshot manifest", path: "/snapshots/daily/manifest.json" },
+  { name: "snapshot unknown", path: "/snapshots/nope/latest.csv" },
+  { name: "snapshot run, no auth", path: "/snapshots/daily/run", method: "POST" },
+  { name: "snapshot run, wrong auth", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}x` } },
+  { name: "snapshot run", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}` } },
+  { name: "snapshot run, failing upstream", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}` }, fault: () => new Response(TOKEN, { status: 500 }) },
+  { name: "preflight", path: "/export.csv?resource=sample", method: "OPTIONS" },
+  { name: "expired link", path: "/export.csv?resource=sample&exp=1&sig=x" },
 ];
 
-describe("the upstream token never leaves the worker", () => {
+describe.each([
+  ["unsigned links", false],
+  ["signed links", true],
+])("no secret ever leaves the worker, with %s", (_, signing) => {
   let logged: string[];
   beforeEach(() => {
     logged = [];
@@ -44,15 +74,34 @@ describe("the upstream token never leaves the worker", () => {
 
   for (const scenario of scenarios) {
     it(`on ${scenario.name}`, async () => {
-      const { get, calls } = harness({ env: { UPSTREAM_RETRIES: "0", ...scenario.env }, ...(scenario.fault ? { fault: scenario.fault } : {}) });
-      const res = await get(scenario.path, { method: scenario.method ?? "GET" });
+      const { get, calls, scheduled } = harness({
+        env: {
+          UPSTREAM_RETRIES: "0",
+          ADMIN_TOKEN: ADMIN,
+          SNAPSHOT_JOBS: JOBS,
+          ...(signing ? { LINK_SIGNING_KEY: SIGNING_KEY } : {}),
+          ...scenario.env,
+        },
+        ...(scenario.fault ? { fault: scenario.fault } : {}),
+      });
+      if (scenario.path.startsWith("/snapshots")) await scheduled("0 3 * * *", Date.UTC(2026, 0, 2));
+      const path = signing && scenario.method === undefined ? await signedPath(SIGNING_KEY, scenario.path) : scenario.path;
+      const res = await get(path, { method: scenario.method ?? "GET", ...(scenario.headers ? { headers: scenario.headers } : {}) });
       const { text } = await readAll(res);
-      expect(text).not.toContain(TOKEN);
-      for (const [name, value] of res.headers) expect(`${name}: ${value}`).not.toContain(TOKEN);
+      const headers = [...res.headers].map(([name, value]) => `${name}: ${value}`).join("\n");
+      for (const secret of SECRETS) {
+        expect(text).not.toContain(secret);
+        expect(headers).not.toContain(secret);
+      }
       // The token did go upstream, where it belongs, whenever CKAN was called.
       for (const call of calls) expect(call.authorization).toBe(TOKEN);
       await new Promise((resolve) => setTimeout(resolve, 10));
-      for (const line of logged) expect(line).not.toContain(TOKEN);
+      for (const line of logged) for (const secret of SECRETS) expect(line).not.toContain(secret);
+      const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
+      for (const object of (await bucket.list({ include: ["customMetadata", "httpMetadata"] })).objects) {
+        const metadata = JSON.stringify([object.key, object.customMetadata, object.httpMetadata]);
+        for (const secret of SECRETS) expect(metadata).not.toContain(secret);
+      }
     });
   }
 });

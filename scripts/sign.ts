@@ -1,0 +1,45 @@
+// `npm run sign -- "/export.csv?resource=sample&limit=100" [--expires 30d] [--origin https://export.example.org]`
+// Prints the link signed with LINK_SIGNING_KEY, read from the environment or from .dev.vars.
+import { existsSync, readFileSync } from "node:fs";
+import { signedPath } from "../src/security/signature.ts";
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
+
+function usage(message: string): never {
+  console.error(`${message}\nusage: npm run sign -- "/export.csv?resource=<name>&..." [--expires 30d|12h|<unix seconds>] [--origin <worker URL>]`);
+  process.exit(2);
+}
+
+/** `.dev.vars` is dotenv-style: NAME=value, optionally quoted. */
+function fromDevVars(name: string): string | undefined {
+  if (!existsSync(".dev.vars")) return undefined;
+  for (const line of readFileSync(".dev.vars", "utf8").split(/\r?\n/)) {
+    const match = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (match?.[1] === name) return (match[2] ?? "").replace(/^(["'])(.*)\1$/, "$2");
+  }
+  return undefined;
+}
+
+function expiry(text: string, now: number): number {
+  const relative = /^(\d+)([smhdw])$/.exec(text);
+  if (relative) return Math.floor(now / 1000) + Number(relative[1]) * (UNITS[relative[2] as string] as number);
+  if (/^\d{9,12}$/.test(text)) return Number(text);
+  return usage(`--expires "${text}" is neither a duration like 30d nor a Unix time`);
+}
+
+const args = process.argv.slice(2);
+let link: string | undefined;
+let expires: number | undefined;
+let origin = process.env.WORKER_ORIGIN ?? "http://127.0.0.1:8787";
+for (let i = 0; i < args.length; i++) {
+  const arg = args[i] as string;
+  if (arg === "--expires") expires = expiry(args[++i] ?? usage("--expires needs a value"), Date.now());
+  else if (arg === "--origin") origin = args[++i] ?? usage("--origin needs a value");
+  else if (link === undefined) link = arg;
+  else usage(`unexpected argument "${arg}"`);
+}
+if (link === undefined) usage("which link?");
+const parsed = new URL(link, origin);
+const key = process.env.LINK_SIGNING_KEY ?? fromDevVars("LINK_SIGNING_KEY");
+if (!key) usage("LINK_SIGNING_KEY is not set (in the environment or .dev.vars)");
+console.log(parsed.origin + (await signedPath(key, parsed.pathname + parsed.search, expires)));
