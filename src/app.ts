@@ -105,8 +105,14 @@ export function createApp(deps: AppDeps) {
   });
 
   router.options("*", (request: IRequest) => preflight(request as unknown as Request));
-  router.all("/export.:format", async (request: IRequest, env: Env) =>
-    exportRoute(request, await guardLink(request, env), deps.upstreamFetch, requestInfo(request), redactor(env)),
+  router.all("/export.:format", async (request: IRequest, env: Env, ctx: ExecutionContext) =>
+    exportRoute(request, {
+      config: await guardLink(request, env),
+      upstreamFetch: deps.upstreamFetch,
+      info: requestInfo(request),
+      redact: redactor(env),
+      waitUntil: (promise) => ctx.waitUntil(promise),
+    }),
   );
   router.get("/snapshots", async (request: IRequest, env: Env) => {
     const config = configFor(env);

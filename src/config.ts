@@ -27,6 +27,8 @@ export interface Config {
   /** "*" or the exact origins allowed. */
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
+  /** Edge-cache lifetime of a small export; 0 turns the cache off. */
+  cacheTtlSeconds: number;
 }
 
 /** CKAN's default `ckan.datastore.search.rows_max`; a larger page is silently capped upstream. */
@@ -116,6 +118,7 @@ export function parseConfig(env: Env): Config {
     // With a token the worker can read private data: only what RESOURCES publishes, unless told otherwise.
     allowUnlisted: booleanSetting("ALLOW_UNLISTED_RESOURCES", env.ALLOW_UNLISTED_RESOURCES, secret(env.CKAN_API_TOKEN) === undefined),
     corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),
+    cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
   };
   // Jobs are validated with the rest of the configuration they refer to (aliases, MAX_ROWS).

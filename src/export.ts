@@ -64,7 +64,7 @@ export async function runExport(
   return { headers, table, body, progress };
 }
 
-function concat(chunks: Uint8Array[], length: number): Uint8Array {
+function concat(chunks: Uint8Array[], length: number): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(length);
   let at = 0;
   for (const chunk of chunks) {
@@ -74,27 +74,23 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
   return out;
 }
 
+/** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
+export type ExportBody = { whole: Uint8Array<ArrayBuffer> } | { stream: ReadableStream<Uint8Array> };
+
 /**
- * The HTTP sink. An export expected to fit in `bufferBytes` is read whole first, so an upstream
- * failure still becomes a proper error status and the body gets a Content-Length. A larger one is
- * streamed as soon as its first page is encoded: its first byte should not wait for a buffer to fill.
+ * An export expected to fit in `bufferBytes` is read whole first, so an upstream failure still
+ * becomes a proper error status (thrown here). A larger one is streamed as soon as its first page is
+ * encoded: its first byte should not wait for a buffer to fill.
  */
-export async function exportResponse(run: ExportRun, bufferBytes: number, head: boolean): Promise<Response> {
-  const { headers, body, table } = run;
-  if (head) {
-    await body.cancel();
-    return new Response(null, { status: 200, headers });
-  }
+export async function readBody(run: ExportRun, bufferBytes: number): Promise<ExportBody> {
+  const { body, table } = run;
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) {
-        headers.set("content-length", String(length));
-        return new Response(concat(chunks, length), { status: 200, headers });
-      }
+      if (done) return { whole: concat(chunks, length) };
       chunks.push(value);
       length += value.byteLength;
       if (length > bufferBytes) break;
@@ -119,5 +115,5 @@ export async function exportResponse(run: ExportRun, bufferBytes: number, head: 
     },
     { highWaterMark: 0 },
   );
-  return new Response(stream, { status: 200, headers });
+  return { stream };
 }

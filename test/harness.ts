@@ -1,4 +1,4 @@
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../src/ckan/emulator/index.ts";
@@ -45,13 +45,23 @@ export function harness(options: HarnessOptions = {}) {
     RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
     PAGE_SIZE: "1000",
     UPSTREAM_RETRY_BASE_MS: "1",
+    // The edge cache is shared by every test in a file: only the cache specs turn it on.
+    CACHE_TTL_SECONDS: "0",
     SNAPSHOTS: (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS,
     ...options.env,
   };
-  const get = (path: string, init?: RequestInit): Promise<Response> =>
-    app.fetch(new Request(`http://worker.test${path}`, init), env, createExecutionContext());
+  const contexts: ExecutionContext[] = [];
+  const get = (path: string, init?: RequestInit): Promise<Response> => {
+    const ctx = createExecutionContext();
+    contexts.push(ctx);
+    return app.fetch(new Request(`http://worker.test${path}`, init), env, ctx);
+  };
+  /** Waits for work handed to ctx.waitUntil (a cache fill) by the requests so far. */
+  const settle = async (): Promise<void> => {
+    for (const ctx of contexts.splice(0)) await waitOnExecutionContext(ctx);
+  };
   const scheduled = (cron: string, time: number) => app.scheduled(cron, time, env);
-  return { get, scheduled, calls, emulator, env };
+  return { get, settle, scheduled, calls, emulator, env };
 }
 
 /** Reads a body to the end, keeping what arrived before an error. */

@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { signedPath } from "../src/security/signature.ts";
+import { harness } from "./harness.ts";
+
+const cached = (env: Record<string, string> = {}, fault?: (n: number) => Response | undefined) =>
+  harness({ emulator: { version: "2.12" }, env: { CACHE_TTL_SECONDS: "300", ...env }, ...(fault ? { fault } : {}) });
+
+describe("edge cache", () => {
+  it("answers a repeat from the cache with zero upstream requests, whatever the parameter order or cache buster", async () => {
+    const h = cached();
+    const first = await h.get("/export.csv?resource=sample&limit=2500&fields=id,name");
+    expect(first.headers.get("x-cache")).toBe("MISS");
+    expect(first.headers.get("cache-control")).toBe("public, max-age=300");
+    const etag = first.headers.get("etag");
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    const bytes = await first.text();
+    await h.settle();
+    const upstream = h.calls.length;
+    expect(upstream).toBe(3);
+
+    const again = await h.get("/export.csv?fields=id,name&limit=2500&resource=sample&_=99");
+    expect(again.headers.get("x-cache")).toBe("HIT");
+    expect(again.headers.get("etag")).toBe(etag);
+    expect(await again.text()).toBe(bytes);
+    expect(h.calls.length).toBe(upstream);
+
+    const head = await h.get("/export.csv?resource=sample&limit=2500&fields=id,name", { method: "HEAD" });
+    expect(head.headers.get("x-cache")).toBe("HIT");
+    expect(h.calls.length).toBe(upstream);
+  });
+
+  it("answers If-None-Match with 304, from the cache and on a fresh export", async () => {
+    const h = cached();
+    const first = await h.get("/export.json?resource=sample&limit=10");
+    const etag = first.headers.get("etag")!;
+    await first.text();
+    await h.settle();
+    const hit = await h.get("/export.json?resource=sample&limit=10", { headers: { "if-none-match": etag } });
+    expect(hit.status).toBe(304);
+    expect(hit.headers.get("etag")).toBe(etag);
+    expect(await hit.text()).toBe("");
+    const off = harness({ emulator: { version: "2.12" } });
+    const fresh = await off.get("/export.json?resource=sample&limit=10", { headers: { "if-none-match": `"other", ${etag}` } });
+    expect(fresh.status).toBe(304);
+  });
+
+  it("shares one entry between differently signed links to the same export", async () => {
+    const key = "cache-sign-key";
+    const h = cached({ LINK_SIGNING_KEY: key });
+    await (await h.get(await signedPath(key, "/export.csv?resource=sample&limit=5"))).text();
+    await h.settle();
+    const calls = h.calls.length;
+    const later = await h.get(await signedPath(key, "/export.csv?limit=5&resource=sample", Math.floor(Date.now() / 1000) + 600));
+    expect(later.headers.get("x-cache")).toBe("HIT");
+    expect(h.calls.length).toBe(calls);
+  });
+
+  it("streams an export above the buffer bound uncached, and says so", async () => {
+    const h = cached({ BUFFER_BYTES: "10000" });
+    for (let i = 0; i < 2; i++) {
+      const res = await h.get("/export.csv?resource=sample&limit=3000");
+      expect(res.headers.get("x-cache")).toBe("MISS");
+      expect(res.headers.get("x-cache-note")).toContain("not stored");
+      expect(res.headers.get("etag")).toBeNull();
+      await res.text();
+      await h.settle();
+    }
+    expect(h.calls.length).toBe(6);
+  });
+
+  it("never stores a failed export", async () => {
+    let failing = true;
+    const h = cached({ UPSTREAM_RETRIES: "0" }, (n) => (failing && n === 2 ? new Response("down", { status: 500 }) : undefined));
+    expect((await h.get("/export.csv?resource=sample&limit=2500")).status).toBe(502);
+    await h.settle();
+    failing = false;
+    const retry = await h.get("/export.csv?resource=sample&limit=2500");
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("x-cache")).toBe("MISS");
+  });
+
+  it("refetches on Cache-Control: no-cache, and is off with CACHE_TTL_SECONDS=0", async () => {
+    const h = cached();
+    await (await h.get("/export.csv?resource=sample&limit=5")).text();
+    await h.settle();
+    const refreshed = await h.get("/export.csv?resource=sample&limit=5", { headers: { "cache-control": "no-cache" } });
+    expect(refreshed.headers.get("x-cache")).toBe("MISS");
+    const off = harness({ emulator: { version: "2.12" } });
+    const res = await off.get("/export.csv?resource=sample&limit=5");
+    expect(res.headers.get("x-cache")).toBeNull();
+    expect(res.headers.get("cache-control")).toBe("no-cache");
+  });
+});
