@@ -27,6 +27,7 @@ export interface Config {
   /** "*" or the exact origins allowed. */
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
+  upstreamConcurrency: number;
   /** Edge-cache lifetime of a small export; 0 turns the cache off. */
   cacheTtlSeconds: number;
 }
@@ -118,6 +119,8 @@ export function parseConfig(env: Env): Config {
     // With a token the worker can read private data: only what RESOURCES publishes, unless told otherwise.
     allowUnlisted: booleanSetting("ALLOW_UNLISTED_RESOURCES", env.ALLOW_UNLISTED_RESOURCES, secret(env.CKAN_API_TOKEN) === undefined),
     corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),
+    // Workers allow 6 simultaneous open connections; leave room for the response and R2.
+    upstreamConcurrency: integerSetting("UPSTREAM_CONCURRENCY", env.UPSTREAM_CONCURRENCY, 3, 1, 5),
     cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
   };

@@ -34,6 +34,8 @@ export interface Env {
   CORS_ALLOW_ORIGINS?: string;
   /** Workers Rate Limiting binding (`[[ratelimits]]`); optional. */
   RATE_LIMITER?: RateLimit;
+  /** Pages fetched at once when the total is known and paging is by offset (default 3). */
+  UPSTREAM_CONCURRENCY?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */
   CACHE_TTL_SECONDS?: string;
   /** The binding's period, for Retry-After (default 60). */

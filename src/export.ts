@@ -42,6 +42,7 @@ export async function runExport(
   const table = await openTable(client, config.datastoreSearchUrl, query, {
     pageSize: config.pageSize,
     maxRows: config.maxRows,
+    concurrency: config.upstreamConcurrency,
     signal: abort.signal,
   });
   const encoder = format.encoder(table.columns, query.csv);

@@ -95,8 +95,11 @@ describe("scheduled snapshots", () => {
     const h = harness({
       emulator: { version: "2.12" },
       env: { PAGE_SIZE: "5000", SNAPSHOT_PART_BYTES: String(5 * 1024 * 1024), UPSTREAM_RETRIES: "0", SNAPSHOTS: wrapped, ...jobs({ name: "nightly", resource: "sample", limit: 60000, formats: ["csv", "ndjson"] }) },
-      // Page 11 of 12 fails (keyset paging: the page after _id 50000), past the first 5 MiB part.
-      fault: (_, body) => (failing && JSON.stringify(body.filters ?? {}) === '{"_id":{"gt":50000}}' ? new Response("down", { status: 500 }) : undefined),
+      // The first page past _id 50000 fails (keyset paging), well past the first 5 MiB part.
+      fault: (_, body) => {
+        const after = (body.filters as { _id?: { gt?: number } } | undefined)?._id?.gt ?? 0;
+        return failing && after >= 50000 ? new Response("down", { status: 500 }) : undefined;
+      },
     });
     await h.scheduled("* * * * *", T1);
     const before = {

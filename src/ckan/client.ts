@@ -109,7 +109,9 @@ export class CkanClient {
           : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
-    return { result: this.#unwrap(response, text) };
+    const result = this.#unwrap(response, text);
+    result.responseBytes = text.length;
+    return { result };
   }
 
   #unwrap(response: Response, text: string): SearchResult {

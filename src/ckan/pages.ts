@@ -2,12 +2,10 @@ import { HttpError } from "../errors.ts";
 import type { Column, Row } from "../format/types.ts";
 import { sortColumns, type ExportQuery } from "../query.ts";
 import type { CkanClient } from "./client.ts";
+import { outputColumns, rowsOf } from "./columns.ts";
 import { CkanValidationError } from "./errors.ts";
+import { PageSizer } from "./page-size.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
-
-/** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
-const isHiddenColumn = (id: string): boolean =>
-  id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
 /** An opened export: the first page is already fetched, so early failures get a real status. */
 export interface Table {
@@ -18,14 +16,23 @@ export interface Table {
   expectedRows: number | undefined;
   /** Rows in the first page: with the first page's encoded size, an estimate of the whole. */
   firstPageRows: number;
-  /** Row batches in output column order, the first page first. */
+  /** Row batches in output column order, strictly in table order, the first page first. */
   pages: AsyncGenerator<Row[], void, undefined>;
 }
 
 export interface PagingOptions {
   pageSize: number;
   maxRows: number;
+  /** Pages fetched at once when the total is known and paging is by offset. */
+  concurrency: number;
   signal?: AbortSignal;
+}
+
+/** Rows of one planned stretch of the table, and whether the table ended inside it. */
+interface Fetched {
+  rows: Row[];
+  result: SearchResult;
+  ended: boolean;
 }
 
 /**
@@ -44,64 +51,46 @@ function pagingSort(sort: string | undefined): string {
   return sortColumns(sort).includes("_id") ? sort : `${sort}, _id`;
 }
 
-/** Index of each output column in a page's field list, or undefined when they already line up. */
-function projection(columns: Column[], pageFields: Column[]): number[] | undefined {
-  const index = columns.map((c) => pageFields.findIndex((f) => f.id === c.id));
-  if (index.some((i) => i < 0)) throw new HttpError(502, "CKAN changed the table's columns during the export.");
-  const identity = index.length === pageFields.length && index.every((i, n) => i === n);
-  return identity ? undefined : index;
-}
-
-function rowsOf(result: SearchResult, columns: Column[]): Row[] {
-  const records = result.records;
-  if (typeof records === "string") throw new HttpError(502, "CKAN sent records as text where lists were asked for.");
-  if (records.length === 0) return [];
-  if (!Array.isArray(records[0])) {
-    // An upstream that ignores records_format=lists sends objects; pick values by name.
-    return (records as Record<string, unknown>[]).map((r) => columns.map((c) => r[c.id]));
-  }
-  const index = projection(columns, result.fields);
-  if (index === undefined) return records as Row[];
-  return (records as Row[]).map((r) => index.map((i) => r[i]));
-}
-
-function outputColumns(query: ExportQuery, fields: Column[]): Column[] {
-  if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id));
-  return query.fields.map((id) => {
-    const field = fields.find((f) => f.id === id);
-    if (field === undefined) throw new HttpError(400, `CKAN rejected fields: invalid value "${id}".`, { parameter: "fields" });
-    return field;
-  });
-}
+const tooMany = (available: number, estimated: boolean, maxRows: number): HttpError =>
+  new HttpError(
+    400,
+    `${estimated ? "About " : ""}${available} rows match, more than this worker's maximum of ${maxRows} rows per export. Add limit=${maxRows} (or less), narrow with filters or q, or export in parts with offset.`,
+    { parameter: "limit" },
+  );
 
 /**
- * Opens an export: fetches the first page, checks the row budget, and returns the rest as an async
- * generator that keeps exactly one page request in flight ahead of the consumer.
+ * Opens an export and returns the rest as the one paging loop. Keyset paging (CKAN 2.12+) is
+ * sequential by nature, one page fetched ahead. Offset paging with an exact total plans the pages
+ * up front and keeps `concurrency` of them in flight, yielded strictly in order; that is where an
+ * export beats a portal's own one-stream dump. Without an exact total, one page ahead, and the
+ * end is found by counting rows, never by trusting `_links` or a page's size.
  */
 export async function openTable(client: CkanClient, siteKey: string, query: ExportQuery, options: PagingOptions): Promise<Table> {
   // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
   let keyset = query.sort === undefined && !("_id" in query.filters) && !noKeyset.has(siteKey);
-  const base: SearchRequest = {
-    resource_id: query.resourceId,
-    limit: 0,
-    sort: pagingSort(query.sort),
-    records_format: "lists",
-  };
+  const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
   if (query.q !== undefined) base.q = query.q;
-  if (query.fields !== undefined) {
-    // Keyset paging reads `_id` from each page; it is dropped again by the projection.
-    base.fields = keyset && !query.fields.includes("_id") ? [...query.fields, "_id"] : query.fields;
-  }
-  const wanted = query.limit ?? Number.POSITIVE_INFINITY;
-  let pageSize = options.pageSize;
-  const request = (overrides: Partial<SearchRequest>, seen: number): SearchRequest => {
-    const body: SearchRequest = { ...base, limit: Math.min(pageSize, wanted - seen), ...overrides };
-    if (Object.keys(query.filters).length > 0 && body.filters === undefined) body.filters = query.filters;
-    return body;
+  if (Object.keys(query.filters).length > 0) base.filters = query.filters;
+  const fieldsFor = (withId: boolean): string[] | undefined =>
+    query.fields === undefined ? undefined : withId && !query.fields.includes("_id") ? [...query.fields, "_id"] : query.fields;
+  // Keyset paging reads `_id` from each page; the projection drops it again.
+  const setFields = (): void => {
+    const fields = fieldsFor(keyset);
+    if (fields === undefined) delete base.fields;
+    else base.fields = fields;
   };
+  setFields();
+  const wanted = query.limit ?? Number.POSITIVE_INFINITY;
+  const sizer = new PageSizer(options.pageSize);
+  const firstLimit = Math.min(sizer.rows, wanted);
+  const firstBody = (): SearchRequest => ({
+    ...base,
+    limit: firstLimit,
+    offset: query.offset,
+    include_total: true,
+    ...(keyset ? { include_next_page: true } : {}),
+  });
 
-  const firstBody = (): SearchRequest =>
-    request({ offset: query.offset, include_total: true, ...(keyset ? { include_next_page: true } : {}) }, 0);
   let first: SearchResult;
   try {
     first = await client.search(firstBody(), options.signal);
@@ -109,50 +98,86 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
     if (!keyset || !rejectsKeyset(error)) throw error;
     noKeyset.add(siteKey);
     keyset = false;
-    if (base.fields !== undefined) base.fields = query.fields;
+    setFields();
     first = await client.search(firstBody(), options.signal);
   }
 
   const columns = outputColumns(query, first.fields);
   const total = typeof first.total === "number" ? first.total : undefined;
+  const estimated = first.total_was_estimated === true;
   const available = total === undefined ? undefined : Math.max(0, total - query.offset);
-  if (query.limit === undefined && available !== undefined && available > options.maxRows) {
-    throw new HttpError(
-      400,
-      `${first.total_was_estimated ? "About " : ""}${available} rows match, more than this worker's maximum of ${options.maxRows} rows per export. Add limit=${options.maxRows} (or less), narrow with filters or q, or export in parts with offset.`,
-      { parameter: "limit" },
-    );
-  }
+  if (query.limit === undefined && available !== undefined && available > options.maxRows) throw tooMany(available, estimated, options.maxRows);
   const expectedRows = available === undefined ? query.limit : Math.min(available, wanted);
+  // An estimated total may be short: planning by it could stop early, so count instead.
+  const exact = available !== undefined && !estimated;
+  const window = !keyset && exact ? Math.max(1, options.concurrency) : 1;
+  const target = exact ? Math.min(available, wanted) : wanted;
+
+  /** A stretch of the table by offset; a site cap below `count` costs extra requests, never rows. */
+  async function fetchStretch(offset: number, count: number): Promise<Fetched> {
+    let rows: Row[] = [];
+    for (let at = offset, left = count; ; ) {
+      const result = await client.search({ ...base, offset: at, limit: left }, options.signal);
+      const got = rowsOf(result, columns);
+      rows = rows.length === 0 ? got : rows.concat(got);
+      const capped = typeof result.limit === "number" && result.limit < left;
+      if (capped) sizer.capAt(result.limit as number);
+      sizer.observe(result.responseBytes, got.length);
+      if (got.length >= left) return { rows, result, ended: false };
+      if (got.length === 0 || !capped) return { rows, result, ended: true };
+      at += got.length;
+      left -= got.length;
+    }
+  }
+
+  async function fetchKeyset(after: SearchResult, seen: number): Promise<Fetched> {
+    if (after.next_page === undefined) throw new HttpError(502, "CKAN stopped handing out next pages before the end of the table.");
+    const limit = Math.min(sizer.rows, wanted - seen);
+    const body = { ...base, limit, filters: { ...query.filters, ...after.next_page }, include_next_page: true };
+    const result = await client.search(body, options.signal);
+    const rows = rowsOf(result, columns);
+    const applied = typeof result.limit === "number" ? Math.min(result.limit, limit) : limit;
+    if (applied < limit) sizer.capAt(applied);
+    sizer.observe(result.responseBytes, rows.length);
+    return { rows, result, ended: rows.length < applied };
+  }
 
   async function* pages(): AsyncGenerator<Row[], void, undefined> {
-    let result = first;
-    let requested = firstBody().limit;
+    const firstRows = rowsOf(first, columns);
+    const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, firstLimit) : firstLimit;
+    if (firstApplied < firstLimit) sizer.capAt(firstApplied);
+    sizer.observe(first.responseBytes, firstRows.length);
+    let current: Fetched = { rows: firstRows, result: first, ended: firstRows.length < firstApplied };
+    let planned = firstRows.length;
     let seen = 0;
-    for (;;) {
-      const rows = rowsOf(result, columns);
-      seen += rows.length;
-      const applied = typeof result.limit === "number" ? Math.min(result.limit, requested) : requested;
-      if (applied < pageSize) pageSize = Math.max(1, applied);
-      const done = rows.length === 0 || rows.length < applied || seen >= wanted;
-      let next: Promise<SearchResult> | undefined;
-      if (!done) {
-        let body: SearchRequest;
-        if (keyset && result.next_page !== undefined) {
-          body = request({ filters: { ...query.filters, ...result.next_page }, include_next_page: true }, seen);
-        } else if (keyset) {
-          throw new HttpError(502, "CKAN stopped handing out next pages before the end of the table.");
-        } else {
-          body = request({ offset: query.offset + seen }, seen);
+    const inflight: Promise<Fetched>[] = [];
+    const plan = (): Promise<Fetched> | undefined => {
+      if (keyset) return inflight.length === 0 ? fetchKeyset(current.result, seen + current.rows.length) : undefined;
+      const count = Math.min(sizer.rows, target - planned);
+      if (count <= 0) return undefined;
+      const stretch = fetchStretch(query.offset + planned, count);
+      planned += count;
+      return stretch;
+    };
+    try {
+      for (;;) {
+        const last = current.ended || seen + current.rows.length >= wanted;
+        while (!last && inflight.length < window) {
+          const next = plan();
+          if (next === undefined) break;
+          // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
+          next.catch(() => {});
+          inflight.push(next);
         }
-        requested = body.limit;
-        next = client.search(body, options.signal);
-        // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
-        next.catch(() => {});
+        const rows = seen + current.rows.length > wanted ? current.rows.slice(0, wanted - seen) : current.rows;
+        seen += rows.length;
+        yield rows;
+        const next = inflight.shift();
+        if (last || next === undefined) return;
+        current = await next;
       }
-      yield seen > wanted ? rows.slice(0, rows.length - (seen - wanted)) : rows;
-      if (next === undefined) return;
-      result = await next;
+    } finally {
+      inflight.length = 0;
     }
   }
 

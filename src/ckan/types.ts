@@ -26,6 +26,8 @@ export interface SearchResult {
   limit?: number;
   /** CKAN 2.12+ keyset paging: a filter to merge for the next page. */
   next_page?: Record<string, unknown>;
+  /** Not CKAN's: the size of the answer, set by the client, for sizing later pages. */
+  responseBytes?: number;
 }
 
 /** Signature of the upstream fetch, injected so tests and the emulator can stand in for CKAN. */

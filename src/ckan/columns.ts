@@ -1,0 +1,38 @@
+import { HttpError } from "../errors.ts";
+import type { Column, Row } from "../format/types.ts";
+import type { ExportQuery } from "../query.ts";
+import type { SearchResult } from "./types.ts";
+
+/** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
+const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
+
+export function outputColumns(query: ExportQuery, fields: Column[]): Column[] {
+  if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id));
+  return query.fields.map((id) => {
+    const field = fields.find((f) => f.id === id);
+    if (field === undefined) throw new HttpError(400, `CKAN rejected fields: invalid value "${id}".`, { parameter: "fields" });
+    return field;
+  });
+}
+
+/** Index of each output column in a page's field list, or undefined when they already line up. */
+function projection(columns: Column[], pageFields: Column[]): number[] | undefined {
+  const index = columns.map((c) => pageFields.findIndex((f) => f.id === c.id));
+  if (index.some((i) => i < 0)) throw new HttpError(502, "CKAN changed the table's columns during the export.");
+  const identity = index.length === pageFields.length && index.every((i, n) => i === n);
+  return identity ? undefined : index;
+}
+
+/** A page's records as rows in output column order; the common case (lists, same order) copies nothing. */
+export function rowsOf(result: SearchResult, columns: Column[]): Row[] {
+  const records = result.records;
+  if (typeof records === "string") throw new HttpError(502, "CKAN sent records as text where lists were asked for.");
+  if (records.length === 0) return [];
+  if (!Array.isArray(records[0])) {
+    // An upstream that ignores records_format=lists sends objects; pick values by name.
+    return (records as Record<string, unknown>[]).map((r) => columns.map((c) => r[c.id]));
+  }
+  const index = projection(columns, result.fields);
+  if (index === undefined) return records as Row[];
+  return (records as Row[]).map((r) => index.map((i) => r[i]));
+}

@@ -1,0 +1,34 @@
+/** Rows of the first page: small, so the first byte leaves early and its size calibrates the rest. */
+export const FIRST_PAGE_ROWS = 1000;
+/** Upstream JSON per page to aim for: wide rows get fewer per page, well inside a 128 MB isolate. */
+export const TARGET_PAGE_BYTES = 8 * 1024 * 1024;
+
+/** Rows per page, from the bytes pages actually cost, never above the configured or the site's cap. */
+export class PageSizer {
+  #cap: number;
+  #rows: number;
+
+  constructor(cap: number) {
+    this.#cap = cap;
+    this.#rows = Math.min(FIRST_PAGE_ROWS, cap);
+  }
+
+  get rows(): number {
+    return this.#rows;
+  }
+
+  /** The site applied a lower limit than asked (its rows_max): never ask for more again. */
+  capAt(limit: number): void {
+    this.#cap = Math.max(1, Math.min(this.#cap, limit));
+    this.#rows = Math.min(this.#rows, this.#cap);
+  }
+
+  observe(responseBytes: number | undefined, rows: number): void {
+    if (responseBytes === undefined || rows === 0) {
+      this.#rows = this.#cap;
+      return;
+    }
+    const perRow = responseBytes / rows;
+    this.#rows = Math.max(1, Math.min(this.#cap, Math.floor(TARGET_PAGE_BYTES / perRow)));
+  }
+}

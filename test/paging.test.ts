@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { harness } from "./harness.ts";
+
+const ids = (csv: string): number[] => csv.trimEnd().split("\r\n").slice(1).map(Number);
+const range = (from: number, count: number): number[] => Array.from({ length: count }, (_, i) => from + i);
+
+describe("paging", () => {
+  it("starts with a small page, then pages sized by bytes up to PAGE_SIZE", async () => {
+    const { get, calls } = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "32000" } });
+    const text = await (await get("/export.csv?resource=sample&limit=40000&fields=id")).text();
+    expect(ids(text)).toEqual(range(1, 40000));
+    expect(calls.map((c) => c.body.limit)).toEqual([1000, 32000, 7000]);
+  });
+
+  it("keeps UPSTREAM_CONCURRENCY offset pages in flight when the total is known, and writes them in order", async () => {
+    let open = 0;
+    let most = 0;
+    const { get, calls, emulator } = harness({
+      env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3", BUFFER_BYTES: "0" },
+      fault: async (n, body) => {
+        if (n <= 2) return undefined; // the keyset probe and the first page
+        open++;
+        most = Math.max(most, open);
+        // Later pages answer sooner: only strict ordering keeps the rows in order.
+        await new Promise((resolve) => setTimeout(resolve, 40 - ((body.offset as number) / 500) * 3));
+        open--;
+        return undefined;
+      },
+    });
+    const text = await (await get(`/export.csv?resource=sample&limit=6000&offset=7&fields=id`)).text();
+    expect(ids(text)).toEqual(range(8, 6000));
+    expect(most).toBe(3);
+    const offsets = calls.slice(2).map((c) => c.body.offset);
+    expect(offsets).toEqual(range(0, 11).map((i) => 507 + i * 500));
+    expect(calls.slice(2).every((c) => c.body.include_total === undefined)).toBe(true);
+    expect(emulator.requests).toBe(calls.length);
+  });
+
+  it("fills the gaps when the site caps pages lower than asked, even with pages in flight", async () => {
+    const { get, calls } = harness({ emulator: { rowsMax: 300 }, env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
+    const text = await (await get("/export.csv?resource=sample&limit=2500&fields=id")).text();
+    expect(ids(text)).toEqual(range(1, 2500));
+    expect(calls.slice(2).every((c) => (c.body.limit as number) <= 300)).toBe(true);
+  });
+
+  it("counts rows instead of trusting an estimated total, one page at a time", async () => {
+    const { get, calls } = harness({
+      env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" },
+      fault: (n, body) => {
+        if (n !== 2) return undefined;
+        // The first real page: CKAN says its total is an estimate, and a low one.
+        return Response.json({
+          success: true,
+          result: {
+            fields: [{ id: "_id", type: "int" }, { id: "id", type: "int4" }],
+            records: Array.from({ length: 1000 }, (_, i) => [i + 1, i + 1]),
+            limit: body.limit,
+            total: 1500,
+            total_was_estimated: true,
+          },
+        });
+      },
+    });
+    const text = await (await get("/export.csv?resource=sample&filter.category=alpha&fields=id&limit=4000")).text();
+    expect(text.trimEnd().split("\r\n")).toHaveLength(4001);
+    expect(calls.slice(2).map((c) => c.body.offset)).toEqual([1000, 2000, 3000]);
+  });
+});
