@@ -28,6 +28,8 @@ export interface Config {
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
   upstreamConcurrency: number;
+  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
+  csvPassthrough: boolean;
   /** Edge-cache lifetime of a small export; 0 turns the cache off. */
   cacheTtlSeconds: number;
 }
@@ -121,6 +123,7 @@ export function parseConfig(env: Env): Config {
     corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),
     // Workers allow 6 simultaneous open connections; leave room for the response and R2.
     upstreamConcurrency: integerSetting("UPSTREAM_CONCURRENCY", env.UPSTREAM_CONCURRENCY, 3, 1, 5),
+    csvPassthrough: booleanSetting("CSV_PASSTHROUGH", env.CSV_PASSTHROUGH, true),
     cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
   };

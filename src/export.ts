@@ -2,7 +2,9 @@ import type { CkanClient } from "./ckan/client.ts";
 import { openTable } from "./ckan/pages.ts";
 import type { Config } from "./config.ts";
 import { HttpError, toHttpError } from "./errors.ts";
+import { csvPassthrough } from "./format/csv-passthrough.ts";
 import { FORMATS } from "./format/index.ts";
+import type { PassthroughFactory } from "./format/types.ts";
 import type { ExportQuery } from "./query.ts";
 import { encodeTable, toByteStream } from "./stream.ts";
 
@@ -19,6 +21,15 @@ export interface ExportRun {
   table: { total: number | undefined; expectedRows: number | undefined; firstPageRows: number };
   body: ReadableStream<Uint8Array>;
   progress: ExportProgress;
+}
+
+/**
+ * CSV with the standard comma can take CKAN's own CSV pages and rewrite them (far cheaper than
+ * parsing every value and writing it again); other delimiters and formats encode rows.
+ */
+function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
+  if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== ",") return undefined;
+  return { passthrough: (incoming, dropFrom) => csvPassthrough(incoming, dropFrom, query.csv.formulaGuard) };
 }
 
 /** `attachment` with an ASCII fallback name and the exact UTF-8 name (RFC 6266 / RFC 8187). */
@@ -43,6 +54,7 @@ export async function runExport(
     pageSize: config.pageSize,
     maxRows: config.maxRows,
     concurrency: config.upstreamConcurrency,
+    ...(passthroughFor(query, config) ?? {}),
     signal: abort.signal,
   });
   const encoder = format.encoder(table.columns, query.csv);

@@ -1,15 +1,15 @@
 import type { Table } from "./ckan/pages.ts";
 import { HttpError, toHttpError } from "./errors.ts";
-import type { Encoder } from "./format/types.ts";
+import { batchRows, type Encoder } from "./format/types.ts";
 
 /** Encoded text of a whole export, one chunk per upstream page; never more than a page held. */
 export async function* encodeTable(table: Table, encoder: Encoder, progress: { rows: number }): AsyncGenerator<string, void, undefined> {
   const begin = encoder.begin();
   let pending = begin;
-  for await (const rows of table.pages) {
-    progress.rows += rows.length;
+  for await (const batch of table.pages) {
+    progress.rows += batchRows(batch);
     // The first page goes out with the header, so the first chunk already says how wide rows are.
-    const text = pending + encoder.page(rows);
+    const text = pending + (Array.isArray(batch) ? encoder.page(batch) : batch.text);
     pending = "";
     if (text !== "") yield text;
   }

@@ -18,7 +18,7 @@ export interface HarnessOptions {
   env?: Partial<Env>;
   emulator?: EmulatorOptions;
   /** Answer upstream call number `n` (1-based) yourself; undefined lets the emulator answer. */
-  fault?: (n: number, body: Record<string, unknown>) => Response | Promise<Response> | undefined;
+  fault?: (n: number, body: Record<string, unknown>) => Response | undefined | Promise<Response | undefined>;
 }
 
 let sites = 0;

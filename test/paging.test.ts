@@ -66,3 +66,36 @@ describe("paging", () => {
     expect(calls.slice(2).map((c) => c.body.offset)).toEqual([1000, 2000, 3000]);
   });
 });
+
+describe("CSV pass-through against the row encoder", () => {
+  it("gives the same CSV, cell for cell, with and without it", async () => {
+    const query = "/export.csv?resource=sample&limit=5000&q=glacier";
+    const on = harness({ env: { PAGE_SIZE: "700" } });
+    const off = harness({ env: { PAGE_SIZE: "700", CSV_PASSTHROUGH: "false" } });
+    const [a, b] = [await (await on.get(query)).text(), await (await off.get(query)).text()];
+    expect(on.calls.slice(2).every((c) => c.body.records_format === "csv")).toBe(true);
+    expect(off.calls.every((c) => c.body.records_format === "lists")).toBe(true);
+    const parse = (text: string) => text.trimEnd().split("\r\n").length;
+    expect(parse(a)).toBe(parse(b));
+    const { default: Papa } = await import("papaparse");
+    expect(Papa.parse(a).data).toEqual(Papa.parse(b).data);
+  });
+
+  it("falls back to rows when the upstream ignores records_format=csv", async () => {
+    const { get } = harness({
+      env: { PAGE_SIZE: "500" },
+      fault: async (_, body) => {
+        if (body.records_format !== "csv") return undefined;
+        const lists = await harness().emulator.fetch(
+          new Request("http://ckan.test/api/action/datastore_search", {
+            method: "POST",
+            body: JSON.stringify({ ...body, records_format: "lists" }),
+          }),
+        );
+        return lists;
+      },
+    });
+    const text = await (await get("/export.csv?resource=sample&limit=1700&fields=id")).text();
+    expect(ids(text)).toEqual(range(1, 1700));
+  });
+});

@@ -1,5 +1,5 @@
 import { HttpError } from "../errors.ts";
-import type { Column, Row } from "../format/types.ts";
+import { batchRows, type Batch, type Column, type PassthroughFactory, type Row } from "../format/types.ts";
 import { sortColumns, type ExportQuery } from "../query.ts";
 import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
@@ -16,8 +16,8 @@ export interface Table {
   expectedRows: number | undefined;
   /** Rows in the first page: with the first page's encoded size, an estimate of the whole. */
   firstPageRows: number;
-  /** Row batches in output column order, strictly in table order, the first page first. */
-  pages: AsyncGenerator<Row[], void, undefined>;
+  /** Batches in output column order, strictly in table order, the first page first. */
+  pages: AsyncGenerator<Batch, void, undefined>;
 }
 
 export interface PagingOptions {
@@ -25,12 +25,14 @@ export interface PagingOptions {
   maxRows: number;
   /** Pages fetched at once when the total is known and paging is by offset. */
   concurrency: number;
+  /** Ask later pages as CSV text and rewrite them with this instead of encoding rows. */
+  passthrough?: PassthroughFactory;
   signal?: AbortSignal;
 }
 
 /** Rows of one planned stretch of the table, and whether the table ended inside it. */
 interface Fetched {
-  rows: Row[];
+  rows: Batch;
   result: SearchResult;
   ended: boolean;
 }
@@ -57,6 +59,19 @@ const tooMany = (available: number, estimated: boolean, maxRows: number): HttpEr
     `${estimated ? "About " : ""}${available} rows match, more than this worker's maximum of ${maxRows} rows per export. Add limit=${maxRows} (or less), narrow with filters or q, or export in parts with offset.`,
     { parameter: "limit" },
   );
+
+/** Two parts of one planned stretch (a site cap split it), in order. */
+function join(a: Batch, b: Batch): Batch {
+  if (Array.isArray(a) && Array.isArray(b)) return a.concat(b);
+  if (!Array.isArray(a) && !Array.isArray(b)) return { text: a.text + b.text, rows: a.rows + b.rows };
+  throw new HttpError(502, "CKAN answered one stretch of the table in two record formats.");
+}
+
+/** CKAN never sends more rows than asked; if it did, rows can be cut, CSV text cannot. */
+function trim(batch: Batch, rows: number): Batch {
+  if (Array.isArray(batch)) return batch.slice(0, rows);
+  throw new HttpError(502, "CKAN answered with more rows than asked for.");
+}
 
 /**
  * Opens an export and returns the rest as the one paging loop. Keyset paging (CKAN 2.12+) is
@@ -113,20 +128,33 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
   const window = !keyset && exact ? Math.max(1, options.concurrency) : 1;
   const target = exact ? Math.min(available, wanted) : wanted;
 
+  // The first page (lists) told us the columns; later ones can come as CSV text in exactly that order.
+  let rewrite: ((page: string) => { text: string; rows: number }) | undefined;
+  if (options.passthrough !== undefined) {
+    const idColumn = first.fields.find((f) => f.id === "_id");
+    const incoming = keyset && idColumn !== undefined && !columns.includes(idColumn) ? [...columns, idColumn] : columns;
+    rewrite = options.passthrough(incoming, columns.length);
+    base.records_format = "csv";
+    base.fields = incoming.map((c) => c.id);
+  }
+  const batchOf = (result: SearchResult): Batch =>
+    typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns);
+
   /** A stretch of the table by offset; a site cap below `count` costs extra requests, never rows. */
   async function fetchStretch(offset: number, count: number): Promise<Fetched> {
-    let rows: Row[] = [];
+    let rows: Batch | undefined;
     for (let at = offset, left = count; ; ) {
       const result = await client.search({ ...base, offset: at, limit: left }, options.signal);
-      const got = rowsOf(result, columns);
-      rows = rows.length === 0 ? got : rows.concat(got);
+      const got = batchOf(result);
+      const n = batchRows(got);
+      rows = rows === undefined ? got : join(rows, got);
       const capped = typeof result.limit === "number" && result.limit < left;
       if (capped) sizer.capAt(result.limit as number);
-      sizer.observe(result.responseBytes, got.length);
-      if (got.length >= left) return { rows, result, ended: false };
-      if (got.length === 0 || !capped) return { rows, result, ended: true };
-      at += got.length;
-      left -= got.length;
+      sizer.observe(result.responseBytes, n);
+      if (n >= left) return { rows, result, ended: false };
+      if (n === 0 || !capped) return { rows, result, ended: true };
+      at += n;
+      left -= n;
     }
   }
 
@@ -135,33 +163,35 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
     const limit = Math.min(sizer.rows, wanted - seen);
     const body = { ...base, limit, filters: { ...query.filters, ...after.next_page }, include_next_page: true };
     const result = await client.search(body, options.signal);
-    const rows = rowsOf(result, columns);
+    const rows = batchOf(result);
+    const n = batchRows(rows);
     const applied = typeof result.limit === "number" ? Math.min(result.limit, limit) : limit;
     if (applied < limit) sizer.capAt(applied);
-    sizer.observe(result.responseBytes, rows.length);
-    return { rows, result, ended: rows.length < applied };
+    sizer.observe(result.responseBytes, n);
+    return { rows, result, ended: n < applied };
   }
 
-  async function* pages(): AsyncGenerator<Row[], void, undefined> {
+  async function* pages(): AsyncGenerator<Batch, void, undefined> {
     const firstRows = rowsOf(first, columns);
     const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, firstLimit) : firstLimit;
     if (firstApplied < firstLimit) sizer.capAt(firstApplied);
     sizer.observe(first.responseBytes, firstRows.length);
     let current: Fetched = { rows: firstRows, result: first, ended: firstRows.length < firstApplied };
+    const count = (): number => batchRows(current.rows);
     let planned = firstRows.length;
     let seen = 0;
     const inflight: Promise<Fetched>[] = [];
     const plan = (): Promise<Fetched> | undefined => {
-      if (keyset) return inflight.length === 0 ? fetchKeyset(current.result, seen + current.rows.length) : undefined;
-      const count = Math.min(sizer.rows, target - planned);
-      if (count <= 0) return undefined;
-      const stretch = fetchStretch(query.offset + planned, count);
-      planned += count;
+      if (keyset) return inflight.length === 0 ? fetchKeyset(current.result, seen + count()) : undefined;
+      const size = Math.min(sizer.rows, target - planned);
+      if (size <= 0) return undefined;
+      const stretch = fetchStretch(query.offset + planned, size);
+      planned += size;
       return stretch;
     };
     try {
       for (;;) {
-        const last = current.ended || seen + current.rows.length >= wanted;
+        const last = current.ended || seen + count() >= wanted;
         while (!last && inflight.length < window) {
           const next = plan();
           if (next === undefined) break;
@@ -169,8 +199,8 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
           next.catch(() => {});
           inflight.push(next);
         }
-        const rows = seen + current.rows.length > wanted ? current.rows.slice(0, wanted - seen) : current.rows;
-        seen += rows.length;
+        const rows = seen + count() > wanted ? trim(current.rows, wanted - seen) : current.rows;
+        seen += batchRows(rows);
         yield rows;
         const next = inflight.shift();
         if (last || next === undefined) return;

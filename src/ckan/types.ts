@@ -10,7 +10,7 @@ export interface SearchRequest {
   offset?: number;
   fields?: string[];
   sort?: string;
-  records_format?: "objects" | "lists";
+  records_format?: "objects" | "lists" | "csv";
   include_total?: boolean;
   include_next_page?: boolean;
 }

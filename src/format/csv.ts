@@ -21,6 +21,8 @@ function cellText(value: unknown): string {
  */
 export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
   const guarded = columns.map((c) => options.formulaGuard && !isNumericType(c.type));
+  // A json column holds JSON: a string in it is written as JSON text, as CKAN's own CSV does.
+  const json = columns.map((c) => c.type === "json" || c.type === "jsonb");
   const unparse = (rows: string[][]): string =>
     Papa.unparse(rows, { delimiter: options.delimiter, newline: CRLF, header: false, quotes: false, escapeFormulae: false }) + CRLF;
 
@@ -35,8 +37,9 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
       if (rows.length === 0) return "";
       for (const row of rows) {
         for (let i = 0; i < row.length; i++) {
-          const text = cellText(row[i]);
-          row[i] = guarded[i] && typeof row[i] === "string" ? guardFormula(text) : text;
+          const value = row[i];
+          const text = json[i] && value !== null && value !== undefined ? JSON.stringify(value) : cellText(value);
+          row[i] = guarded[i] && typeof value === "string" ? guardFormula(text) : text;
         }
       }
       return unparse(rows as string[][]);
