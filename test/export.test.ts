@@ -23,12 +23,10 @@ describe("GET /export.csv", () => {
   });
 
   it("pages through upstream with POST, _id order, lists, the total asked once, and never follows _links", async () => {
-    const { get, calls: all } = harness({ env: { PAGE_SIZE: "1000" } });
+    const { get, calls } = harness({ env: { PAGE_SIZE: "1000" } });
     const text = await (await get("/export.csv?resource=sample&limit=3500&fields=id")).text();
     const ids = text.trimEnd().split("\r\n").slice(1).map(Number);
     expect(ids).toEqual(Array.from({ length: 3500 }, (_, i) => i + 1));
-    // The first call asks whether the site pages by keyset; CKAN 2.10 says no (see below).
-    const calls = all.slice(1);
     expect(calls.map((c) => c.body.limit)).toEqual([1000, 1000, 1000, 500]);
     for (const [n, call] of calls.entries()) {
       expect(call.method).toBe("POST");
@@ -169,6 +167,15 @@ describe("row budget", () => {
 });
 
 describe("keyset paging", () => {
+  it("on first contact with a CKAN 2.12 site, asks both ways at once and pages by keyset", async () => {
+    const { get, calls } = harness({ warm: false, emulator: { version: "2.12" }, env: { PAGE_SIZE: "500" } });
+    const text = await (await get("/export.csv?resource=sample&limit=1200&fields=id")).text();
+    expect(text.trimEnd().split("\r\n").slice(1).map(Number)).toEqual(Array.from({ length: 1200 }, (_, i) => i + 1));
+    expect(calls[0]!.body.include_next_page).toBe(true);
+    expect(calls[1]!.body.include_next_page).toBeUndefined();
+    expect(calls.slice(2).map((c) => c.body.filters)).toEqual([{ _id: { gt: 500 } }, { _id: { gt: 1000 } }]);
+  });
+
   it("uses next_page on CKAN 2.12", async () => {
     const { get, calls } = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "500" } });
     const text = await (await get("/export.csv?resource=sample&limit=1600&offset=10&fields=id")).text();
@@ -179,11 +186,13 @@ describe("keyset paging", () => {
     expect(calls[1]!.body.filters).toEqual({ _id: { gt: 510 } });
   });
 
-  it("falls back to offset paging when CKAN 2.10 rejects include_next_page, and remembers", async () => {
-    const { get, calls } = harness({ env: { PAGE_SIZE: "500" } });
+  it("falls back to offset paging when CKAN 2.10 rejects include_next_page, without a round trip, and remembers", async () => {
+    const { get, calls } = harness({ warm: false, env: { PAGE_SIZE: "500" } });
     const text = await (await get("/export.csv?resource=sample&limit=1200&fields=id")).text();
     expect(text.trimEnd().split("\r\n")).toHaveLength(1201);
+    // The first page is asked both ways at once; the plain answer is used.
     expect(calls[0]!.body.include_next_page).toBe(true);
+    expect(calls[1]!.body).toMatchObject({ offset: 0, limit: 500, include_total: true });
     expect(calls.slice(1).every((c) => c.body.include_next_page === undefined)).toBe(true);
     expect(calls.slice(2).map((c) => c.body.offset)).toEqual([500, 1000]);
     const before = calls.length;

@@ -17,6 +17,11 @@ export interface UpstreamCall {
 export interface HarnessOptions {
   env?: Partial<Env>;
   emulator?: EmulatorOptions;
+  /**
+   * Let the worker meet the site once before the test (default true), as it has in every isolate but
+   * a new one: it then knows whether the site pages by keyset, and asks only one way.
+   */
+  warm?: boolean;
   /** Answer upstream call number `n` (1-based) yourself; undefined lets the emulator answer. */
   fault?: (n: number, body: Record<string, unknown>) => Response | undefined | Promise<Response | undefined>;
 }
@@ -31,8 +36,10 @@ let sites = 0;
 export function harness(options: HarnessOptions = {}) {
   const emulator = createEmulator({ token: TOKEN, ...options.emulator });
   const calls: UpstreamCall[] = [];
+  let warming = false;
   const app = createApp({
     upstreamFetch: async (request) => {
+      if (warming) return emulator.fetch(request);
       const body = (await request.clone().json()) as Record<string, unknown>;
       calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body });
       const faulty = await options.fault?.(calls.length, body);
@@ -51,7 +58,18 @@ export function harness(options: HarnessOptions = {}) {
     ...options.env,
   };
   const contexts: ExecutionContext[] = [];
-  const get = (path: string, init?: RequestInit): Promise<Response> => {
+  let warm: Promise<void> | undefined =
+    options.warm === false
+      ? undefined
+      : (async () => {
+          warming = true;
+          const probeEnv = { ...env, CACHE_TTL_SECONDS: "0", LINK_SIGNING_KEY: undefined, RATE_LIMITER: undefined };
+          await (await app.fetch(new Request("http://worker.test/export.csv?resource=sample&limit=1"), probeEnv, createExecutionContext())).text();
+          warming = false;
+        })();
+  const get = async (path: string, init?: RequestInit): Promise<Response> => {
+    await warm;
+    warm = undefined;
     const ctx = createExecutionContext();
     contexts.push(ctx);
     return app.fetch(new Request(`http://worker.test${path}`, init), env, ctx);
@@ -60,7 +78,11 @@ export function harness(options: HarnessOptions = {}) {
   const settle = async (): Promise<void> => {
     for (const ctx of contexts.splice(0)) await waitOnExecutionContext(ctx);
   };
-  const scheduled = (cron: string, time: number) => app.scheduled(cron, time, env);
+  const scheduled = async (cron: string, time: number) => {
+    await warm;
+    warm = undefined;
+    return app.scheduled(cron, time, env);
+  };
   return { get, settle, scheduled, calls, emulator, env };
 }
 

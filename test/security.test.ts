@@ -159,10 +159,11 @@ describe("browsers and abuse", () => {
 
 describe("request logs", () => {
   it("writes one JSON line per request with id, route, resource, status, rows, pages, bytes and upstream time", async () => {
+    const { get } = harness({ emulator: { version: "2.12" } });
+    await get("/"); // the harness's first request lets the worker meet the site: not part of this test
     const lines: string[] = [];
     const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
     try {
-      const { get } = harness({ emulator: { version: "2.12" } });
       const res = await get("/export.csv?resource=sample&limit=2500");
       await res.text();
       await get("/export.csv?resource=nope");

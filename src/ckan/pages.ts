@@ -38,10 +38,10 @@ interface Fetched {
 }
 
 /**
- * Sites known (in this isolate) to reject `include_next_page`: CKAN before 2.12 answers an unknown
- * parameter with a 409, so the first export learns it and later ones do not ask again.
+ * What each site (in this isolate) answered to `include_next_page`: CKAN before 2.12 rejects an
+ * unknown parameter with a 409, so the first export learns it and later ones do not ask again.
  */
-const noKeyset = new Set<string>();
+const keysetSupport = new Map<string, boolean>();
 
 function rejectsKeyset(error: unknown): boolean {
   return error instanceof CkanValidationError && (error.fields.__extras ?? []).some((m) => m.includes("include_next_page"));
@@ -82,7 +82,7 @@ function trim(batch: Batch, rows: number): Batch {
  */
 export async function openTable(client: CkanClient, siteKey: string, query: ExportQuery, options: PagingOptions): Promise<Table> {
   // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
-  let keyset = query.sort === undefined && !("_id" in query.filters) && !noKeyset.has(siteKey);
+  let keyset = query.sort === undefined && !("_id" in query.filters) && keysetSupport.get(siteKey) !== false;
   const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
   if (query.q !== undefined) base.q = query.q;
   if (Object.keys(query.filters).length > 0) base.filters = query.filters;
@@ -107,13 +107,30 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
   });
 
   let first: SearchResult;
-  try {
-    first = await client.search(firstBody(), options.signal);
-  } catch (error) {
-    if (!keyset || !rejectsKeyset(error)) throw error;
-    noKeyset.add(siteKey);
-    keyset = false;
-    setFields();
+  if (keyset && keysetSupport.get(siteKey) === undefined) {
+    // A site not asked yet: ask both ways at once, so learning costs no round trip before the first byte.
+    const { include_next_page: _, ...plainBody } = { ...firstBody(), fields: fieldsFor(false) };
+    if (plainBody.fields === undefined) delete plainBody.fields;
+    const giveUp = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, giveUp.signal]) : giveUp.signal;
+    const asked = client.search(firstBody(), options.signal);
+    const plain = client.search(plainBody, signal);
+    plain.catch(() => {});
+    try {
+      first = await asked;
+      keysetSupport.set(siteKey, true);
+      giveUp.abort();
+    } catch (error) {
+      if (!rejectsKeyset(error)) {
+        giveUp.abort();
+        throw error;
+      }
+      keysetSupport.set(siteKey, false);
+      keyset = false;
+      setFields();
+      first = await plain;
+    }
+  } else {
     first = await client.search(firstBody(), options.signal);
   }
 
