@@ -12,11 +12,11 @@ export function cacheKey(url: URL, config: Config): string {
   return `${url.origin}${canonicalLink(url.pathname, params)}`;
 }
 
-/** A strong ETag: the content's own hash, identical for identical bytes whoever computed it. */
-export async function contentEtag(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return `"${[...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`;
-}
+/** A strong ETag: the content's own SHA-256, identical for identical bytes whoever computed it. */
+export const etagOf = (sha256: ArrayBuffer): string =>
+  `"${[...new Uint8Array(sha256).slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`;
+
+export const contentEtag = async (bytes: Uint8Array<ArrayBuffer>): Promise<string> => etagOf(await crypto.subtle.digest("SHA-256", bytes));
 
 /** RFC 9110 weak comparison is enough for 304s: a list, `*`, or W/-prefixed tags. */
 export function etagMatches(ifNoneMatch: string | null, etag: string | null): boolean {

@@ -30,8 +30,10 @@ export interface Config {
   upstreamConcurrency: number;
   /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
   csvPassthrough: boolean;
-  /** Edge-cache lifetime of a small export; 0 turns the cache off. */
+  /** Edge-cache lifetime of an export; 0 turns the cache off. */
   cacheTtlSeconds: number;
+  /** Exports estimated above this are streamed without being cached. */
+  cacheMaxBytes: number;
 }
 
 /** CKAN's default `ckan.datastore.search.rows_max`; a larger page is silently capped upstream. */
@@ -125,6 +127,8 @@ export function parseConfig(env: Env): Config {
     upstreamConcurrency: integerSetting("UPSTREAM_CONCURRENCY", env.UPSTREAM_CONCURRENCY, 3, 1, 5),
     csvPassthrough: booleanSetting("CSV_PASSTHROUGH", env.CSV_PASSTHROUGH, true),
     cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
+    // The Cache API stores objects up to 512 MB; past this bound an export is not worth the write.
+    cacheMaxBytes: integerSetting("CACHE_MAX_BYTES", env.CACHE_MAX_BYTES, 64 * 1024 * 1024, 0, 512 * 1024 * 1024),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
   };
   // Jobs are validated with the rest of the configuration they refer to (aliases, MAX_ROWS).

@@ -40,6 +40,8 @@ export interface Env {
   CSV_PASSTHROUGH?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */
   CACHE_TTL_SECONDS?: string;
+  /** Exports estimated above this many bytes stream without being cached (default 64 MiB). */
+  CACHE_MAX_BYTES?: string;
   /** The binding's period, for Retry-After (default 60). */
   RATE_LIMIT_PERIOD_SECONDS?: string;
 }

@@ -1,12 +1,13 @@
 import type { IRequest } from "itty-router";
 import type { RequestInfo } from "./app.ts";
-import { cacheKey, contentEtag, etagMatches, notModified, wantsFresh } from "./cache.ts";
+import { cacheKey, contentEtag, etagMatches, etagOf, notModified, wantsFresh } from "./cache.ts";
 import { CkanClient } from "./ckan/client.ts";
 import type { UpstreamFetch } from "./ckan/types.ts";
 import type { Config } from "./config.ts";
 import { HttpError } from "./errors.ts";
-import { readBody, runExport } from "./export.ts";
+import { readBody, runExport, type ExportProgress } from "./export.ts";
 import { FORMATS, isFormatName } from "./format/index.ts";
+import { lockstepTee } from "./lockstep-tee.ts";
 import { log } from "./log.ts";
 import { parseExportQuery } from "./query.ts";
 import type { Redact } from "./secrets.ts";
@@ -85,12 +86,42 @@ export async function exportRoute(request: IRequest, deps: ExportRouteDeps): Pro
 
   const body = await readBody(run, config.bufferBytes);
   if ("stream" in body) {
-    if (caching) headers.set("x-cache-note", `not stored: larger than ${config.bufferBytes} bytes, streamed`);
-    return new Response(body.stream, { status: 200, headers });
+    if (!caching) return new Response(body.stream, { status: 200, headers });
+    if (body.estimate > config.cacheMaxBytes) {
+      headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
+      return new Response(body.stream, { status: 200, headers });
+    }
+    // Stored while it streams: both readers advance together, so memory stays at one chunk.
+    const [client, store] = lockstepTee(body.stream);
+    deps.waitUntil(fillWhileStreaming(key, store, new Headers(headers), run.progress));
+    return new Response(client, { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
   if (caching) deps.waitUntil(caches.default.put(key, new Response(body.whole, { headers })));
   if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) return notModified(headers);
   return new Response(body.whole, { status: 200, headers });
+}
+
+/**
+ * Writes a streamed export to the cache as it goes. Its ETag (the content hash) is known only at the
+ * end, so the entry is then rewritten with it, streamed from the cache itself. A stream that errors
+ * makes `put` fail; the entry is deleted to be sure nothing partial is ever served.
+ */
+async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>, headers: Headers, progress: ExportProgress): Promise<void> {
+  const digest = new crypto.DigestStream("SHA-256");
+  // Rejects when the export fails, and is then never awaited.
+  digest.digest.catch(() => {});
+  const [stored, hashed] = lockstepTee(body);
+  try {
+    await Promise.all([caches.default.put(key, new Response(stored, { headers })), hashed.pipeTo(digest)]);
+    if (progress.error !== undefined) throw progress.error;
+    const entry = await caches.default.match(key);
+    if (entry === undefined) return;
+    const final = new Headers(entry.headers);
+    final.set("etag", etagOf(await digest.digest));
+    await caches.default.put(key, new Response(entry.body, { headers: final }));
+  } catch {
+    await caches.default.delete(key);
+  }
 }

@@ -88,7 +88,10 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array<ArrayBuffer> {
 }
 
 /** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
-export type ExportBody = { whole: Uint8Array<ArrayBuffer> } | { stream: ReadableStream<Uint8Array> };
+export type ExportBody =
+  | { whole: Uint8Array<ArrayBuffer> }
+  /** `estimate`: the whole export's expected size in bytes, from its first page (Infinity: unknown). */
+  | { stream: ReadableStream<Uint8Array>; estimate: number };
 
 /**
  * An export expected to fit in `bufferBytes` is read whole first, so an upstream failure still
@@ -100,17 +103,18 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
+  let estimate = Number.POSITIVE_INFINITY;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return { whole: concat(chunks, length) };
       chunks.push(value);
       length += value.byteLength;
-      if (length > bufferBytes) break;
       if (chunks.length === 1 && table.firstPageRows > 0 && table.expectedRows !== undefined) {
-        const estimate = (value.byteLength / table.firstPageRows) * table.expectedRows;
+        estimate = (value.byteLength / table.firstPageRows) * table.expectedRows;
         if (estimate > bufferBytes) break;
       }
+      if (length > bufferBytes) break;
     }
   } catch (error) {
     throw toHttpError(error);
@@ -128,5 +132,5 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
     },
     { highWaterMark: 0 },
   );
-  return { stream };
+  return { stream, estimate: Math.max(estimate, length) };
 }

@@ -55,8 +55,38 @@ describe("edge cache", () => {
     expect(h.calls.length).toBe(calls);
   });
 
-  it("streams an export above the buffer bound uncached, and says so", async () => {
+  it("stores a streamed export while it streams, then serves it with its content hash", async () => {
     const h = cached({ BUFFER_BYTES: "10000" });
+    const first = await h.get("/export.csv?resource=sample&limit=3000");
+    expect(first.headers.get("x-cache")).toBe("MISS");
+    expect(first.headers.get("content-length")).toBeNull();
+    const bytes = new Uint8Array(await first.arrayBuffer());
+    await h.settle();
+    const upstream = h.calls.length;
+    const again = await h.get("/export.csv?resource=sample&limit=3000");
+    expect(again.headers.get("x-cache")).toBe("HIT");
+    expect(new Uint8Array(await again.arrayBuffer())).toEqual(bytes);
+    expect(h.calls.length).toBe(upstream);
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+    expect(again.headers.get("etag")).toBe(`"${[...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`);
+  });
+
+  it("never stores a streamed export that fails half-way", async () => {
+    let failing = true;
+    const h = cached({ BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, (n) => (failing && n === 3 ? new Response("down", { status: 500 }) : undefined));
+    const broken = await h.get("/export.csv?resource=sample&limit=4000");
+    expect(broken.status).toBe(200);
+    await broken.text().catch(() => "");
+    await h.settle();
+    failing = false;
+    const retry = await h.get("/export.csv?resource=sample&limit=4000");
+    expect(retry.headers.get("x-cache")).toBe("MISS");
+    const { default: Papa } = await import("papaparse");
+    expect(Papa.parse((await retry.text()).trimEnd(), { newline: "\r\n" }).data).toHaveLength(4001);
+  });
+
+  it("streams an export above CACHE_MAX_BYTES uncached, and says so", async () => {
+    const h = cached({ BUFFER_BYTES: "10000", CACHE_MAX_BYTES: "100000" });
     for (let i = 0; i < 2; i++) {
       const res = await h.get("/export.csv?resource=sample&limit=3000");
       expect(res.headers.get("x-cache")).toBe("MISS");
