@@ -2,16 +2,29 @@ import type { Table } from "./ckan/pages.ts";
 import { HttpError, toHttpError } from "./errors.ts";
 import { batchRows, type Encoder } from "./format/types.ts";
 
-/** Encoded text of a whole export, one chunk per upstream page; never more than a page held. */
+/**
+ * Rows encoded per chunk: a 32,000-row page of wide JSON records would otherwise be one string of
+ * many megabytes (and its bytes beside it) at once.
+ */
+const ROWS_PER_CHUNK = 4096;
+
+/** Encoded text of a whole export, a chunk at a time; never more than a page held. */
 export async function* encodeTable(table: Table, encoder: Encoder, progress: { rows: number }): AsyncGenerator<string, void, undefined> {
   const begin = encoder.begin();
   let pending = begin;
   for await (const batch of table.pages) {
     progress.rows += batchRows(batch);
-    // The first page goes out with the header, so the first chunk already says how wide rows are.
-    const text = pending + (Array.isArray(batch) ? encoder.page(batch) : batch.text);
-    pending = "";
-    if (text !== "") yield text;
+    if (!Array.isArray(batch)) {
+      yield pending + batch.text;
+      pending = "";
+      continue;
+    }
+    for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
+      // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
+      const text = pending + encoder.page(at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK));
+      pending = "";
+      if (text !== "") yield text;
+    }
   }
   const end = pending + encoder.end();
   if (end !== "") yield end;
