@@ -7,10 +7,13 @@ import type { Config } from "./config.ts";
 import { HttpError } from "./errors.ts";
 import { readBody, runExport, type ExportProgress } from "./export.ts";
 import { FORMATS, isFormatName } from "./format/index.ts";
-import { lockstepTee } from "./lockstep-tee.ts";
+import { boundedTee } from "./bounded-tee.ts";
 import { log } from "./log.ts";
 import { parseExportQuery } from "./query.ts";
 import type { Redact } from "./secrets.ts";
+
+/** How far the client may run ahead of a cache write (or the cache of a slow client): bounded memory. */
+const CACHE_LEAD_BYTES = 16 * 1024 * 1024;
 
 export interface ExportRouteDeps {
   config: Config;
@@ -91,8 +94,8 @@ export async function exportRoute(request: IRequest, deps: ExportRouteDeps): Pro
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(body.stream, { status: 200, headers });
     }
-    // Stored while it streams: both readers advance together, so memory stays at one chunk.
-    const [client, store] = lockstepTee(body.stream);
+    // Stored while it streams: a slow cache may fall behind the client by CACHE_LEAD_BYTES, no more.
+    const [client, store] = boundedTee(body.stream, CACHE_LEAD_BYTES);
     deps.waitUntil(fillWhileStreaming(key, store, new Headers(headers), run.progress));
     return new Response(client, { status: 200, headers });
   }
@@ -112,7 +115,7 @@ async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>,
   const digest = new crypto.DigestStream("SHA-256");
   // Rejects when the export fails, and is then never awaited.
   digest.digest.catch(() => {});
-  const [stored, hashed] = lockstepTee(body);
+  const [stored, hashed] = boundedTee(body, 0);
   try {
     await Promise.all([caches.default.put(key, new Response(stored, { headers })), hashed.pipeTo(digest)]);
     if (progress.error !== undefined) throw progress.error;

@@ -54,7 +54,8 @@ export function csvPassthrough(incoming: Column[], dropFrom: number, formulaGuar
         end = Math.min(comma < 0 ? length : comma, newline < 0 ? length : newline);
       }
       const action = actions[column] ?? "drop";
-      if (action !== "copy") {
+      // Most cells stay as they are: a copied column, or text that cannot start a formula.
+      if (action !== "copy" && !(action === "text" && !startsFormula(page.charCodeAt(quoted ? start + 1 : start)))) {
         const cell = rewrite(action, page, start, end, quoted, elementTypes[column] ?? "text");
         if (cell === DROP) {
           // Dropped: the delimiter before it goes too.
@@ -80,14 +81,14 @@ export function csvPassthrough(incoming: Column[], dropFrom: number, formulaGuar
 }
 
 const DROP = Symbol("drop");
-/** Characters that can start a formula; a cell starting with anything else is never touched. */
-const TRIGGER = new Set([0x3d, 0x2b, 0x2d, 0x40, 0x09, 0x0d, 0x0a, 0xff1d, 0xff0b, 0xff0d, 0xff20]);
+
+/** Characters that can start a formula (see guard.ts); a cell starting with anything else is never touched. */
+const startsFormula = (c: number): boolean =>
+  c === 0x3d || c === 0x2b || c === 0x2d || c === 0x40 || c === 0x09 || c === 0x0d || c === 0x0a || (c >= 0xff0b && (c === 0xff1d || c === 0xff0b || c === 0xff0d || c === 0xff20));
 
 /** The new text of one cell, DROP, or undefined when the cell stays as it is (the common case). */
 function rewrite(action: Action, page: string, start: number, end: number, quoted: boolean, elementType: string): string | undefined | typeof DROP {
   if (action === "drop") return DROP;
-  const first = quoted ? start + 1 : start;
-  if (action === "text" && !TRIGGER.has(page.charCodeAt(first))) return undefined;
   if (action === "bool") {
     const c = end - start === 1 ? page.charCodeAt(start) : 0;
     return c === 0x74 ? "true" : c === 0x66 ? "false" : undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lockstepTee } from "./lockstep-tee.ts";
+import { boundedTee } from "./bounded-tee.ts";
 
 function counting(chunks: number) {
   const state = { pulled: 0 };
@@ -17,18 +17,18 @@ function counting(chunks: number) {
 
 const drain = async (stream: ReadableStream<Uint8Array>): Promise<number[]> => [...new Uint8Array(await new Response(stream).arrayBuffer())];
 
-describe("lockstep tee", () => {
+describe("bounded tee", () => {
   it("gives both readers every chunk, in order", async () => {
     const { stream } = counting(50);
-    const [a, b] = lockstepTee(stream);
+    const [a, b] = boundedTee(stream, 0);
     const [x, y] = await Promise.all([drain(a), drain(b)]);
     expect(x).toEqual([...Array(50).keys()]);
     expect(y).toEqual(x);
   });
 
-  it("never reads more than one chunk ahead of the slower reader", async () => {
+  it("with no lead, never reads more than one chunk ahead of the slower reader", async () => {
     const { stream, state } = counting(100);
-    const [fast, slow] = lockstepTee(stream);
+    const [fast, slow] = boundedTee(stream, 0);
     const done = drain(fast);
     const reader = slow.getReader();
     for (let i = 0; i < 5; i++) {
@@ -40,9 +40,30 @@ describe("lockstep tee", () => {
     expect(await done).toHaveLength(100);
   });
 
+  it("lets the faster reader run ahead by the lead, and no further", async () => {
+    const { stream, state } = counting(100);
+    const [fast, slow] = boundedTee(stream, 10);
+    const reader = fast.getReader();
+    const got: number[] = [];
+    const racing = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        got.push(value[0]!);
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Chunks are one byte each: more than 10 bytes queued stops the source.
+    expect(state.pulled).toBeGreaterThanOrEqual(10);
+    expect(state.pulled).toBeLessThanOrEqual(12);
+    await drain(slow);
+    await racing;
+    expect(got).toEqual([...Array(100).keys()]);
+  });
+
   it("lets one reader go on alone when the other cancels", async () => {
     const { stream } = counting(20);
-    const [a, b] = lockstepTee(stream);
+    const [a, b] = boundedTee(stream, 0);
     const reader = b.getReader();
     await reader.read();
     await reader.cancel();
@@ -57,7 +78,7 @@ describe("lockstep tee", () => {
         else controller.enqueue(new Uint8Array([n]));
       },
     });
-    const [a, b] = lockstepTee(failing);
+    const [a, b] = boundedTee(failing, 0);
     const results = await Promise.allSettled([drain(a), drain(b)]);
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
   });
