@@ -12,6 +12,9 @@ export function cacheKey(url: URL, config: Config): string {
   return `${url.origin}${canonicalLink(url.pathname, params)}`;
 }
 
+/** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
+export const etagKey = (key: string): string => `${key}&~etag`;
+
 /** A strong ETag: the content's own SHA-256, identical for identical bytes whoever computed it. */
 export const etagOf = (sha256: ArrayBuffer): string =>
   `"${[...new Uint8Array(sha256).slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`;

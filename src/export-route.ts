@@ -1,6 +1,6 @@
 import type { IRequest } from "itty-router";
 import type { RequestInfo } from "./app.ts";
-import { cacheKey, contentEtag, etagMatches, etagOf, notModified, wantsFresh } from "./cache.ts";
+import { cacheKey, contentEtag, etagKey, etagMatches, etagOf, notModified, wantsFresh } from "./cache.ts";
 import { CkanClient } from "./ckan/client.ts";
 import type { UpstreamFetch } from "./ckan/types.ts";
 import type { Config } from "./config.ts";
@@ -24,9 +24,10 @@ export interface ExportRouteDeps {
 }
 
 /** Serves a cached export: zero upstream requests, a 304 when the client already has these bytes. */
-function fromCache(cached: Response, request: IRequest): Response {
+function fromCache(cached: Response, etag: string | undefined, request: IRequest): Response {
   const headers = new Headers(cached.headers);
   headers.set("x-cache", "HIT");
+  if (etag !== undefined && !headers.has("etag")) headers.set("etag", etag);
   if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) return notModified(headers);
   return new Response(request.method === "HEAD" ? null : cached.body, { status: 200, headers });
 }
@@ -52,8 +53,8 @@ export async function exportRoute(request: IRequest, deps: ExportRouteDeps): Pro
   const caching = config.cacheTtlSeconds > 0;
   const key = cacheKey(url, config);
   if (caching && !wantsFresh(request as unknown as Request)) {
-    const cached = await caches.default.match(key);
-    if (cached !== undefined) return fromCache(cached, request);
+    const [cached, etag] = await Promise.all([caches.default.match(key), caches.default.match(etagKey(key))]);
+    if (cached !== undefined) return fromCache(cached, etag === undefined ? undefined : await etag.text(), request);
   }
 
   const client = new CkanClient(config, deps.upstreamFetch);
@@ -108,8 +109,8 @@ export async function exportRoute(request: IRequest, deps: ExportRouteDeps): Pro
 
 /**
  * Writes a streamed export to the cache as it goes. Its ETag (the content hash) is known only at the
- * end, so the entry is then rewritten with it, streamed from the cache itself. A stream that errors
- * makes `put` fail; the entry is deleted to be sure nothing partial is ever served.
+ * end, so it is stored beside the entry (rewriting the whole entry would write it twice). A stream
+ * that errors makes `put` fail; the entry is deleted to be sure nothing partial is ever served.
  */
 async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>, headers: Headers, progress: ExportProgress): Promise<void> {
   const digest = new crypto.DigestStream("SHA-256");
@@ -117,13 +118,12 @@ async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>,
   digest.digest.catch(() => {});
   const [stored, hashed] = boundedTee(body, 0);
   try {
+    // An older fill's tag must never describe these bytes, even for a moment.
+    await caches.default.delete(etagKey(key));
     await Promise.all([caches.default.put(key, new Response(stored, { headers })), hashed.pipeTo(digest)]);
     if (progress.error !== undefined) throw progress.error;
-    const entry = await caches.default.match(key);
-    if (entry === undefined) return;
-    const final = new Headers(entry.headers);
-    final.set("etag", etagOf(await digest.digest));
-    await caches.default.put(key, new Response(entry.body, { headers: final }));
+    const etag = etagOf(await digest.digest);
+    await caches.default.put(etagKey(key), new Response(etag, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
   } catch {
     await caches.default.delete(key);
   }
