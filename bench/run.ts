@@ -127,8 +127,11 @@ async function floors(up: Upstream): Promise<{ fetchFloors: FetchFloor[]; parseF
       // Best of two without latency: the first run also opens connections and warms the floor worker.
       for (let i = 0; i < (latencyMs === 0 ? 2 : 1); i++) {
         up.resetStats();
+        await settle(floor.workerPid);
+        const before = sample(floor.workerPid).cpuSeconds;
         const { body, wallMs } = await getJson<{ pages: number; firstPageMs: number }>(`${floor.url}/fetch?rows=${rows}`);
-        if (!best || wallMs < best.wallMs) best = { rows, latencyMs, wallMs, firstPageMs: body.firstPageMs, pages: body.pages, upstreamBytes: up.stats.bytes };
+        const cpuSeconds = sample(floor.workerPid).cpuSeconds - before;
+        if (!best || wallMs < best.wallMs) best = { rows, latencyMs, wallMs, firstPageMs: body.firstPageMs, pages: body.pages, upstreamBytes: up.stats.bytes, cpuSeconds };
       }
       fetchFloors.push(best!);
     }
