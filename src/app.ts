@@ -54,11 +54,11 @@ export function createApp(deps: AppDeps) {
     redact: redactor(env),
   });
 
-  /** Links (exports and snapshot files): rate limit, then signature, before any work. */
+  /** Links (exports and snapshot files): signature, then rate limit (a verified sig is a key), before any work. */
   async function guardLink(request: IRequest, env: Env): Promise<Config> {
     const config = configFor(env);
-    await enforceRateLimit(request as unknown as Request, env, config);
     await requireSignedLink(new URL(request.url), config);
+    await enforceRateLimit(request as unknown as Request, env, config);
     return config;
   }
 

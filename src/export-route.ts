@@ -125,6 +125,8 @@ async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>,
     const etag = etagOf(await digest.digest);
     await caches.default.put(etagKey(key), new Response(etag, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
   } catch {
-    await caches.default.delete(key);
+    // Let go of both readers, or the client's download would stall once it is a lead ahead of them.
+    await Promise.allSettled([stored.cancel(), hashed.cancel()]);
+    await caches.default.delete(key).catch(() => false);
   }
 }

@@ -132,7 +132,8 @@ function filterValue(field: string, value: unknown, parameter: string): FilterSc
 }
 
 function parseFilters(params: URLSearchParams): Filters {
-  const filters: Filters = {};
+  // No prototype: a column may be called "constructor" or "__proto__".
+  const filters: Filters = Object.create(null) as Filters;
   const raw = single(params, "filters");
   if (raw !== undefined && raw.trim() !== "") {
     let parsed: unknown;
@@ -155,7 +156,7 @@ function parseFilters(params: URLSearchParams): Filters {
     const field = name.slice("filter.".length);
     if (field === "") throw badRequest(name, "A filter.<field> parameter needs a field name after the dot.");
     checkFieldName(name, field);
-    if (field in filters) {
+    if (Object.hasOwn(filters, field)) {
       throw badRequest(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
     }
     const values = params.getAll(name);
@@ -234,10 +235,10 @@ function resource(params: URLSearchParams, config: Config): { resourceId: string
 /** A download name: no path, quotes or control characters, and the format's extension. */
 function downloadName(requested: string | undefined, fallback: string, extension: string): string {
   if (requested === undefined) return `${fallback}.${extension}`;
-  const cleaned = requested
-    .replace(/[\u0000-\u001f\u007f"\\/:*?<>|]+/g, "_")
-    .trim()
-    .slice(0, 120);
+  // Cut by code points: cutting a surrogate pair in half leaves text no header can carry.
+  const cleaned = Array.from(requested.replace(/[\u0000-\u001f\u007f"\\/:*?<>|]+/g, "_").trim())
+    .slice(0, 120)
+    .join("");
   if (cleaned === "" || /^\.+$/.test(cleaned)) throw badRequest("filename", "Parameter filename is empty once unsafe characters are removed.");
   return cleaned.toLowerCase().endsWith(`.${extension}`) ? cleaned : `${cleaned}.${extension}`;
 }
@@ -254,8 +255,10 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
       `limit=${limit} is above this worker's maximum of ${config.maxRows} rows per export. Use a smaller limit, add filters, or export in parts with offset.`,
     );
   }
-  const sort = single(params, "sort");
-  checkLength("sort", sort, BOUNDS.sort);
+  const given = single(params, "sort");
+  checkLength("sort", given, BOUNDS.sort);
+  // An empty sort means the default order, as an empty q means no search.
+  const sort = given === undefined || given.trim() === "" ? undefined : given;
   if (sort !== undefined) for (const column of sortColumns(sort)) checkFieldName("sort", column);
   const delimiter = single(params, "delimiter") ?? (format === "tsv" ? "\t" : ",");
   if (format === "csv" && !DELIMITERS.includes(delimiter)) {
@@ -270,7 +273,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
     limit,
     offset: wholeNumber("offset", single(params, "offset")) ?? 0,
     fields: parseFields(single(params, "fields")),
-    sort: sort === undefined || sort.trim() === "" ? undefined : sort,
+    sort,
     csv: {
       bom: flag("bom", single(params, "bom"), false),
       header: flag("header", single(params, "header"), true),

@@ -12,6 +12,7 @@ export interface UpstreamCall {
   method: string;
   authorization: string | null;
   body: Record<string, unknown>;
+  signal: AbortSignal;
 }
 
 export interface HarnessOptions {
@@ -41,7 +42,7 @@ export function harness(options: HarnessOptions = {}) {
     upstreamFetch: async (request) => {
       if (warming) return emulator.fetch(request);
       const body = (await request.clone().json()) as Record<string, unknown>;
-      calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body });
+      calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal });
       const faulty = await options.fault?.(calls.length, body);
       return faulty ?? emulator.fetch(request);
     },

@@ -153,6 +153,14 @@ describe("scheduled snapshots", () => {
     expect(manifest.snapshots).toHaveLength(1);
   });
 
+  it("keeps both snapshots when two runs of a job overlap", async () => {
+    const h = harness({ env: jobs({ name: "overlap", resource: "sample", limit: 10 }) });
+    await Promise.all([h.scheduled("0 3 * * *", T1), h.scheduled("0 3 * * *", T2)]);
+    const manifest = (await (await bucket.get("overlap/manifest.json"))!.json()) as { snapshots: { stamp: string }[] };
+    expect(manifest.snapshots.map((s) => s.stamp).sort()).toEqual(["20261120T030000Z", "20261121T030000Z"]);
+    expect(await keys("overlap/")).not.toContainEqual(expect.stringContaining(".staging"));
+  });
+
   it("runs the good jobs when one is bad, runs only the jobs of this trigger, and reports the bad one", async () => {
     const h = harness({
       env: jobs(

@@ -1,5 +1,5 @@
 import { HttpError } from "../errors.ts";
-import { batchRows, type Batch, type Column, type PassthroughFactory, type Row } from "../format/types.ts";
+import { batchRows, type Batch, type Column, type PassthroughFactory } from "../format/types.ts";
 import { sortColumns, type ExportQuery } from "../query.ts";
 import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
@@ -53,10 +53,11 @@ function pagingSort(sort: string | undefined): string {
   return sortColumns(sort).includes("_id") ? sort : `${sort}, _id`;
 }
 
-const tooMany = (available: number, estimated: boolean, maxRows: number): HttpError =>
+/** `available` undefined: CKAN gave no exact count, and counting passed the maximum. */
+const tooMany = (available: number | undefined, estimated: boolean, maxRows: number): HttpError =>
   new HttpError(
     400,
-    `${estimated ? "About " : ""}${available} rows match, more than this worker's maximum of ${maxRows} rows per export. Add limit=${maxRows} (or less), narrow with filters or q, or export in parts with offset.`,
+    `${available === undefined ? "More than" : estimated ? "About" : ""} ${available ?? maxRows} rows match, more than this worker's maximum of ${maxRows} rows per export. Add limit=${maxRows} (or less), narrow with filters or q, or export in parts with offset.`.trimStart(),
     { parameter: "limit" },
   );
 
@@ -95,7 +96,11 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
     else base.fields = fields;
   };
   setFields();
-  const wanted = query.limit ?? Number.POSITIVE_INFINITY;
+  // Without a limit, at most MAX_ROWS; one row more is fetched to tell "exactly the maximum" from "more".
+  const wanted = query.limit ?? options.maxRows + 1;
+  // Ends every upstream request still in flight when the export stops, however it stops.
+  const stop = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize);
   const firstLimit = Math.min(sizer.rows, wanted);
   const firstBody = (): SearchRequest => ({
@@ -112,9 +117,8 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
     const { include_next_page: _, ...plainBody } = { ...firstBody(), fields: fieldsFor(false) };
     if (plainBody.fields === undefined) delete plainBody.fields;
     const giveUp = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, giveUp.signal]) : giveUp.signal;
-    const asked = client.search(firstBody(), options.signal);
-    const plain = client.search(plainBody, signal);
+    const asked = client.search(firstBody(), signal);
+    const plain = client.search(plainBody, AbortSignal.any([signal, giveUp.signal]));
     plain.catch(() => {});
     try {
       first = await asked;
@@ -131,7 +135,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
       first = await plain;
     }
   } else {
-    first = await client.search(firstBody(), options.signal);
+    first = await client.search(firstBody(), signal);
   }
 
   const columns = outputColumns(query, first.fields);
@@ -161,7 +165,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
   async function fetchStretch(offset: number, count: number): Promise<Fetched> {
     let rows: Batch | undefined;
     for (let at = offset, left = count; ; ) {
-      const result = await client.search({ ...base, offset: at, limit: left }, options.signal);
+      const result = await client.search({ ...base, offset: at, limit: left }, signal);
       const got = batchOf(result);
       const n = batchRows(got);
       rows = rows === undefined ? got : join(rows, got);
@@ -179,7 +183,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
     if (after.next_page === undefined) throw new HttpError(502, "CKAN stopped handing out next pages before the end of the table.");
     const limit = Math.min(sizer.rows, wanted - seen);
     const body = { ...base, limit, filters: { ...query.filters, ...after.next_page }, include_next_page: true };
-    const result = await client.search(body, options.signal);
+    const result = await client.search(body, signal);
     const rows = batchOf(result);
     const n = batchRows(rows);
     const applied = typeof result.limit === "number" ? Math.min(result.limit, limit) : limit;
@@ -208,6 +212,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
     };
     try {
       for (;;) {
+        if (query.limit === undefined && seen + count() > options.maxRows) throw tooMany(undefined, false, options.maxRows);
         const last = current.ended || seen + count() >= wanted;
         while (!last && inflight.length < window) {
           const next = plan();
@@ -225,6 +230,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
       }
     } finally {
       inflight.length = 0;
+      stop.abort();
     }
   }
 

@@ -5,7 +5,6 @@ import type { Column, PassedPage } from "./types.ts";
 /** How one incoming column is written: as is, guarded text, a boolean, an array, JSON, or not at all. */
 type Action = "copy" | "text" | "bool" | "array" | "json" | "drop";
 
-const COMMA = 44;
 const LF = 10;
 const QUOTE = 34;
 
@@ -40,6 +39,11 @@ export function csvPassthrough(incoming: Column[], dropFrom: number, formulaGuar
     // Native indexOf is much faster than a JavaScript loop over characters; both are kept until passed.
     let comma = -1;
     let newline = -1;
+    // Not found is remembered as the end of the page: searching again for every later cell is quadratic.
+    const find = (char: string, from: number): number => {
+      const index = page.indexOf(char, from);
+      return index < 0 ? length : index;
+    };
     while (at < length) {
       const start = at;
       const quoted = page.charCodeAt(at) === QUOTE;
@@ -49,9 +53,9 @@ export function csvPassthrough(incoming: Column[], dropFrom: number, formulaGuar
         while (close >= 0 && page.charCodeAt(close + 1) === QUOTE) close = page.indexOf('"', close + 2);
         end = close < 0 ? length : close + 1;
       } else {
-        if (comma < at) comma = page.indexOf(",", at);
-        if (newline < at) newline = page.indexOf("\n", at);
-        end = Math.min(comma < 0 ? length : comma, newline < 0 ? length : newline);
+        if (comma < at) comma = find(",", at);
+        if (newline < at) newline = find("\n", at);
+        end = Math.min(comma, newline);
       }
       const action = actions[column] ?? "drop";
       // Most cells stay as they are: a copied column, or text that cannot start a formula.

@@ -1,9 +1,11 @@
+import { isNumericType } from "./guard.ts";
+
 /**
  * PostgreSQL array literals (`{a,"b c",NULL}`, `{{1,2},{3,4}}`), as COPY writes them, turned into
  * the JSON text CKAN's JSON answers would hold for the same value.
  */
 export function pgArrayToJson(literal: string, elementType: string): string {
-  const numeric = /^(int|int2|int4|int8|numeric|float4|float8|float|real|double precision)$/i.test(elementType);
+  const numeric = isNumericType(elementType);
   const boolean = /^bool/i.test(elementType);
   let at = 0;
 

@@ -37,10 +37,25 @@ export async function readManifest(bucket: R2Bucket, job: string): Promise<Manif
   return (await object.json()) as Manifest;
 }
 
-export async function writeManifest(bucket: R2Bucket, manifest: Manifest): Promise<void> {
-  await bucket.put(manifestKey(manifest.job), JSON.stringify(manifest, null, 2), {
-    httpMetadata: { contentType: "application/json; charset=utf-8", cacheControl: "no-cache" },
-  });
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Read, change, write back only if nobody wrote in between (R2's conditional put), else again: two
+ * runs of a job that overlap both end up in the manifest.
+ */
+export async function updateManifest(bucket: R2Bucket, job: string, change: (manifest: Manifest) => void): Promise<Manifest> {
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const object = await bucket.get(manifestKey(job));
+    const manifest: Manifest = object === null ? { job, snapshots: [], lastRun: null } : ((await object.json()) as Manifest);
+    change(manifest);
+    const written = await bucket.put(manifestKey(job), JSON.stringify(manifest, null, 2), {
+      httpMetadata: { contentType: "application/json; charset=utf-8", cacheControl: "no-cache" },
+      onlyIf: object === null ? { etagDoesNotMatch: "*" } : { etagMatches: object.etag },
+    });
+    if (written !== null) return manifest;
+    await sleep(20 + Math.random() * 80 * (attempt + 1));
+  }
+  throw new Error(`the manifest of ${job} kept changing under this run`);
 }
 
 /** Entries beyond `keep` per format, oldest last: these are deleted, never `latest` or the manifest. */

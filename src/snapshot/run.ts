@@ -8,7 +8,7 @@ import type { Redact } from "../secrets.ts";
 import { log } from "../log.ts";
 import type { SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, stagingKey, stamp } from "./keys.ts";
-import { expired, newestFirst, readManifest, writeManifest, type SnapshotEntry } from "./manifest.ts";
+import { expired, newestFirst, readManifest, updateManifest, type SnapshotEntry } from "./manifest.ts";
 import { copyObject, writeObject } from "./r2-writer.ts";
 
 export interface SnapshotDeps {
@@ -64,7 +64,8 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
   let customMetadata: Record<string, string> = {};
   const written = await writeObject(bucket, key, run.body, {
     partBytes: config.snapshotPartBytes,
-    stagingKey: stagingKey(job.name, time, format),
+    // One staging key per run: two runs of the same second must not assemble into one object.
+    stagingKey: stagingKey(job.name, `${time}-${crypto.randomUUID()}`, format),
     httpMetadata: httpMetadata(format, `${job.name}-${time}.${FORMATS[format].extension}`, true),
     customMetadata: ({ sha256 }) => {
       finished = new Date().toISOString();
@@ -92,10 +93,16 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
     query: job.description,
     total,
   };
-  await copyObject(bucket, key, latestKey(job.name, format), {
-    httpMetadata: httpMetadata(format, `${job.name}.${FORMATS[format].extension}`, false),
-    customMetadata,
-  });
+  try {
+    await copyObject(bucket, key, latestKey(job.name, format), {
+      httpMetadata: httpMetadata(format, `${job.name}.${FORMATS[format].extension}`, false),
+      customMetadata,
+    });
+  } catch (error) {
+    // The dated snapshot is whole and stays listed (so retention will remove it in time); `latest`
+    // keeps the previous one, and the run is reported as failed.
+    throw Object.assign(new Error("latest was not updated"), { entry, cause: error });
+  }
   return entry;
 }
 
@@ -108,25 +115,28 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
   const { bucket, redact } = deps;
   const time = stamp(scheduledTime);
   const started = new Date().toISOString();
-  const manifest = await readManifest(bucket, job.name);
+  const known = await readManifest(bucket, job.name);
   const result: JobResult = { job: job.name, stamp: time, status: "ok", written: [], skipped: [] };
+  const entries: SnapshotEntry[] = [];
 
   for (const format of job.formats) {
-    if (manifest.snapshots.some((s) => s.stamp === time && s.format === format)) {
+    if (known.snapshots.some((s) => s.stamp === time && s.format === format)) {
       result.skipped.push(format);
       continue;
     }
     const existing = await bucket.head(datedKey(job.name, time, format));
     if (existing !== null) {
-      manifest.snapshots.push(entryFromObject(existing, format, time));
+      entries.push(entryFromObject(existing, format, time));
       result.skipped.push(format);
       continue;
     }
     try {
       const entry = await writeSnapshot(job, format, time, deps);
-      manifest.snapshots.push(entry);
+      entries.push(entry);
       result.written.push(entry);
     } catch (error) {
+      const entry = (error as { entry?: SnapshotEntry }).entry;
+      if (entry !== undefined) entries.push(entry);
       result.status = "failed";
       const message = redact(`${format}: ${toHttpError(error).message}`);
       result.error = result.error === undefined ? message : `${result.error}; ${message}`;
@@ -136,19 +146,26 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
     }
   }
 
-  manifest.snapshots.sort(newestFirst);
-  for (const old of expired(manifest.snapshots, job.keep)) {
-    await bucket.delete(old.key);
-    manifest.snapshots.splice(manifest.snapshots.indexOf(old), 1);
-  }
-  manifest.lastRun = {
-    status: result.status,
-    stamp: time,
-    started,
-    finished: new Date().toISOString(),
-    ...(result.error ? { error: result.error } : {}),
-  };
-  await writeManifest(bucket, manifest);
+  // Another run (a cron run and an operator's POST) may write the manifest meanwhile: the update is a
+  // compare-and-swap, so no run's snapshots are forgotten (and so escape retention).
+  let old: SnapshotEntry[] = [];
+  await updateManifest(bucket, job.name, (manifest) => {
+    for (const entry of entries) {
+      if (!manifest.snapshots.some((s) => s.key === entry.key)) manifest.snapshots.push(entry);
+    }
+    manifest.snapshots.sort(newestFirst);
+    old = expired(manifest.snapshots, job.keep);
+    manifest.snapshots = manifest.snapshots.filter((s) => !old.includes(s));
+    manifest.lastRun = {
+      status: result.status,
+      stamp: time,
+      started,
+      finished: new Date().toISOString(),
+      ...(result.error ? { error: result.error } : {}),
+    };
+  });
+  // Deleted only once the manifest no longer lists them.
+  if (old.length > 0) await bucket.delete(old.map((s) => s.key));
   log(
     {
       event: "snapshot",
