@@ -1,3 +1,4 @@
+import { csvCell } from "./csv.ts";
 import { guardFormula, isNumericType } from "./guard.ts";
 import { pgArrayToJson } from "./pg-array.ts";
 import type { Column, PassedPage } from "./types.ts";
@@ -8,7 +9,6 @@ type Action = "copy" | "text" | "bool" | "array" | "json" | "drop";
 const LF = 10;
 const QUOTE = 34;
 
-const quoteCell = (text: string): string => (/[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text);
 
 /**
  * Rewrites CKAN's `records_format: "csv"` page (PostgreSQL COPY output: LF rows, `t`/`f`, arrays as
@@ -100,11 +100,11 @@ function rewrite(action: Action, page: string, start: number, end: number, quote
   const raw = quoted ? page.slice(start + 1, end - 1).replaceAll('""', '"') : page.slice(start, end);
   if (action === "text") {
     const guarded = raw === "" ? raw : guardFormula(raw);
-    return guarded === raw ? undefined : quoteCell(guarded);
+    return guarded === raw ? undefined : csvCell(guarded);
   }
   if (action === "json") {
     // JSON null comes back from CKAN's JSON as null, which the row encoder writes as an empty cell.
     return raw === "null" && !quoted ? "" : undefined;
   }
-  return raw === "" && !quoted ? "" : quoteCell(pgArrayToJson(raw, elementType));
+  return raw === "" && !quoted ? "" : csvCell(pgArrayToJson(raw, elementType));
 }

@@ -14,6 +14,9 @@ function cellText(value: unknown): string {
   return String(value);
 }
 
+/** One cell as the CSV writer quotes it: for the few cells the pass-through rewrites. */
+export const csvCell = (text: string): string => Papa.unparse([[text]], { delimiter: ",", newline: CRLF, quotes: false, escapeFormulae: false });
+
 /**
  * RFC 4180 CSV (or TSV with the tab delimiter) written by papaparse: CRLF after every row, quotes
  * only where a cell needs them. Cells are rewritten in place before papaparse sees them so each
