@@ -1,5 +1,5 @@
 import type { CkanClient } from "./ckan/client.ts";
-import { openTable } from "./ckan/pages.ts";
+import { openTable, type Table } from "./ckan/pages.ts";
 import type { Config } from "./config.ts";
 import { HttpError, toHttpError } from "./errors.ts";
 import { csvPassthrough } from "./format/csv-passthrough.ts";
@@ -18,7 +18,7 @@ export interface ExportProgress {
 export interface ExportRun {
   /** Headers that describe the export (type, download name, total). */
   headers: Headers;
-  table: { total: number | undefined; expectedRows: number | undefined; firstPageRows: number };
+  table: Pick<Table, "total" | "expectedRows" | "firstPageRows">;
   body: ReadableStream<Uint8Array>;
   progress: ExportProgress;
 }

@@ -15,15 +15,20 @@ export function outputColumns(query: ExportQuery, fields: Column[]): Column[] {
   });
 }
 
-/** Index of each output column in a page's field list, or undefined when they already line up. */
+/**
+ * Index of each output column in a page's field list, or undefined when the page's fields start with
+ * the output columns in order (extra trailing ones, such as `_id` for keyset paging, are ignored).
+ */
 function projection(columns: Column[], pageFields: Column[]): number[] | undefined {
   const index = columns.map((c) => pageFields.findIndex((f) => f.id === c.id));
   if (index.some((i) => i < 0)) throw new HttpError(502, "CKAN changed the table's columns during the export.");
-  const identity = index.length === pageFields.length && index.every((i, n) => i === n);
-  return identity ? undefined : index;
+  return index.every((i, n) => i === n) ? undefined : index;
 }
 
-/** A page's records as rows in output column order; the common case (lists, same order) copies nothing. */
+/**
+ * A page's records as rows in output column order; the common case (lists, same order) copies nothing.
+ * A row may carry extra trailing cells, which encoders ignore.
+ */
 export function rowsOf(result: SearchResult, columns: Column[]): Row[] {
   const records = result.records;
   if (typeof records === "string") throw new HttpError(502, "CKAN sent records as text where lists were asked for.");

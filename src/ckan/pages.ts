@@ -149,14 +149,15 @@ export async function openTable(client: CkanClient, siteKey: string, query: Expo
   const window = !keyset && exact ? Math.max(1, options.concurrency) : 1;
   const target = exact ? Math.min(available, wanted) : wanted;
 
-  // The first page (lists) told us the columns; later ones can come as CSV text in exactly that order.
+  // The first page told us the columns: later pages are asked for exactly those, in output order (plus
+  // `_id` last for keyset paging), so their rows need no rearranging, and CSV ones can be rewritten as text.
+  const idColumn = first.fields.find((f) => f.id === "_id");
+  const incoming = keyset && idColumn !== undefined && !columns.includes(idColumn) ? [...columns, idColumn] : columns;
+  base.fields = incoming.map((c) => c.id);
   let rewrite: ((page: string) => { text: string; rows: number }) | undefined;
   if (options.passthrough !== undefined) {
-    const idColumn = first.fields.find((f) => f.id === "_id");
-    const incoming = keyset && idColumn !== undefined && !columns.includes(idColumn) ? [...columns, idColumn] : columns;
     rewrite = options.passthrough(incoming, columns.length);
     base.records_format = "csv";
-    base.fields = incoming.map((c) => c.id);
   }
   const batchOf = (result: SearchResult): Batch =>
     typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns);

@@ -39,6 +39,8 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
     page(rows: Row[]) {
       if (rows.length === 0) return "";
       for (const row of rows) {
+        // Trailing cells beyond the columns (`_id` kept for keyset paging) are dropped here, in place.
+        row.length = columns.length;
         for (let i = 0; i < row.length; i++) {
           const value = row[i];
           const text = json[i] && value !== null && value !== undefined ? JSON.stringify(value) : cellText(value);

@@ -4,7 +4,7 @@ export interface Column {
   type: string;
 }
 
-/** A row: one value per output column, in column order, straight from CKAN's JSON. */
+/** A row: one value per output column, in column order, straight from CKAN's JSON (extra trailing cells are ignored). */
 export type Row = unknown[];
 
 /** A page CKAN sent as CSV text and the CSV writer already rewrote: bytes to pass on as they are. */
