@@ -1,7 +1,7 @@
 // `npm start`: the CKAN emulator on loopback plus the worker in `wrangler dev`, fully offline.
 // Prints links that work as soon as the worker is up.
 import { spawn } from "node:child_process";
-import { startEmulatorServer } from "./emulator-server.ts";
+import { startEmulatorServer } from "../emulator/server.ts";
 
 const emulatorPort = Number(process.env.EMULATOR_PORT ?? 8788);
 const workerPort = Number(process.env.PORT ?? 8787);

@@ -3,8 +3,9 @@ import type { UpstreamFetch } from "./ckan/types.ts";
 import { configFor, type Config } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse, HttpError, toHttpError } from "./errors.ts";
-import { exportRoute } from "./export-route.ts";
 import { FORMATS } from "./format/index.ts";
+import { exportRoute } from "./http/export-route.ts";
+import { logRequest, requestInfo } from "./http/request-log.ts";
 import { log } from "./log.ts";
 import { redactor } from "./secrets.ts";
 import { corsHeaders, preflight } from "./security/cors.ts";
@@ -22,25 +23,6 @@ export interface AppDeps {
 
 /** A URL longer than this is refused before anything else reads it. */
 export const MAX_URL_LENGTH = 8192;
-
-/** What the request log line needs, gathered while the request runs. */
-export interface RequestInfo {
-  id: string;
-  started: number;
-  resource?: string;
-  /** Set when the export's byte stream writes the log line itself, once it knows rows and bytes. */
-  deferred?: boolean;
-}
-
-const infos = new WeakMap<object, RequestInfo>();
-export const requestInfo = (request: object): RequestInfo => {
-  let info = infos.get(request);
-  if (info === undefined) {
-    info = { id: crypto.randomUUID(), started: Date.now() };
-    infos.set(request, info);
-  }
-  return info;
-};
 
 /** Links to hand out: signed (without expiry) when the worker only honours signed links. */
 const linkMaker = (config: Config, origin: string) => async (path: string): Promise<string> =>
@@ -89,16 +71,9 @@ export function createApp(deps: AppDeps) {
         } catch {
           config = undefined;
         }
-        const info = requestInfo(request);
         for (const [name, value] of Object.entries(corsHeaders(request as unknown as Request, config))) response.headers.set(name, value);
-        response.headers.set("x-request-id", info.id);
-        if (!info.deferred) {
-          const url = new URL(request.url);
-          log(
-            { event: "request", id: info.id, method: request.method, route: url.pathname, resource: info.resource, status: response.status, ms: Date.now() - info.started },
-            redactor(env),
-          );
-        }
+        response.headers.set("x-request-id", requestInfo(request).id);
+        logRequest(request as unknown as Request, response.status, redactor(env));
         return response;
       },
     ],
@@ -106,11 +81,10 @@ export function createApp(deps: AppDeps) {
 
   router.options("*", (request: IRequest) => preflight(request as unknown as Request));
   router.all("/export.:format", async (request: IRequest, env: Env, ctx: ExecutionContext) =>
-    exportRoute(request, {
+    exportRoute(request as unknown as Request, String(request.params.format ?? ""), {
       config: await guardLink(request, env),
       upstreamFetch: deps.upstreamFetch,
       info: requestInfo(request),
-      redact: redactor(env),
       waitUntil: (promise) => ctx.waitUntil(promise),
     }),
   );

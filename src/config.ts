@@ -1,8 +1,7 @@
 import type { Env } from "./env.ts";
 import { HttpError } from "./errors.ts";
-import { configError, integerSetting, structuredSetting, UUID_PATTERN } from "./settings.ts";
-import { MIN_PART_BYTES } from "./snapshot/r2-writer.ts";
-import { parseSnapshotJobs, type SnapshotJobs } from "./snapshot/jobs.ts";
+import { configError } from "./errors.ts";
+import { integerSetting, structuredSetting, UUID_PATTERN } from "./settings.ts";
 
 /** Everything the worker reads from its environment, validated once. */
 export interface Config {
@@ -17,8 +16,8 @@ export interface Config {
   upstreamRetries: number;
   retryBaseMs: number;
   bufferBytes: number;
-  /** Valid jobs, and the problems of the invalid ones (reported, then skipped). */
-  snapshots: SnapshotJobs;
+  /** SNAPSHOT_JOBS as given: snapshot/jobs.ts validates it against the rest of this configuration. */
+  snapshotJobs: unknown;
   snapshotPartBytes: number;
   adminToken: string | undefined;
   linkSigningKey: string | undefined;
@@ -35,6 +34,9 @@ export interface Config {
   /** Exports estimated above this are streamed without being cached. */
   cacheMaxBytes: number;
 }
+
+/** The smallest part R2 accepts in a multipart upload, except the last. */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
 
 /** CKAN's default `ckan.datastore.search.rows_max`; a larger page is silently capped upstream. */
 export const CKAN_ROWS_MAX = 32000;
@@ -106,7 +108,7 @@ const secret = (value: unknown): string | undefined =>
   typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
 
 export function parseConfig(env: Env): Config {
-  const config: Config = {
+  return {
     datastoreSearchUrl: `${baseUrl(env.CKAN_BASE_URL)}/api/action/datastore_search`,
     apiToken: secret(env.CKAN_API_TOKEN),
     resources: resources(env.RESOURCES),
@@ -116,7 +118,7 @@ export function parseConfig(env: Env): Config {
     upstreamRetries: integerSetting("UPSTREAM_RETRIES", env.UPSTREAM_RETRIES, 3, 0, 10),
     retryBaseMs: integerSetting("UPSTREAM_RETRY_BASE_MS", env.UPSTREAM_RETRY_BASE_MS, 500, 0, 60_000),
     bufferBytes: integerSetting("BUFFER_BYTES", env.BUFFER_BYTES, 8 * 1024 * 1024, 0, 64 * 1024 * 1024),
-    snapshots: { jobs: [], problems: [] },
+    snapshotJobs: env.SNAPSHOT_JOBS,
     snapshotPartBytes: integerSetting("SNAPSHOT_PART_BYTES", env.SNAPSHOT_PART_BYTES, 8 * 1024 * 1024, MIN_PART_BYTES, 512 * 1024 * 1024),
     adminToken: secret(env.ADMIN_TOKEN),
     linkSigningKey: secret(env.LINK_SIGNING_KEY),
@@ -131,9 +133,6 @@ export function parseConfig(env: Env): Config {
     cacheMaxBytes: integerSetting("CACHE_MAX_BYTES", env.CACHE_MAX_BYTES, 64 * 1024 * 1024, 0, 512 * 1024 * 1024),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
   };
-  // Jobs are validated with the rest of the configuration they refer to (aliases, MAX_ROWS).
-  config.snapshots = parseSnapshotJobs(env.SNAPSHOT_JOBS, config);
-  return config;
 }
 
 const parsed = new WeakMap<Env, Config | HttpError>();

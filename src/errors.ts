@@ -23,6 +23,17 @@ export class HttpError extends Error {
   }
 }
 
+/** A 500 that names the setting an operator must fix, never its value. */
+export const configError = (setting: string, problem: string): HttpError =>
+  new HttpError(500, `The worker is misconfigured: setting ${setting} ${problem}. An operator must fix it.`, { setting });
+
+/** Exports and snapshot files are read-only: anything but GET and HEAD is a 405 naming both. */
+export function requireGetOrHead(method: string, what: string): void {
+  if (method !== "GET" && method !== "HEAD") {
+    throw new HttpError(405, `${what} are read with GET (or HEAD).`, { headers: { allow: "GET, HEAD" } });
+  }
+}
+
 export const badRequest = (parameter: string, message: string): HttpError =>
   new HttpError(400, message, { parameter });
 

@@ -1,11 +1,6 @@
-import { HttpError } from "./errors.ts";
+import { configError } from "./errors.ts";
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const configError = (setting: string, problem: string): HttpError =>
-  new HttpError(500, `The worker is misconfigured: setting ${setting} ${problem}. An operator must fix it.`, {
-    setting,
-  });
 
 /**
  * A structured setting arrives as a TOML table from wrangler.toml (an object here) or as a JSON

@@ -1,12 +1,12 @@
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../src/ckan/emulator/index.ts";
-import { LruCache } from "../src/ckan/emulator/cache.ts";
-import { plan } from "../src/ckan/emulator/plan.ts";
-import { findResource } from "../src/ckan/emulator/resources.ts";
-import { rowAt } from "../src/ckan/emulator/rows.ts";
-import { select, type Matched } from "../src/ckan/emulator/search.ts";
-import { validateSchema } from "../src/ckan/emulator/validate.ts";
+import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
+import { LruCache } from "../emulator/lru-cache.ts";
+import { plan } from "../emulator/plan.ts";
+import { findResource } from "../emulator/resources.ts";
+import { rowAt } from "../emulator/rows.ts";
+import { select, type Matched } from "../emulator/search.ts";
+import { validateSchema } from "../emulator/validate.ts";
 import { FIXTURES } from "./fixtures/ckan-2.10.ts";
 
 // The emulator is held against real CKAN 2.10.10 answers: same statuses, envelopes, key order,

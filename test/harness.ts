@@ -1,7 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
-import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../src/ckan/emulator/index.ts";
+import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
 import type { Env } from "../src/env.ts";
 
 /** Recognisable, so a test can prove it never leaves the worker. */

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { EMULATOR_RESOURCES } from "../src/ckan/emulator/index.ts";
+import { EMULATOR_RESOURCES } from "../emulator/index.ts";
 import { signedPath } from "../src/security/signature.ts";
 import { harness } from "./harness.ts";
 

@@ -1,6 +1,8 @@
 import type { Config } from "../config.ts";
 import { HttpError } from "../errors.ts";
-import { ckanError } from "./errors.ts";
+import { redactorOf } from "../secrets.ts";
+import { sleep } from "../sleep.ts";
+import { ckanError } from "./error-answers.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
@@ -11,8 +13,6 @@ export interface UpstreamStats {
   bytes: number;
   milliseconds: number;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
 function retryAfterMs(header: string | null): number | undefined {
@@ -45,13 +45,11 @@ export class CkanClient {
   constructor(config: Config, fetcher: UpstreamFetch) {
     this.#config = config;
     this.#fetch = fetcher;
+    this.redact = redactorOf([config.apiToken]);
   }
 
   /** Removes the token from any text that came from upstream, which could echo the request. */
-  redact = (text: string): string => {
-    const token = this.#config.apiToken;
-    return token === undefined ? text : text.split(token).join("[redacted]");
-  };
+  readonly redact: (text: string) => string;
 
   async search(body: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
     const { upstreamRetries, retryBaseMs } = this.#config;

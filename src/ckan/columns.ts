@@ -1,12 +1,11 @@
 import { HttpError } from "../errors.ts";
 import type { Column, Row } from "../format/types.ts";
-import type { ExportQuery } from "../query.ts";
-import type { SearchResult } from "./types.ts";
+import type { SearchResult, TableQuery } from "./types.ts";
 
 /** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
 const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
-export function outputColumns(query: ExportQuery, fields: Column[]): Column[] {
+export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[]): Column[] {
   if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id));
   return query.fields.map((id) => {
     const field = fields.find((f) => f.id === id);

@@ -1,5 +1,19 @@
 import type { Column } from "../format/types.ts";
-import type { Filters } from "../query.ts";
+
+export type FilterScalar = string | number | boolean;
+/** CKAN's `filters`: field -> value, or a list of values (any of them). */
+export type Filters = Record<string, FilterScalar | FilterScalar[]>;
+
+/** Which rows of which table: the part of an export that CKAN answers. */
+export interface TableQuery {
+  resourceId: string;
+  q: string | undefined;
+  filters: Filters;
+  limit: number | undefined;
+  offset: number;
+  fields: string[] | undefined;
+  sort: string | undefined;
+}
 
 /** The body of one `datastore_search` call, as this worker sends it. */
 export interface SearchRequest {

@@ -1,7 +1,8 @@
 import { csvCell } from "./csv.ts";
 import { guardFormula, isNumericType } from "./guard.ts";
 import { pgArrayToJson } from "./pg-array.ts";
-import type { Column, PassedPage } from "./types.ts";
+import type { PassedPage } from "./batch.ts";
+import type { Column } from "./types.ts";
 
 /** How one incoming column is written: as is, guarded text, a boolean, an array, JSON, or not at all. */
 type Action = "copy" | "text" | "bool" | "array" | "json" | "drop";

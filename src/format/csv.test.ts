@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { CsvOptions } from "../query.ts";
 import { csvEncoder } from "./csv.ts";
-import type { Column } from "./types.ts";
+import type { Column, CsvOptions } from "./types.ts";
 
 const columns: Column[] = [
   { id: "id", type: "int4" },

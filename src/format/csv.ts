@@ -1,7 +1,6 @@
 import Papa from "papaparse";
-import type { CsvOptions } from "../query.ts";
 import { guardFormula, isNumericType } from "./guard.ts";
-import type { Column, Encoder, Row } from "./types.ts";
+import type { Column, CsvOptions, Encoder, Row } from "./types.ts";
 
 const CRLF = "\r\n";
 const BOM = "\ufeff";

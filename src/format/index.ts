@@ -1,9 +1,8 @@
-import type { CsvOptions } from "../query.ts";
 import { csvEncoder } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
-import type { Column, Encoder } from "./types.ts";
+import type { Column, CsvOptions, Encoder } from "./types.ts";
 
-export type { Column, Encoder, Row } from "./types.ts";
+export type { Column, CsvOptions, Encoder, Row } from "./types.ts";
 
 interface Format {
   contentType: string;

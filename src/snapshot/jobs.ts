@@ -2,7 +2,7 @@ import type { Config } from "../config.ts";
 import { structuredSetting } from "../settings.ts";
 import { HttpError } from "../errors.ts";
 import { isFormatName, type FormatName } from "../format/index.ts";
-import { parseExportQuery, type ExportQuery } from "../query.ts";
+import { parseExportQuery, type ExportQuery } from "../export/query.ts";
 
 /** A validated snapshot job: one export query per format, written to R2 under `<name>/`. */
 export interface SnapshotJob {
@@ -110,4 +110,16 @@ export function parseSnapshotJobs(value: unknown, config: Config): SnapshotJobs 
     }
   });
   return { jobs, problems };
+}
+
+const validated = new WeakMap<Config, SnapshotJobs>();
+
+/** The jobs of this configuration, validated once against the aliases and bounds they refer to. */
+export function snapshotJobs(config: Config): SnapshotJobs {
+  let jobs = validated.get(config);
+  if (jobs === undefined) {
+    jobs = parseSnapshotJobs(config.snapshotJobs, config);
+    validated.set(config, jobs);
+  }
+  return jobs;
 }

@@ -1,3 +1,4 @@
+import { sleep } from "../sleep.ts";
 import type { FormatName } from "../format/index.ts";
 import { manifestKey } from "./keys.ts";
 
@@ -36,8 +37,6 @@ export async function readManifest(bucket: R2Bucket, job: string): Promise<Manif
   if (object === null) return { job, snapshots: [], lastRun: null };
   return (await object.json()) as Manifest;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Read, change, write back only if nobody wrote in between (R2's conditional put), else again: two

@@ -1,5 +1,5 @@
-/** The smallest part R2 accepts in a multipart upload, except the last. */
-export const MIN_PART_BYTES = 5 * 1024 * 1024;
+import { hex } from "../text.ts";
+
 /** R2's most parts per upload: with equal parts this bounds the largest snapshot. */
 const MAX_PARTS = 10_000;
 
@@ -18,7 +18,6 @@ export interface Written {
   sha256: string;
 }
 
-const hex = (buffer: ArrayBuffer): string => [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 /**
  * R2 `put` needs a known length, and no server-side copy exists, so: a `get` body (whose length is

@@ -2,11 +2,12 @@ import { CkanClient } from "../ckan/client.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config.ts";
 import { toHttpError } from "../errors.ts";
-import { runExport } from "../export.ts";
+import { contentDisposition } from "../export/filename.ts";
+import { runExport } from "../export/run.ts";
 import { FORMATS, type FormatName } from "../format/index.ts";
 import type { Redact } from "../secrets.ts";
 import { log } from "../log.ts";
-import type { SnapshotJob } from "./jobs.ts";
+import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, stagingKey, stamp } from "./keys.ts";
 import { expired, newestFirst, readManifest, updateManifest, type SnapshotEntry } from "./manifest.ts";
 import { copyObject, writeObject } from "./r2-writer.ts";
@@ -30,7 +31,7 @@ export interface JobResult {
 function httpMetadata(format: FormatName, name: string, immutable: boolean): R2HTTPMetadata {
   return {
     contentType: FORMATS[format].contentType,
-    contentDisposition: `attachment; filename="${name}"`,
+    contentDisposition: contentDisposition(name),
     cacheControl: immutable ? "public, max-age=31536000, immutable" : "public, max-age=300",
   };
 }
@@ -183,7 +184,7 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
 
 /** The cron entry point: runs every valid job whose `cron` is this trigger's (or that has none), one at a time. */
 export async function runScheduled(cron: string, scheduledTime: number, deps: SnapshotDeps): Promise<JobResult[]> {
-  const { jobs, problems } = deps.config.snapshots;
+  const { jobs, problems } = snapshotJobs(deps.config);
   for (const problem of problems) log({ event: "snapshot_config", job: problem.job, error: problem.message }, deps.redact);
   const results: JobResult[] = [];
   // One at a time: each job holds a part buffer, and memory must stay flat.

@@ -1,22 +1,20 @@
 import type { IRequest } from "itty-router";
 import type { Config } from "../config.ts";
-import { HttpError } from "../errors.ts";
+import { configError, HttpError, requireGetOrHead } from "../errors.ts";
 import { FORMATS } from "../format/index.ts";
-import type { SnapshotJob } from "./jobs.ts";
+import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
 import { readManifest } from "./manifest.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
-    throw new HttpError(500, "The worker is misconfigured: the R2 binding SNAPSHOTS is missing. An operator must fix it.", {
-      setting: "SNAPSHOTS",
-    });
+    throw configError("SNAPSHOTS", "(the R2 bucket binding) is missing");
   }
   return bucket;
 }
 
 export function findJob(config: Config, name: string): SnapshotJob {
-  const job = config.snapshots.jobs.find((j) => j.name === name);
+  const job = snapshotJobs(config).jobs.find((j) => j.name === name);
   if (job === undefined) throw new HttpError(404, `No snapshot job is named "${name.slice(0, 64)}". GET /snapshots lists them.`);
   return job;
 }
@@ -24,7 +22,7 @@ export function findJob(config: Config, name: string): SnapshotJob {
 /** GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were skipped. */
 export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>): Promise<Response> {
   const jobs = await Promise.all(
-    config.snapshots.jobs.map(async (job) => {
+    snapshotJobs(config).jobs.map(async (job) => {
       const manifest = await readManifest(bucket, job.name);
       const latest: Record<string, unknown> = {};
       for (const format of job.formats) {
@@ -51,7 +49,7 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
       };
     }),
   );
-  return Response.json({ jobs, problems: config.snapshots.problems }, { headers: { "cache-control": "no-cache" } });
+  return Response.json({ jobs, problems: snapshotJobs(config).problems }, { headers: { "cache-control": "no-cache" } });
 }
 
 /**
@@ -59,9 +57,7 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
  * snapshot gets a 304, and a client resuming a download gets a 206.
  */
 export async function serveSnapshotFile(request: IRequest, config: Config, bucket: R2Bucket): Promise<Response> {
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    throw new HttpError(405, "Snapshots are read with GET (or HEAD).", { headers: { allow: "GET, HEAD" } });
-  }
+  requireGetOrHead(request.method, "Snapshots");
   const job = findJob(config, String(request.params.name));
   const file = parseSnapshotFile(String(request.params.file));
   const notFound = new HttpError(404, `No snapshot ${String(request.params.file).slice(0, 64)} for job ${job.name}.`);

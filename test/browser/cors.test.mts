@@ -3,8 +3,8 @@
 // in CORS_ALLOW_ORIGINS is refused by the browser. Runs in Node, not in workerd (see vitest.config.ts).
 import type { Browser, ConsoleMessage } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulatorServer } from "../../scripts/emulator-server.ts";
-import { EMULATOR_RESOURCES } from "../../src/ckan/emulator/index.ts";
+import { startEmulatorServer } from "../../emulator/server.ts";
+import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
 import { launchChromium, servePage, startWorker, type Site, type WorkerProcess } from "./harness.mts";
 
 const EXPORT_PATH = "/export.json?resource=sample&limit=5&fields=id,name";

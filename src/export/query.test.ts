@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "./config.ts";
-import { HttpError } from "./errors.ts";
-import type { FormatName } from "./format/index.ts";
+import { parseConfig } from "../config.ts";
+import { HttpError } from "../errors.ts";
+import type { FormatName } from "../format/index.ts";
 import { parseExportQuery } from "./query.ts";
 
 const config = parseConfig({

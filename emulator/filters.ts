@@ -1,4 +1,4 @@
-import { invalidQuery, validationError } from "./errors.ts";
+import { invalidQuery, validationError } from "./error-answers.ts";
 import { literal } from "./literal.ts";
 import { COLUMNS, columnIndex, type Value } from "./schema.ts";
 

@@ -1,4 +1,5 @@
 import { HttpError } from "../errors.ts";
+import { clip } from "../text.ts";
 
 /** CKAN's validation errors: parameter -> messages, as in `{"filters": ["invalid value \"x\""]}`. */
 export type CkanErrorFields = Record<string, string[]>;
@@ -23,8 +24,6 @@ const OUR_NAME: Record<string, string> = {
   resource_id: "resource_id",
 };
 
-const clip = (text: string): string => (text.length > 200 ? `${text.slice(0, 200)}…` : text);
-
 function stringList(value: unknown): string[] {
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === "string");
   return typeof value === "string" ? [value] : [];
@@ -34,7 +33,7 @@ function stringList(value: unknown): string[] {
 export function ckanError(status: number, error: unknown, redact: (text: string) => string): HttpError {
   const body = error !== null && typeof error === "object" ? (error as Record<string, unknown>) : {};
   const type = typeof body.__type === "string" ? body.__type : undefined;
-  const message = typeof body.message === "string" ? redact(clip(body.message)) : undefined;
+  const message = typeof body.message === "string" ? redact(clip(body.message, 200)) : undefined;
 
   if (type === "Authorization Error" || status === 403 || status === 401) {
     return new HttpError(403, "The configured CKAN token cannot read this resource (CKAN answered: access denied).");
@@ -45,7 +44,7 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
   if (type === "Validation Error" || status === 409) {
     const fields: CkanErrorFields = {};
     for (const [key, value] of Object.entries(body)) {
-      if (key !== "__type" && key !== "info") fields[key] = stringList(value).map((m) => redact(clip(m)));
+      if (key !== "__type" && key !== "info") fields[key] = stringList(value).map((m) => redact(clip(m, 200)));
     }
     const query = fields.query ?? [];
     if (query.some((m) => /too long/i.test(m))) {
@@ -62,7 +61,7 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
     const [key, messages] = Object.entries(fields)[0] ?? ["", []];
     const parameter = OUR_NAME[key];
     if (parameter === undefined) {
-      return new CkanValidationError(502, `CKAN rejected the request (${clip(key)}: ${messages.join("; ")}).`, fields);
+      return new CkanValidationError(502, `CKAN rejected the request (${clip(key, 200)}: ${messages.join("; ")}).`, fields);
     }
     return new CkanValidationError(400, `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`, fields, parameter);
   }

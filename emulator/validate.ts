@@ -1,5 +1,5 @@
 import { getList, pythonStr, toBoolean, toInteger } from "./coerce.ts";
-import { validationError } from "./errors.ts";
+import { validationError } from "./error-answers.ts";
 import type { RawParams } from "./request.ts";
 
 // The first of CKAN's two validation passes: datastore_search_schema(). It checks each parameter

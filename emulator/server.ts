@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
-import { createEmulator, type Emulator, type EmulatorOptions } from "../src/ckan/emulator/index.ts";
+import { createEmulator, type Emulator, type EmulatorOptions } from "./index.ts";
 
 export interface EmulatorServerOptions {
   port?: number;

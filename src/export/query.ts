@@ -1,30 +1,17 @@
-import type { Config } from "./config.ts";
-import { UUID_PATTERN } from "./settings.ts";
-import { badRequest, HttpError } from "./errors.ts";
-import { FORMATS, type FormatName } from "./format/index.ts";
+import { sortColumns } from "../ckan/sort.ts";
+import type { FilterScalar, Filters, TableQuery } from "../ckan/types.ts";
+import type { Config } from "../config.ts";
+import { badRequest, HttpError } from "../errors.ts";
+import { downloadName } from "./filename.ts";
+import { FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
+import { UUID_PATTERN } from "../settings.ts";
+import { clip } from "../text.ts";
 
-export type FilterScalar = string | number | boolean;
-export type Filters = Record<string, FilterScalar | FilterScalar[]>;
-
-export interface CsvOptions {
-  bom: boolean;
-  header: boolean;
-  delimiter: string;
-  formulaGuard: boolean;
-}
-
-/** A validated export: what to ask CKAN for and how to write it. */
-export interface ExportQuery {
+/** A validated export: which rows CKAN should send, and how to write them. */
+export interface ExportQuery extends TableQuery {
   format: FormatName;
-  resourceId: string;
   /** The alias from RESOURCES when the link used `resource=`. */
   alias: string | undefined;
-  q: string | undefined;
-  filters: Filters;
-  limit: number | undefined;
-  offset: number;
-  fields: string[] | undefined;
-  sort: string | undefined;
   csv: CsvOptions;
   filename: string;
 }
@@ -95,8 +82,6 @@ function flag(name: string, value: string | undefined, fallback: boolean): boole
   if (value === "0" || value === "false") return false;
   throw badRequest(name, `Parameter ${name} must be 1 or 0 (got "${clip(value)}").`);
 }
-
-const clip = (text: string, max = 60): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 /** Column names as PostgreSQL allows them, minus what only a hostile link would send. */
 function checkFieldName(parameter: string, name: string): void {
@@ -189,20 +174,6 @@ function parseFields(value: string | undefined): string[] | undefined {
   return fields;
 }
 
-const SORT_PART = /^\s*("(?:[^"]|"")+"|[^\s",]+)(?:\s+(asc|desc))?\s*$/i;
-
-/** The column names a CKAN sort string orders by, or a 400 when it is not CKAN's syntax. */
-export function sortColumns(sort: string): string[] {
-  return sort.split(",").map((part) => {
-    const match = SORT_PART.exec(part);
-    if (!match) {
-      throw badRequest("sort", `Parameter sort must look like "year desc, name" (got "${clip(sort)}").`);
-    }
-    const name = match[1] as string;
-    return name.startsWith('"') ? name.slice(1, -1).replaceAll('""', '"') : name;
-  });
-}
-
 function resource(params: URLSearchParams, config: Config): { resourceId: string; alias: string | undefined } {
   const id = single(params, "resource_id");
   const alias = single(params, "resource");
@@ -230,17 +201,6 @@ function resource(params: URLSearchParams, config: Config): { resourceId: string
     });
   }
   return { resourceId, alias: undefined };
-}
-
-/** A download name: no path, quotes or control characters, and the format's extension. */
-function downloadName(requested: string | undefined, fallback: string, extension: string): string {
-  if (requested === undefined) return `${fallback}.${extension}`;
-  // Cut by code points: cutting a surrogate pair in half leaves text no header can carry.
-  const cleaned = Array.from(requested.replace(/[\u0000-\u001f\u007f"\\/:*?<>|]+/g, "_").trim())
-    .slice(0, 120)
-    .join("");
-  if (cleaned === "" || /^\.+$/.test(cleaned)) throw badRequest("filename", "Parameter filename is empty once unsafe characters are removed.");
-  return cleaned.toLowerCase().endsWith(`.${extension}`) ? cleaned : `${cleaned}.${extension}`;
 }
 
 export function parseExportQuery(params: URLSearchParams, format: FormatName, config: Config): ExportQuery {

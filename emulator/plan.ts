@@ -1,4 +1,4 @@
-import { invalidValue } from "./errors.ts";
+import { invalidValue } from "./error-answers.ts";
 import { compileFilters, unknownFilterKey, type Condition } from "./filters.ts";
 import type { Resource } from "./resources.ts";
 import { COLUMNS, columnIndex } from "./schema.ts";

@@ -1,4 +1,4 @@
-import type { LruCache } from "./cache.ts";
+import type { LruCache } from "./lru-cache.ts";
 import { matches, type Condition } from "./filters.ts";
 import type { Plan } from "./plan.ts";
 import { project, type PageRow } from "./project.ts";

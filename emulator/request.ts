@@ -1,4 +1,4 @@
-import { badRequest, methodNotAllowed } from "./errors.ts";
+import { badRequest, methodNotAllowed } from "./error-answers.ts";
 
 export type RawParams = Record<string, unknown>;
 

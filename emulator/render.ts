@@ -1,4 +1,4 @@
-import { HELP_URL, JSON_CONTENT_TYPE } from "./errors.ts";
+import { HELP_URL, JSON_CONTENT_TYPE } from "./error-answers.ts";
 import { pageLinks } from "./links.ts";
 import type { Plan } from "./plan.ts";
 import { chunkEncoder, type ChunkEncoder } from "./records.ts";

@@ -1,5 +1,5 @@
-import { LruCache } from "./cache.ts";
-import { EmulatorError, errorResponse, noSuchPath, notAuthorized, notFound } from "./errors.ts";
+import { LruCache } from "./lru-cache.ts";
+import { EmulatorError, errorResponse, noSuchPath, notAuthorized, notFound } from "./error-answers.ts";
 import { plan } from "./plan.ts";
 import { renderResult } from "./render.ts";
 import { parseRequest } from "./request.ts";

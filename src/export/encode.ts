@@ -1,6 +1,7 @@
-import type { Table } from "./ckan/pages.ts";
-import { HttpError, toHttpError } from "./errors.ts";
-import { batchRows, type Encoder } from "./format/types.ts";
+import type { Table } from "../ckan/pages.ts";
+import { HttpError, toHttpError } from "../errors.ts";
+import { batchRows } from "../format/batch.ts";
+import type { Encoder } from "../format/types.ts";
 
 /**
  * Rows encoded per chunk: a 32,000-row page of wide JSON records would otherwise be one string of

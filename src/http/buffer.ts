@@ -1,0 +1,60 @@
+import { toHttpError } from "../errors.ts";
+import type { ExportRun } from "../export/run.ts";
+
+function concat(chunks: Uint8Array[], length: number): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
+export type ExportBody =
+  | { whole: Uint8Array<ArrayBuffer> }
+  /** `estimate`: the whole export's expected size in bytes, from its first page (Infinity: unknown). */
+  | { stream: ReadableStream<Uint8Array>; estimate: number };
+
+/**
+ * An export expected to fit in `bufferBytes` is read whole first, so an upstream failure still
+ * becomes a proper error status (thrown here). A larger one is streamed as soon as its first page is
+ * encoded: its first byte should not wait for a buffer to fill.
+ */
+export async function readBody(run: ExportRun, bufferBytes: number): Promise<ExportBody> {
+  const { body, table } = run;
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  let estimate = Number.POSITIVE_INFINITY;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { whole: concat(chunks, length) };
+      chunks.push(value);
+      length += value.byteLength;
+      if (chunks.length === 1 && table.firstPageRows > 0 && table.expectedRows !== undefined) {
+        estimate = (value.byteLength / table.firstPageRows) * table.expectedRows;
+        if (estimate > bufferBytes) break;
+      }
+      if (length > bufferBytes) break;
+    }
+  } catch (error) {
+    throw toHttpError(error);
+  }
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const buffered = chunks.shift();
+        if (buffered !== undefined) return controller.enqueue(buffered);
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, estimate: Math.max(estimate, length) };
+}

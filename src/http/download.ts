@@ -1,0 +1,15 @@
+import type { Table } from "../ckan/pages.ts";
+import { contentDisposition } from "../export/filename.ts";
+import type { ExportQuery } from "../export/query.ts";
+import { FORMATS } from "../format/index.ts";
+
+/** The headers that describe an export download: type, name and CKAN's count of matching rows. */
+export function downloadHeaders(query: ExportQuery, table: Pick<Table, "total">): Headers {
+  const headers = new Headers({
+    "content-type": FORMATS[query.format].contentType,
+    "content-disposition": contentDisposition(query.filename),
+    "x-content-type-options": "nosniff",
+  });
+  if (table.total !== undefined) headers.set("x-total-count", String(table.total));
+  return headers;
+}

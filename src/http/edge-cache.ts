@@ -1,0 +1,82 @@
+import type { Config } from "../config.ts";
+import { canonicalLink } from "../security/signature.ts";
+import { boundedTee } from "./bounded-tee.ts";
+import { etagMatches, etagOf, notModified } from "./conditional.ts";
+import type { ExportProgress } from "../export/run.ts";
+
+/**
+ * The cache key: route plus canonical query, so reordered parameters, signatures, expiries and `_`
+ * cache busters share one entry; the CKAN site is part of it, so pointing the worker elsewhere
+ * never serves the old site's rows.
+ */
+export function cacheKey(url: URL, config: Config): string {
+  const params = new URLSearchParams([...url.searchParams].filter(([name]) => name !== "exp"));
+  params.set("site", config.datastoreSearchUrl);
+  return `${url.origin}${canonicalLink(url.pathname, params)}`;
+}
+
+/** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
+export const etagKey = (key: string): string => `${key}&~etag`;
+
+/** The client asked to skip caches (a refresh): serve from upstream and refill. */
+export const wantsFresh = (request: Request): boolean =>
+  /no-cache|no-store|max-age=0/i.test(request.headers.get("cache-control") ?? "") || /no-cache/i.test(request.headers.get("pragma") ?? "");
+
+/** How far the client may run ahead of a cache write (or the cache of a slow client): bounded memory. */
+const CACHE_LEAD_BYTES = 16 * 1024 * 1024;
+
+/** Serves a cached export: zero upstream requests, a 304 when the client already has these bytes. */
+function fromCache(cached: Response, etag: string | undefined, request: Request): Response {
+  const headers = new Headers(cached.headers);
+  headers.set("x-cache", "HIT");
+  if (etag !== undefined && !headers.has("etag")) headers.set("etag", etag);
+  if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) return notModified(headers);
+  return new Response(request.method === "HEAD" ? null : cached.body, { status: 200, headers });
+}
+
+/** The cached answer for this key, if any, as this request should get it (200, HEAD or 304). */
+export async function cachedExport(key: string, request: Request): Promise<Response | undefined> {
+  const [cached, etag] = await Promise.all([caches.default.match(key), caches.default.match(etagKey(key))]);
+  if (cached === undefined) return undefined;
+  return fromCache(cached, etag === undefined ? undefined : await etag.text(), request);
+}
+
+/**
+ * The client's copy of a streamed export, stored in the cache while it streams: a slow cache may
+ * fall behind the client by CACHE_LEAD_BYTES, no more.
+ */
+export function storeWhileStreaming(
+  stream: ReadableStream<Uint8Array>,
+  key: string,
+  headers: Headers,
+  progress: ExportProgress,
+  waitUntil: (promise: Promise<unknown>) => void,
+): ReadableStream<Uint8Array> {
+  const [client, store] = boundedTee(stream, CACHE_LEAD_BYTES);
+  waitUntil(fillWhileStreaming(key, store, new Headers(headers), progress));
+  return client;
+}
+
+/**
+ * Writes a streamed export to the cache as it goes. Its ETag (the content hash) is known only at the
+ * end, so it is stored beside the entry (rewriting the whole entry would write it twice). A stream
+ * that errors makes `put` fail; the entry is deleted to be sure nothing partial is ever served.
+ */
+async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>, headers: Headers, progress: ExportProgress): Promise<void> {
+  const digest = new crypto.DigestStream("SHA-256");
+  // Rejects when the export fails, and is then never awaited.
+  digest.digest.catch(() => {});
+  const [stored, hashed] = boundedTee(body, 0);
+  try {
+    // An older fill's tag must never describe these bytes, even for a moment.
+    await caches.default.delete(etagKey(key));
+    await Promise.all([caches.default.put(key, new Response(stored, { headers })), hashed.pipeTo(digest)]);
+    if (progress.error !== undefined) throw progress.error;
+    const etag = etagOf(await digest.digest);
+    await caches.default.put(etagKey(key), new Response(etag, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
+  } catch {
+    // Let go of both readers, or the client's download would stall once it is a lead ahead of them.
+    await Promise.allSettled([stored.cancel(), hashed.cancel()]);
+    await caches.default.delete(key).catch(() => false);
+  }
+}
