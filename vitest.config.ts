@@ -4,9 +4,14 @@ import { configDefaults, defineConfig } from "vitest/config";
 // Two projects, both run by `vitest run` (npm test):
 // - workers: every spec inside workerd through @cloudflare/vitest-plugin (the plugin belongs to
 //   this project only: it turns its project's pool into workerd);
-// - browser: specs in Node that start `wrangler dev` and drive Debian's Chromium (test/browser).
+// - node: specs in Node: the shape of the code (test/node) and specs that start `wrangler dev` and
+//   drive a real browser (test/browser).
+// Quiet when green: what a test prints (request log lines, mostly) is shown only when it fails.
 export default defineConfig({
   test: {
+    silent: "passed-only",
+    // Only a test slower than this is listed under its file: a green run stays on one screen.
+    slowTestThreshold: 10_000,
     projects: [
       {
         plugins: [
@@ -17,14 +22,14 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, "test/browser/**"],
+          exclude: [...configDefaults.exclude, "test/browser/**", "test/node/**"],
           testTimeout: 60_000,
         },
       },
       {
         test: {
-          name: "browser",
-          include: ["test/browser/**/*.test.{ts,mts}"],
+          name: "node",
+          include: ["test/browser/**/*.test.{ts,mts}", "test/node/**/*.test.ts"],
           environment: "node",
           testTimeout: 60_000,
           hookTimeout: 120_000,

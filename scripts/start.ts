@@ -1,7 +1,10 @@
 // `npm start`: the CKAN emulator on loopback plus the worker in `wrangler dev`, fully offline.
 // Prints links that work as soon as the worker is up.
 import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { startEmulatorServer } from "../emulator/server.ts";
+import { OFFLINE_WRANGLER } from "./offline.ts";
 
 const emulatorPort = Number(process.env.EMULATOR_PORT ?? 8788);
 const workerPort = Number(process.env.PORT ?? 8787);
@@ -11,10 +14,12 @@ const emulator = await startEmulatorServer({ port: emulatorPort, token });
 const base = `${emulator.url}/data/en`;
 console.log(`CKAN emulator: ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private")`);
 
+// wrangler's own script under this Node (npx would add npm's chatter and its own Node lookup).
+const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
 const wrangler = spawn(
-  "npx",
+  process.execPath,
   [
-    "wrangler", "dev",
+    wranglerBin, "dev",
     "--ip", "127.0.0.1",
     "--port", String(workerPort),
     "--var", `CKAN_BASE_URL:${base}`,
@@ -22,7 +27,7 @@ const wrangler = spawn(
     "--test-scheduled",
     ...process.argv.slice(2),
   ],
-  { stdio: ["inherit", "pipe", "inherit"] },
+  { stdio: ["inherit", "pipe", "inherit"], env: { ...process.env, ...OFFLINE_WRANGLER } },
 );
 
 const origin = `http://127.0.0.1:${workerPort}`;

@@ -102,7 +102,7 @@ describe("GET /export.csv", () => {
     expect(await tsv.text()).toMatch(/^id\tcategory\r\n1\t\w+\r\n2\t\w+\r\n$/);
     const nd = await get("/export.ndjson?resource=sample&limit=3&fields=id");
     expect(nd.headers.get("content-type")).toBe("application/x-ndjson; charset=utf-8");
-    expect(await nd.text()).toBe('{"id":1}\n{"id":2}\n{"id":3}\n');
+    expect(new TextDecoder().decode(await nd.arrayBuffer())).toBe('{"id":1}\n{"id":2}\n{"id":3}\n');
   });
 
   it("names the download after filename=, with a safe ASCII fallback", async () => {
@@ -321,5 +321,20 @@ describe("routes and configuration", () => {
     expect(((await badRows.json()) as { error: { setting: string } }).error.setting).toBe("MAX_ROWS");
     const table = harness({ env: { RESOURCES: { sample: SAMPLE } } });
     expect((await table.get("/export.csv?resource=sample&limit=1")).status).toBe(200);
+  });
+});
+
+describe("names and filters that look hostile", () => {
+  it("writes a download name cut after 120 characters without splitting a character", async () => {
+    const res = await harness().get(`/export.csv?resource=sample&limit=1&filename=${"a".repeat(119)}${encodeURIComponent("😀")}b`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-disposition")).toContain("%F0%9F%98%80.csv");
+  });
+
+  it("passes filters on columns named like JavaScript's own properties", async () => {
+    const { get, calls } = harness();
+    await get('/export.csv?resource=sample&filter.constructor=x&filters={"__proto__":"y"}');
+    const filters = calls.at(-1)!.body.filters as Record<string, unknown>;
+    expect(Object.keys(filters).sort()).toEqual(["__proto__", "constructor"]);
   });
 });

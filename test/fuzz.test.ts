@@ -59,7 +59,7 @@ describe("hostile query strings", () => {
           if (error instanceof TypeError) return;
           throw error;
         }
-        const body = await res.text();
+        const body = new TextDecoder().decode(await res.arrayBuffer());
         expect(res.status, `${method} ${route}?${query}: ${body.slice(0, 300)}`).toBeLessThan(500);
         if (res.status >= 400) {
           expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");

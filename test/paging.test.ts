@@ -1,5 +1,6 @@
+import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { harness } from "./harness.ts";
+import { harness, readAll } from "./harness.ts";
 
 const ids = (csv: string): number[] => csv.trimEnd().split("\r\n").slice(1).map(Number);
 const range = (from: number, count: number): number[] => Array.from({ length: count }, (_, i) => from + i);
@@ -96,5 +97,43 @@ describe("CSV pass-through against the row encoder", () => {
     });
     const text = await (await get("/export.csv?resource=sample&limit=1700&fields=id")).text();
     expect(ids(text)).toEqual(range(1, 1700));
+  });
+});
+
+describe("paging limits and failures", () => {
+  it("holds MAX_ROWS when CKAN only estimates the count, ending the download as incomplete", async () => {
+    const { get } = harness({
+      env: { MAX_ROWS: "1500", PAGE_SIZE: "500", BUFFER_BYTES: "0" },
+      fault: async (n, body) => {
+        if (n !== 1) return undefined;
+        const answer = (await (await harness().emulator.fetch(
+          new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
+        )).json()) as { result: Record<string, unknown> };
+        return Response.json({ ...answer, result: { ...answer.result, total: 900, total_was_estimated: true } });
+      },
+    });
+    const res = await get("/export.csv?resource=sample&fields=id");
+    const { text, error } = await readAll(res);
+    expect(error).toBeDefined();
+    const rows = Papa.parse<string[]>(text.trimEnd(), { newline: "\r\n" }).data;
+    expect(rows.at(-1)![0]).toMatch(/^#EXPORT INCOMPLETE: More than 1500 rows match/);
+    expect(rows.length - 2).toBeLessThanOrEqual(1500);
+  });
+
+  it("stops the pages still in flight when one fails", async () => {
+    const { get, calls } = harness({
+      env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3", UPSTREAM_RETRIES: "0", BUFFER_BYTES: "0" },
+      fault: async (n) => {
+        if (n === 2) return new Response("down", { status: 500 });
+        if (n > 2) await new Promise((resolve) => setTimeout(resolve, 100));
+        return undefined;
+      },
+    });
+    const res = await get("/export.csv?resource=sample&limit=5000&fields=id");
+    const { error } = await readAll(res);
+    expect(error).toBeDefined();
+    const inFlight = calls.slice(2);
+    expect(inFlight.length).toBeGreaterThan(0);
+    expect(inFlight.every((c) => c.signal.aborted)).toBe(true);
   });
 });

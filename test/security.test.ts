@@ -179,3 +179,19 @@ describe("request logs", () => {
     }
   });
 });
+
+describe("rate limiting keys", () => {
+  it("rate-limits by IP when links are not signed, whatever sig a link makes up", async () => {
+    const keys: string[] = [];
+    const limiter = { limit: async ({ key }: { key: string }) => (keys.push(key), { success: true }) };
+    const h = harness({ env: { RATE_LIMITER: limiter as unknown as RateLimit } });
+    for (const sig of ["a", "b"]) await h.get(`/export.csv?resource=sample&limit=1&sig=${sig}`, { headers: { "cf-connecting-ip": "198.51.100.7" } });
+    expect(keys).toEqual(["ip:198.51.100.7", "ip:198.51.100.7"]);
+    const signed = harness({ env: { LINK_SIGNING_KEY: "k", RATE_LIMITER: limiter as unknown as RateLimit } });
+    keys.length = 0;
+    expect((await signed.get("/export.csv?resource=sample&limit=1&sig=forged")).status).toBe(403);
+    expect(keys).toEqual([]);
+    await signed.get(await signedPath("k", "/export.csv?resource=sample&limit=1"));
+    expect(keys).toEqual([expect.stringMatching(/^sig:/)]);
+  });
+});

@@ -73,3 +73,13 @@ describe("CSV pass-through", () => {
     expect(pgArrayToJson("{}", "text")).toBe("[]");
   });
 });
+
+describe("pass-through edge cases", () => {
+  it("rewrites a one-column CSV page without commas", () => {
+    const rewrite = csvPassthrough([{ id: "name", type: "text" }], 1, true);
+    const page = Array.from({ length: 2000 }, (_, i) => (i % 2 ? `=x${i}` : `name ${i}`)).join("\n") + "\n";
+    const { text, rows } = rewrite(page);
+    expect(rows).toBe(2000);
+    expect(text.split("\r\n")[1]).toBe("'=x1");
+  });
+});

@@ -8,14 +8,41 @@ import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser } from "playwright-core";
 
+import { OFFLINE_WRANGLER } from "../../scripts/offline.ts";
+
 const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** Where Debian's `chromium` package puts the browser; `.ci/run` installs it. */
-export const CHROMIUM = "/usr/bin/chromium";
+/**
+ * A Chrome or Chromium this machine already has, found the way a newcomer's machine has one:
+ * `CHROME_PATH`, a browser on PATH (Debian's `chromium`, `google-chrome`, ...), the usual install
+ * places on macOS and Windows, or one Playwright downloaded earlier. Undefined when there is none.
+ */
+export function findBrowser(): string | undefined {
+  const fromEnv = process.env.CHROME_PATH;
+  if (fromEnv !== undefined && fromEnv !== "") return existsSync(fromEnv) ? fromEnv : undefined;
+  const names = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"];
+  const onPath = (process.env.PATH ?? "").split(delimiter).flatMap((dir) => names.map((name) => join(dir, name)));
+  const installed = [
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+    join(process.env.PROGRAMFILES ?? "C:\\Program Files", "Google", "Chrome", "Application", "chrome.exe"),
+  ];
+  let playwrights: string[] = [];
+  try {
+    playwrights = [chromium.executablePath()];
+  } catch {
+    // playwright-core knows no browser of its own here.
+  }
+  return [...onPath, ...installed, ...playwrights].find((path) => existsSync(path));
+}
+
+/** Why a browser spec cannot run, in one line. */
+export const NO_BROWSER =
+  "no Chrome or Chromium found (set CHROME_PATH, or install one, e.g. apt-get install chromium); the browser specs are skipped";
 
 /** A port nobody listens on right now (the kernel picks it; a small race is acceptable in tests). */
 export async function freePort(): Promise<number> {
@@ -99,7 +126,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   ];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" },
+    env: { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -161,16 +188,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   return { url: `http://127.0.0.1:${port}`, output: () => output, stop };
 }
 
-/**
- * Debian's Chromium, headless. Fails with a clear message when the package is missing: CI installs
- * it, so a missing browser is a broken setup, never a reason to skip.
- */
+/** The machine's Chrome or Chromium (see findBrowser), headless. */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium); .ci/run does this.`);
-  }
+  const executablePath = findBrowser();
+  if (executablePath === undefined) throw new Error(NO_BROWSER);
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath,
     // Without the background-networking flags Chromium keeps trying to reach Google's services,
     // which an offline machine refuses; the page under test only talks to loopback.
     args: [
