@@ -3,6 +3,7 @@ import { HttpError } from "../errors.ts";
 import { redactorOf } from "../secrets.ts";
 import { sleep } from "../sleep.ts";
 import { ckanError } from "./error-answers.ts";
+import { parseAnswer } from "./raw-json.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
@@ -115,7 +116,7 @@ export class CkanClient {
   #unwrap(response: Response, text: string): SearchResult {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = parseAnswer(text);
     } catch {
       const kind = response.headers.get("content-type")?.split(";")[0] ?? "no content type";
       if (response.status === 404) {

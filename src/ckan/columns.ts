@@ -33,8 +33,8 @@ export function rowsOf(result: SearchResult, columns: Column[]): Row[] {
   if (typeof records === "string") throw new HttpError(502, "CKAN sent records as text where lists were asked for.");
   if (records.length === 0) return [];
   if (!Array.isArray(records[0])) {
-    // An upstream that ignores records_format=lists sends objects; pick values by name.
-    return (records as Record<string, unknown>[]).map((r) => columns.map((c) => r[c.id]));
+    // Objects (asked for with q, or sent by an upstream that ignores records_format=lists): by name.
+    return (records as Record<string, string>[]).map((r) => columns.map((c) => r[c.id]));
   }
   const index = projection(columns, result.fields);
   if (index === undefined) return records as Row[];

@@ -15,6 +15,9 @@ function rejectsKeyset(error: unknown): boolean {
 /** Whether keyset paging is worth asking for on this site: unknown sites are asked, refusing ones are not. */
 export const mayUseKeyset = (siteKey: string): boolean => keysetSupport.get(siteKey) !== false;
 
+/** The site refused `include_next_page`, a CKAN 2.12 parameter: it runs an older CKAN. */
+export const isBefore212 = (siteKey: string): boolean => keysetSupport.get(siteKey) === false;
+
 export interface FirstPage {
   result: SearchResult;
   /** Whether later pages follow `next_page` (the site answered it) or go by offset. */

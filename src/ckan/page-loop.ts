@@ -19,8 +19,11 @@ export interface PagePlan {
   window: number;
   /** Rows wanted in all: the limit, or MAX_ROWS + 1 to tell "exactly the maximum" from "more". */
   wanted: number;
-  /** Rows to plan offset pages for: the exact count when known, else `wanted`. */
-  target: number;
+  /**
+   * Rows to plan offset pages for at once: CKAN's count when it gave one, else `wanted`. Only a plan:
+   * the count may be stale (CKAN 2.12 caches it), so a table that goes on past it is read to its end.
+   */
+  planned: number;
   /** MAX_ROWS when the link set no limit: passing it is an error, never a silent cut. */
   maxRows: number | undefined;
   tooMany: () => HttpError;
@@ -108,7 +111,10 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   const inflight: Promise<Fetched>[] = [];
   const next = (): Promise<Fetched> | undefined => {
     if (plan.keyset) return inflight.length === 0 ? fetchKeyset(plan, current.result, seen + count()) : undefined;
-    const size = Math.min(sizer.rows, plan.target - planned);
+    // Past the count, one page at a time, asked only once the page before came back full.
+    const beyond = planned >= plan.planned;
+    if (beyond && inflight.length > 0) return undefined;
+    const size = Math.min(sizer.rows, (beyond ? wanted : plan.planned) - planned);
     if (size <= 0) return undefined;
     const stretch = fetchStretch(plan, plan.offset + planned, size);
     planned += size;

@@ -3,11 +3,11 @@ import type { Batch, PassthroughFactory } from "../format/batch.ts";
 import type { Column } from "../format/types.ts";
 import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
-import { fetchFirstPage, mayUseKeyset } from "./first-page.ts";
+import { fetchFirstPage, isBefore212, mayUseKeyset } from "./first-page.ts";
 import { readPages } from "./page-loop.ts";
 import { PageSizer } from "./page-size.ts";
 import { sortColumns } from "./sort.ts";
-import type { SearchRequest, SearchResult, TableQuery } from "./types.ts";
+import { isRangeFilter, type SearchRequest, type SearchResult, type TableQuery } from "./types.ts";
 
 /** An opened export: the first page is already fetched, so early failures get a real status. */
 export interface Table {
@@ -46,6 +46,28 @@ const tooMany = (available: number | undefined, estimated: boolean, maxRows: num
     { parameter: "limit" },
   );
 
+/**
+ * CKAN before 2.12 has no range filters: it rejects the filter, or fails building SQL for it. Said
+ * plainly, since CKAN's own message would blame the filter's value.
+ */
+function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string): HttpError | undefined {
+  const ranged = Object.keys(query.filters).filter((field) => isRangeFilter(query.filters[field]!));
+  if (ranged.length === 0 || !(error instanceof HttpError) || error.status < 400 || error.status === 403 || error.status === 404) return undefined;
+  const fields = ranged.map((f) => `"${f}"`).join(", ");
+  if (isBefore212(siteKey)) {
+    return new HttpError(400, `This CKAN site does not support range filters (on ${fields}); they need CKAN 2.12 or later. Filter on exact values instead.`, {
+      parameter: "filters",
+      cause: error,
+    });
+  }
+  if (error.status !== 400 && error.status !== 502) return undefined;
+  return new HttpError(
+    400,
+    `CKAN refused the range filter on ${fields}: either the site runs a CKAN older than 2.12 (range filters need 2.12), or a bound does not fit the column's type.`,
+    { parameter: "filters", cause: error },
+  );
+}
+
 /** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
 function requestedFields(query: TableQuery, withId: boolean): { fields?: string[] } {
   if (query.fields === undefined) return {};
@@ -68,15 +90,23 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize);
   const firstLimit = Math.min(sizer.rows, wanted);
+  // CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the first page
+  // names the columns, such a search asks for objects.
+  const firstFormat = query.q !== undefined && query.fields === undefined ? "objects" : "lists";
   const firstBody = (keyset: boolean): SearchRequest => ({
     ...base,
     ...requestedFields(query, keyset),
+    records_format: firstFormat,
     limit: firstLimit,
     offset: query.offset,
     include_total: true,
     ...(keyset ? { include_next_page: true } : {}),
   });
-  const { result: first, keyset } = await fetchFirstPage(client, siteKey, keysetPossible ? firstBody(true) : undefined, firstBody(false), signal);
+  const { result: first, keyset } = await fetchFirstPage(client, siteKey, keysetPossible ? firstBody(true) : undefined, firstBody(false), signal).catch(
+    (error: unknown) => {
+      throw rangeFilterRefused(error, query, siteKey) ?? error;
+    },
+  );
 
   const columns = outputColumns(query, first.fields);
   const total = typeof first.total === "number" ? first.total : undefined;
@@ -91,6 +121,8 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const idColumn = first.fields.find((f) => f.id === "_id");
   const incoming = keyset && idColumn !== undefined && !columns.includes(idColumn) ? [...columns, idColumn] : columns;
   base.fields = incoming.map((c) => c.id);
+  // The count is known from the first page: later pages skip CKAN's count(*).
+  base.include_total = false;
   let rewrite: ((page: string) => { text: string; rows: number }) | undefined;
   if (options.passthrough !== undefined) {
     rewrite = options.passthrough(incoming, columns.length);
@@ -107,7 +139,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     keyset,
     window: !keyset && exact ? Math.max(1, options.concurrency) : 1,
     wanted,
-    target: exact ? Math.min(available, wanted) : wanted,
+    planned: exact ? Math.min(available, wanted) : wanted,
     maxRows: query.limit === undefined ? options.maxRows : undefined,
     tooMany: () => tooMany(undefined, false, options.maxRows),
     sizer,

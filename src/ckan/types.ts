@@ -1,8 +1,16 @@
 import type { Column } from "../format/types.ts";
+import type { RawRecord } from "./raw-json.ts";
 
 export type FilterScalar = string | number | boolean;
-/** CKAN's `filters`: field -> value, or a list of values (any of them). */
-export type Filters = Record<string, FilterScalar | FilterScalar[]>;
+/** CKAN 2.12's range filter: `{"gte": 10, "lt": 20}`. */
+export type RangeOperator = "gt" | "gte" | "lt" | "lte";
+export const RANGE_OPERATORS: readonly RangeOperator[] = ["gt", "gte", "lt", "lte"];
+export type RangeFilter = Partial<Record<RangeOperator, FilterScalar>>;
+/** CKAN's `filters`: field -> value, a list of values (any of them), or a range (CKAN 2.12+). */
+export type Filters = Record<string, FilterScalar | FilterScalar[] | RangeFilter>;
+
+export const isRangeFilter = (value: Filters[string]): value is RangeFilter =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** Which rows of which table: the part of an export that CKAN answers. */
 export interface TableQuery {
@@ -32,8 +40,8 @@ export interface SearchRequest {
 /** The parts of CKAN's `result` this worker reads; everything else (`_links` included) is ignored. */
 export interface SearchResult {
   fields: Column[];
-  /** Objects or lists; one CSV/TSV string when records_format asked for that. */
-  records: unknown[] | string;
+  /** Records with each value's exact JSON text; one CSV string when records_format asked for that. */
+  records: RawRecord[] | string;
   total?: number;
   total_was_estimated?: boolean;
   /** The limit CKAN applied: lower than asked when the site's rows_max capped it. */

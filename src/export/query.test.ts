@@ -48,9 +48,21 @@ describe("export query", () => {
     expect(q.filters).toEqual({ category: ["alpha", "beta"], id: 3, active: "true", name: ["a", "b"] });
   });
 
+  it("reads range filters (CKAN 2.12) from filters JSON and from filter.<field>[gt|gte|lt|lte]", () => {
+    expect(parse('resource=sample&filters={"amount":{"gte":10,"lt":20.5}}').filters).toEqual({ amount: { gte: 10, lt: 20.5 } });
+    expect(parse("resource=sample&filter.created[gte]=2020-01-01&filter.created[lt]=2021-01-01&filter.a.b=x").filters).toEqual({
+      created: { gte: "2020-01-01", lt: "2021-01-01" },
+      "a.b": "x",
+    });
+  });
+
   it("rejects bad filters", () => {
     rejects('resource=sample&filters={"id":null}', "filters");
-    rejects('resource=sample&filters={"id":{"gt":1}}', "filters");
+    rejects('resource=sample&filters={"id":{"between":1}}', "filters");
+    rejects('resource=sample&filters={"id":{}}', "filters");
+    rejects('resource=sample&filters={"id":{"gt":[1]}}', "filters");
+    rejects("resource=sample&filter.id=1&filter.id[gt]=0", "filter.id[gt]");
+    rejects("resource=sample&filter.id[gt]=0&filter.id[gt]=1", "filter.id[gt]");
     rejects('resource=sample&filters={"id":[]}', "filters");
     rejects('resource=sample&filters={"id":[[1]]}', "filters");
     rejects("resource=sample&filters=[1]", "filters");

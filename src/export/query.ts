@@ -1,5 +1,5 @@
 import { sortColumns } from "../ckan/sort.ts";
-import type { FilterScalar, Filters, TableQuery } from "../ckan/types.ts";
+import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, type RangeOperator, type TableQuery } from "../ckan/types.ts";
 import type { Config } from "../config.ts";
 import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
@@ -103,9 +103,22 @@ function isScalar(value: unknown): value is FilterScalar {
   return typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value));
 }
 
-function filterValue(field: string, value: unknown, parameter: string): FilterScalar | FilterScalar[] {
+function rangeFilter(field: string, value: object, parameter: string): RangeFilter {
+  const entries = Object.entries(value);
+  const bad = entries.find(([op, bound]) => !RANGE_OPERATORS.includes(op as RangeOperator) || !isScalar(bound));
+  if (entries.length === 0 || bad !== undefined) {
+    throw badRequest(
+      parameter,
+      `The range filter on "${field}" must map gt, gte, lt or lte to a value, e.g. {"${field}":{"gte":10,"lt":20}}${bad ? ` (got "${clip(bad[0])}")` : ""}.`,
+    );
+  }
+  return Object.fromEntries(entries) as RangeFilter;
+}
+
+function filterValue(field: string, value: unknown, parameter: string): Filters[string] {
   if (isScalar(value)) return value;
   if (Array.isArray(value) && value.length > 0 && value.every(isScalar)) return value;
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) return rangeFilter(field, value, parameter);
   const why = Array.isArray(value)
     ? value.length === 0
       ? "is an empty list"
@@ -116,10 +129,14 @@ function filterValue(field: string, value: unknown, parameter: string): FilterSc
   throw badRequest(parameter, `The filter on "${field}" ${why}.`);
 }
 
+/** `filter.<field>` (exact values) or `filter.<field>[gte]` (a bound of a range): the field and operator. */
+const FILTER_NAME = /^filter\.(.*?)(?:\[(gt|gte|lt|lte)\])?$/s;
+
 function parseFilters(params: URLSearchParams): Filters {
   // No prototype: a column may be called "constructor" or "__proto__".
   const filters: Filters = Object.create(null) as Filters;
   const raw = single(params, "filters");
+  const fromJson = new Set<string>();
   if (raw !== undefined && raw.trim() !== "") {
     let parsed: unknown;
     try {
@@ -134,24 +151,35 @@ function parseFilters(params: URLSearchParams): Filters {
       if (field === "") throw badRequest("filters", "A filter has an empty field name.");
       checkFieldName("filters", field);
       filters[field] = filterValue(field, value, "filters");
+      fromJson.add(field);
     }
   }
   for (const name of new Set(params.keys())) {
     if (!name.startsWith("filter.")) continue;
-    const field = name.slice("filter.".length);
+    const [, field = "", op] = FILTER_NAME.exec(name) ?? [];
     if (field === "") throw badRequest(name, "A filter.<field> parameter needs a field name after the dot.");
     checkFieldName(name, field);
-    if (Object.hasOwn(filters, field)) {
+    if (fromJson.has(field)) {
       throw badRequest(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
     }
     const values = params.getAll(name);
-    filters[field] = values.length === 1 ? (values[0] as string) : values;
+    const current = filters[field];
+    if (op === undefined) {
+      if (current !== undefined) throw badRequest(name, `Field "${field}" has both an exact filter and a range; use one of them.`);
+      filters[field] = values.length === 1 ? (values[0] as string) : values;
+      continue;
+    }
+    if (values.length > 1) throw badRequest(name, `Parameter ${name} is given ${values.length} times; give it once.`);
+    if (current !== undefined && (typeof current !== "object" || Array.isArray(current))) {
+      throw badRequest(name, `Field "${field}" has both an exact filter and a range; use one of them.`);
+    }
+    filters[field] = { ...(current ?? {}), [op]: values[0] as string };
   }
   const fieldCount = Object.keys(filters).length;
   if (fieldCount > BOUNDS.filterFields) {
     throw badRequest("filters", `${fieldCount} columns are filtered; the most this worker accepts is ${BOUNDS.filterFields}.`);
   }
-  const valueCount = Object.values(filters).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 1), 0);
+  const valueCount = Object.values(filters).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : typeof v === "object" ? Object.keys(v).length : 1), 0);
   if (valueCount > BOUNDS.filterValues) {
     throw badRequest("filters", `The filters hold ${valueCount} values; the most this worker accepts is ${BOUNDS.filterValues}.`);
   }

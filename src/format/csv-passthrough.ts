@@ -1,21 +1,22 @@
-import { csvCell } from "./csv.ts";
+import { csvCell, isJsonType } from "./csv.ts";
 import { guardFormula, isNumericType } from "./guard.ts";
-import { pgArrayToJson } from "./pg-array.ts";
 import type { PassedPage } from "./batch.ts";
 import type { Column } from "./types.ts";
 
-/** How one incoming column is written: as is, guarded text, a boolean, an array, JSON, or not at all. */
-type Action = "copy" | "text" | "bool" | "array" | "json" | "drop";
+/** How one incoming column is written: as is, text (guarded or not), a boolean, JSON text, or not at all. */
+type Action = "copy" | "text" | "guarded" | "bool" | "json" | "drop";
 
 const LF = 10;
 const QUOTE = 34;
-
+const SPACE = 32;
 
 /**
- * Rewrites CKAN's `records_format: "csv"` page (PostgreSQL COPY output: LF rows, `t`/`f`, arrays as
- * `{a,b}`, NULL as an empty unquoted cell) into this worker's CSV: CRLF rows, true/false, arrays as
- * JSON, the formula guard at text cell starts. Unchanged stretches are copied in bulk, so a page
- * costs one scan instead of a JSON parse of every value plus a CSV writer.
+ * Rewrites CKAN's `records_format: "csv"` page into exactly the bytes the row encoder writes for
+ * the same values (one rule for every page). CKAN's CSV differs from ours in few places: LF rows
+ * (ours CRLF), `t`/`f` (ours true/false), the literal `null` for a null array or json (ours an empty
+ * cell), no quotes around a cell with edge spaces or a BOM (papaparse quotes those), and no formula
+ * guard. Arrays and json are JSON text in both, numbers and timestamps the same text. Unchanged
+ * stretches are copied in bulk, so a page costs one scan instead of a parse and a CSV writer.
  *
  * `incoming` are the columns as requested (output columns, then any to drop, such as `_id`).
  */
@@ -23,14 +24,15 @@ export function csvPassthrough(incoming: Column[], dropFrom: number, formulaGuar
   const actions: Action[] = incoming.map((c, i) => {
     if (i >= dropFrom) return "drop";
     if (c.type === "bool") return "bool";
-    if (c.type.startsWith("_")) return "array";
-    if (c.type === "json" || c.type === "jsonb") return "json";
-    return formulaGuard && !isNumericType(c.type) ? "text" : "copy";
+    if (isJsonType(c.type)) return "json";
+    if (isNumericType(c.type)) return "copy";
+    return formulaGuard ? "guarded" : "text";
   });
-  const elementTypes = incoming.map((c) => c.type.slice(1));
   const last = incoming.length - 1;
 
   return (page) => {
+    // A BOM anywhere in a cell makes papaparse quote it; most pages hold none, and skip the check.
+    const bom = page.includes("\ufeff");
     let out = "";
     let from = 0; // start of the stretch not yet copied to `out`
     let rows = 0;
@@ -59,9 +61,9 @@ export function csvPassthrough(incoming: Column[], dropFrom: number, formulaGuar
         end = Math.min(comma, newline);
       }
       const action = actions[column] ?? "drop";
-      // Most cells stay as they are: a copied column, or text that cannot start a formula.
-      if (action !== "copy" && !(action === "text" && !startsFormula(page.charCodeAt(quoted ? start + 1 : start)))) {
-        const cell = rewrite(action, page, start, end, quoted, elementTypes[column] ?? "text");
+      // Most cells stay as they are: numbers, and text that neither starts a formula nor needs quotes.
+      if (action !== "copy" && mayChange(action, page, start, end, quoted, bom)) {
+        const cell = rewrite(action, page, start, end, quoted);
         if (cell === DROP) {
           // Dropped: the delimiter before it goes too.
           out += page.slice(from, start - 1);
@@ -91,21 +93,28 @@ const DROP = Symbol("drop");
 const startsFormula = (c: number): boolean =>
   c === 0x3d || c === 0x2b || c === 0x2d || c === 0x40 || c === 0x09 || c === 0x0d || c === 0x0a || (c >= 0xff0b && (c === 0xff1d || c === 0xff0b || c === 0xff0d || c === 0xff20));
 
-/** The new text of one cell, DROP, or undefined when the cell stays as it is (the common case). */
-function rewrite(action: Action, page: string, start: number, end: number, quoted: boolean, elementType: string): string | undefined | typeof DROP {
+/**
+ * Whether a cell may read differently from the row encoder's: a boolean, a `null` literal, a formula
+ * start, or an unquoted cell that papaparse would quote (edge spaces, a BOM). Cheap checks only.
+ */
+function mayChange(action: Action, page: string, start: number, end: number, quoted: boolean, bom: boolean): boolean {
+  if (action === "bool" || action === "drop") return true;
+  if (action === "guarded" && startsFormula(page.charCodeAt(quoted ? start + 1 : start))) return true;
+  if (quoted || end === start) return false;
+  if (action === "json" && page.charCodeAt(start) === 0x6e) return true; // n: null
+  return page.charCodeAt(start) === SPACE || page.charCodeAt(end - 1) === SPACE || (bom && page.slice(start, end).includes("\ufeff"));
+}
+
+/** The new text of one cell, DROP, or undefined when the cell stays as it is. */
+function rewrite(action: Action, page: string, start: number, end: number, quoted: boolean): string | undefined | typeof DROP {
   if (action === "drop") return DROP;
   if (action === "bool") {
     const c = end - start === 1 ? page.charCodeAt(start) : 0;
     return c === 0x74 ? "true" : c === 0x66 ? "false" : undefined;
   }
   const raw = quoted ? page.slice(start + 1, end - 1).replaceAll('""', '"') : page.slice(start, end);
-  if (action === "text") {
-    const guarded = raw === "" ? raw : guardFormula(raw);
-    return guarded === raw ? undefined : csvCell(guarded);
-  }
-  if (action === "json") {
-    // JSON null comes back from CKAN's JSON as null, which the row encoder writes as an empty cell.
-    return raw === "null" && !quoted ? "" : undefined;
-  }
-  return raw === "" && !quoted ? "" : csvCell(pgArrayToJson(raw, elementType));
+  // A null array or json value is the literal `null` in CKAN's CSV (a JSON null inside is quoted text).
+  if (action === "json" && !quoted && raw === "null") return "";
+  const cell = csvCell(action === "guarded" ? guardFormula(raw) : raw);
+  return cell === page.slice(start, end) ? undefined : cell;
 }

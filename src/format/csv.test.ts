@@ -11,7 +11,12 @@ const columns: Column[] = [
 ];
 const defaults: CsvOptions = { bom: false, header: true, delimiter: ",", formulaGuard: true };
 
+/** Rows given as JavaScript values, handed to the encoder as the JSON text CKAN would write for them. */
 function write(rows: unknown[][], options: Partial<CsvOptions> = {}, cols = columns): string {
+  return writeRaw(rows.map((row) => row.map((value) => JSON.stringify(value))), options, cols);
+}
+
+function writeRaw(rows: (string | undefined)[][], options: Partial<CsvOptions> = {}, cols = columns): string {
   const encoder = csvEncoder(cols, { ...defaults, ...options });
   return encoder.begin() + encoder.page(rows) + encoder.end();
 }
@@ -49,6 +54,26 @@ describe("CSV encoder", () => {
 
   it("writes TSV with a tab delimiter", () => {
     expect(write([[1, "a\tb", 2, true, null]], { delimiter: "\t", header: false })).toBe('1\t"a\tb"\t2\ttrue\t\r\n');
+  });
+
+  it("writes numbers, arrays and json exactly as CKAN wrote them, null as an empty cell and an empty string as \"\"", () => {
+    const cols: Column[] = [
+      { id: "amount", type: "numeric" },
+      { id: "ratio", type: "float8" },
+      { id: "name", type: "text" },
+      { id: "tags", type: "_text" },
+      { id: "meta", type: "json" },
+    ];
+    const raw = [
+      ["12345678901234567890.123456789", "1.738914190048968e+16", '""', '["a,b","say \\"hi\\""]', '{"k": 1, "big": 12345678901234567890}'],
+      ["-0.50", "-3.6762611479600606e-10", "null", "null", "null"],
+      [undefined, "0.1", '"\\u00d1and\\u00fa  "', "[]", '"just text"'],
+    ];
+    expect(writeRaw(raw, { header: false }, cols)).toBe(
+      '12345678901234567890.123456789,1.738914190048968e+16,"","[""a,b"",""say \\""hi\\""""]","{""k"": 1, ""big"": 12345678901234567890}"\r\n' +
+        "-0.50,-3.6762611479600606e-10,,,\r\n" +
+        ',0.1,"\u00d1and\u00fa  ",[],"""just text"""\r\n',
+    );
   });
 
   it("writes the header even when there are no rows", () => {

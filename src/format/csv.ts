@@ -4,29 +4,45 @@ import type { Column, CsvOptions, Encoder, Row } from "./types.ts";
 
 const CRLF = "\r\n";
 const BOM = "\ufeff";
+const QUOTE = 34;
 
-/** Text for one cell: null is empty, numbers and booleans as JSON writes them, structures as JSON. */
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return "";
-  if (typeof value === "string") return value;
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
-}
+/**
+ * The one quoting rule, papaparse's: a cell is quoted when it holds the delimiter, a quote, CR, LF or
+ * a BOM, starts or ends with a space, or is an empty string (`""`, told apart from null, which is
+ * an empty cell).
+ */
+const writerOptions = (delimiter: string) =>
+  ({ delimiter, newline: CRLF, header: false, quotes: (value: unknown) => value === "", escapeFormulae: false }) as const;
+
+const COMMA_WRITER = writerOptions(",");
 
 /** One cell as the CSV writer quotes it: for the few cells the pass-through rewrites. */
-export const csvCell = (text: string): string => Papa.unparse([[text]], { delimiter: ",", newline: CRLF, quotes: false, escapeFormulae: false });
+export const csvCell = (text: string): string => Papa.unparse([[text]], COMMA_WRITER);
+
+/** Whether a column's values are JSON text (arrays and json), written in CSV as CKAN writes them. */
+export const isJsonType = (type: string): boolean => type.startsWith("_") || type === "json" || type === "jsonb";
+
+/**
+ * A cell's CSV text from CKAN's JSON text for it: null is an empty cell, text is unescaped (and
+ * guarded), numbers and booleans stay as CKAN wrote them, arrays and json stay JSON text.
+ */
+function cellText(raw: string | undefined, json: boolean, guarded: boolean): string | null {
+  if (raw === undefined || raw === "null") return null;
+  if (json || raw.charCodeAt(0) !== QUOTE) return raw;
+  const text = raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+  return guarded ? guardFormula(text) : text;
+}
 
 /**
  * RFC 4180 CSV (or TSV with the tab delimiter) written by papaparse: CRLF after every row, quotes
- * only where a cell needs them. Cells are rewritten in place before papaparse sees them so each
+ * only where a cell needs them. Cells are rewritten in place before papaparse sees them, so each
  * value is converted exactly once.
  */
 export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
   const guarded = columns.map((c) => options.formulaGuard && !isNumericType(c.type));
-  // A json column holds JSON: a string in it is written as JSON text, as CKAN's own CSV does.
-  const json = columns.map((c) => c.type === "json" || c.type === "jsonb");
-  const unparse = (rows: string[][]): string =>
-    Papa.unparse(rows, { delimiter: options.delimiter, newline: CRLF, header: false, quotes: false, escapeFormulae: false }) + CRLF;
+  const json = columns.map((c) => isJsonType(c.type));
+  const writer = writerOptions(options.delimiter);
+  const unparse = (rows: (string | null)[][]): string => Papa.unparse(rows, writer) + CRLF;
 
   return {
     begin() {
@@ -37,16 +53,13 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
     },
     page(rows: Row[]) {
       if (rows.length === 0) return "";
-      for (const row of rows) {
+      const cells = rows as unknown as (string | null)[][];
+      for (const row of cells) {
         // Trailing cells beyond the columns (`_id` kept for keyset paging) are dropped here, in place.
         row.length = columns.length;
-        for (let i = 0; i < row.length; i++) {
-          const value = row[i];
-          const text = json[i] && value !== null && value !== undefined ? JSON.stringify(value) : cellText(value);
-          row[i] = guarded[i] && typeof value === "string" ? guardFormula(text) : text;
-        }
+        for (let i = 0; i < row.length; i++) row[i] = cellText(row[i] ?? undefined, json[i]!, guarded[i]!);
       }
-      return unparse(rows as string[][]);
+      return unparse(cells);
     },
     end: () => "",
     failure: (reason) => unparse([[`#EXPORT INCOMPLETE: ${reason} The rows above are only part of the export.`]]),

@@ -4,8 +4,12 @@ export interface Column {
   type: string;
 }
 
-/** A row: one value per output column, in column order, straight from CKAN's JSON (extra trailing cells are ignored). */
-export type Row = unknown[];
+/**
+ * A row: one cell per output column, in column order, each the exact JSON text CKAN wrote for the
+ * value (`-0.50`, `"text"`, `["a","b"]`, `null`); undefined where CKAN sent no value. Extra trailing
+ * cells are ignored.
+ */
+export type Row = (string | undefined)[];
 
 /** How a CSV or TSV export is written. */
 export interface CsvOptions {

@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
+import { parseAnswer } from "./raw-json.ts";
+
+type Answer = { success: boolean; result: { records: unknown; total?: number; fields: unknown[]; next_page?: unknown } };
+const parse = (text: string): Answer => parseAnswer(text) as Answer;
+
+describe("reading CKAN's answers without losing a digit", () => {
+  it("keeps every value of real CKAN 2.12 records as the exact JSON text CKAN wrote", () => {
+    const { result } = parse(listsAnswer.raw_body_text);
+    const rows = result.records as string[][];
+    expect(rows).toHaveLength(12);
+    expect(result.total).toBe(12);
+    expect(rows[3]!.slice(0, 4)).toEqual(["4", "4", "12345678901234567890.123456789", "0.05991945753341821"]);
+    expect(rows[4]![2]).toBe("-0.50");
+    expect(rows[1]![3]).toBe("1.738914190048968e+16");
+    expect(rows[1]![11]).toBe('["a,b","say \\"hi\\""]');
+    expect(rows[0]![12]).toBe('{"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}');
+    expect(rows[4]![12]).toBe("null");
+    // Every value is valid JSON on its own, and the rest of the answer parses as usual.
+    for (const row of rows) for (const cell of row) expect(() => JSON.parse(cell)).not.toThrow();
+  });
+
+  it("reads objects by key, CSV records as text, and strings ending in escaped quotes and backslashes", () => {
+    const text =
+      '{"help": "h", "success": true, "result": {"q": "\\"records\\": [", "records": [{"_id":1,"a":"x\\\\","b":"say \\"hi\\"","__proto__":-0.50}, {"_id":2,"a":null}], ' +
+      '"fields": [{"id": "a", "type": "text"}], "total": 2, "next_page": {"_id": {"gt": 2}}}}';
+    const { result } = parse(text);
+    const records = result.records as Record<string, string>[];
+    expect({ ...records[0] }).toEqual({ _id: "1", a: '"x\\\\"', b: '"say \\"hi\\""', ["__proto__"]: "-0.50" });
+    expect(Object.keys(records[0]!)).toContain("__proto__");
+    expect({ ...records[1] }).toEqual({ _id: "2", a: "null" });
+    expect(result.next_page).toEqual({ _id: { gt: 2 } });
+    const csv = parse('{"success": true, "result": {"records": "1,\\"a\\"\\"b\\"\\n", "fields": []}}');
+    expect(csv.result.records).toBe('1,"a""b"\n');
+  });
+
+  it("leaves answers without records to JSON.parse, and refuses text that is not JSON", () => {
+    expect(parseAnswer('{"success": false, "error": {"__type": "Validation Error"}}')).toEqual({ success: false, error: { __type: "Validation Error" } });
+    expect(parseAnswer('"Bad request"')).toBe("Bad request");
+    expect(() => parseAnswer("<html>oops</html>")).toThrow(SyntaxError);
+    expect(() => parseAnswer('{"success": true, "result": {"records": [[1,2]')).toThrow(SyntaxError);
+  });
+});
