@@ -227,6 +227,38 @@ describe("serving snapshots", () => {
     expect(manifest.snapshots).toHaveLength(2);
   });
 
+  it("answers Range as RFC 9110 says: 416 past the end, the whole file for a malformed or multiple range, If-Range honoured", async () => {
+    const h = await published();
+    const whole = await h.get("/snapshots/daily/latest.csv");
+    const body = await whole.text();
+    const size = new TextEncoder().encode(body).byteLength;
+    const etag = whole.headers.get("etag")!;
+    const get = (headers: Record<string, string>) => h.get("/snapshots/daily/latest.csv", { headers });
+
+    const past = await get({ range: "bytes=99999999-" });
+    expect(past.status).toBe(416);
+    expect(past.headers.get("content-range")).toBe(`bytes */${size}`);
+    expect(await past.text()).toBe("");
+    for (const range of ["bytes=100-50", "bytes=0-9,20-29", "lines=0-9", "bytes=abc"]) {
+      const res = await get({ range });
+      expect(res.status, range).toBe(200);
+      expect(res.headers.get("content-range"), range).toBeNull();
+      expect(await res.text(), range).toBe(body);
+    }
+    const tail = await get({ range: "bytes=-5" });
+    expect(tail.status).toBe(206);
+    expect(tail.headers.get("content-range")).toBe(`bytes ${size - 5}-${size - 1}/${size}`);
+    expect(await tail.text()).toBe(body.slice(-5));
+    const open = await get({ range: `bytes=${size - 3}-` });
+    expect(await open.text()).toBe(body.slice(-3));
+
+    const stillSame = await get({ range: "bytes=0-9", "if-range": etag });
+    expect(stillSame.status).toBe(206);
+    const changed = await get({ range: "bytes=0-9", "if-range": '"not-this-one"' });
+    expect(changed.status).toBe(200);
+    expect(await changed.text()).toBe(body);
+  });
+
   it("answers unknown jobs, stamps and files with a 404 JSON error", async () => {
     const h = await published();
     for (const path of ["/snapshots/nope/latest.csv", "/snapshots/daily/20990101T000000Z.csv", "/snapshots/daily/latest.tsv", "/snapshots/daily/.staging", "/snapshots/daily/secret.txt"]) {

@@ -1,7 +1,7 @@
 import type { Config } from "../config.ts";
 import { canonicalLink } from "../security/signature.ts";
 import { boundedTee } from "./bounded-tee.ts";
-import { etagMatches, etagOf, notModified } from "./conditional.ts";
+import { etagMatches, etagOf, notModified } from "../conditional.ts";
 import type { ExportProgress } from "../export/run.ts";
 
 /**

@@ -6,7 +6,7 @@ import { parseExportQuery } from "../export/query.ts";
 import { runExport } from "../export/run.ts";
 import { FORMATS, isFormatName } from "../format/index.ts";
 import { readBody } from "./buffer.ts";
-import { contentEtag, etagMatches, notModified } from "./conditional.ts";
+import { contentEtag, etagMatches, notModified } from "../conditional.ts";
 import { downloadHeaders } from "./download.ts";
 import { cachedExport, cacheKey, storeWhileStreaming, wantsFresh } from "./edge-cache.ts";
 import type { RequestInfo } from "./request-log.ts";

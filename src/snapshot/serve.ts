@@ -5,6 +5,7 @@ import { FORMATS } from "../format/index.ts";
 import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
 import { readManifest } from "./manifest.ts";
+import { ifRangeHolds, parseRange } from "./range.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
@@ -65,8 +66,16 @@ export async function serveSnapshotFile(request: IRequest, config: Config, bucke
   const key =
     file.kind === "manifest" ? manifestKey(job.name) : file.kind === "latest" ? latestKey(job.name, file.format) : datedKey(job.name, file.stamp, file.format);
 
-  const headers = new Headers(request.headers);
-  const object = await bucket.get(key, { onlyIf: headers, range: headers });
+  const head = await bucket.head(key);
+  if (head === null) throw notFound;
+  const range = ifRangeHolds(request.headers.get("if-range"), head.httpEtag, head.uploaded)
+    ? parseRange(request.headers.get("range"), head.size)
+    : ({ kind: "whole" } as const);
+  // Preconditions (If-None-Match, If-Match, If-Modified-Since...) are R2's to judge; the range is ours.
+  const object = await bucket.get(key, {
+    onlyIf: new Headers(request.headers),
+    ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : range.kind === "unsatisfiable" ? { range: { offset: 0, length: 1 } } : {}),
+  });
   if (object === null) throw notFound;
   const out = new Headers();
   object.writeHttpMetadata(out);
@@ -78,19 +87,26 @@ export async function serveSnapshotFile(request: IRequest, config: Config, bucke
     const notModified = request.headers.has("if-none-match") || request.headers.has("if-modified-since");
     return new Response(null, { status: notModified ? 304 : 412, headers: out });
   }
-  const range = object.range as { offset?: number; length?: number; suffix?: number } | undefined;
-  const partial = request.headers.has("range") && range !== undefined;
-  if (partial) {
-    const offset = range.suffix !== undefined ? Math.max(0, object.size - range.suffix) : (range.offset ?? 0);
-    const length = Math.min(range.suffix ?? range.length ?? object.size - offset, object.size - offset);
-    out.set("content-range", `bytes ${offset}-${offset + length - 1}/${object.size}`);
-    out.set("content-length", String(length));
+  if (object.etag !== head.etag) {
+    await object.body.cancel();
+    throw new HttpError(503, "The snapshot was replaced while it was being read; try again.", { headers: { "retry-after": "1" } });
+  }
+  if (range.kind === "unsatisfiable") {
+    await object.body.cancel();
+    out.delete("content-type");
+    out.set("content-range", `bytes */${object.size}`);
+    return new Response(null, { status: 416, headers: out });
+  }
+  if (range.kind === "part") {
+    out.set("content-range", `bytes ${range.offset}-${range.offset + range.length - 1}/${object.size}`);
+    out.set("content-length", String(range.length));
   } else {
     out.set("content-length", String(object.size));
   }
+  const status = range.kind === "part" ? 206 : 200;
   if (request.method === "HEAD") {
     await object.body.cancel();
-    return new Response(null, { status: partial ? 206 : 200, headers: out });
+    return new Response(null, { status, headers: out });
   }
-  return new Response(object.body, { status: partial ? 206 : 200, headers: out });
+  return new Response(object.body, { status, headers: out });
 }

@@ -1,4 +1,4 @@
-import { hex } from "../text.ts";
+import { hex } from "./text.ts";
 
 /** A strong ETag: the content's own SHA-256, identical for identical bytes whoever computed it. */
 export const etagOf = (sha256: ArrayBuffer): string => `"${hex(new Uint8Array(sha256).slice(0, 16))}"`;
