@@ -26,6 +26,9 @@ describe("edge cache", () => {
 
     const head = await h.get("/export.csv?resource=sample&limit=2500&fields=id,name", { method: "HEAD" });
     expect(head.headers.get("x-cache")).toBe("HIT");
+    // From the cache, HEAD knows what GET sends: the length and the tag of these bytes.
+    expect(head.headers.get("etag")).toBe(etag);
+    expect(head.headers.get("content-length")).toBe(String(new TextEncoder().encode(bytes).byteLength));
     expect(h.calls.length).toBe(upstream);
   });
 

@@ -114,12 +114,30 @@ describe("GET /export.csv", () => {
     );
   });
 
-  it("answers HEAD with the headers and no body", async () => {
-    const { get } = harness();
-    const res = await get("/export.csv?resource=sample", { method: "HEAD" });
+  it("answers HEAD with the headers GET sends, from one upstream call that fetches no rows", async () => {
+    const { get, calls } = harness();
+    const res = await get("/export.csv?resource=sample&q=glacier&filter.category=alpha", { method: "HEAD" });
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-total-count")).toBe("100000");
     expect(await res.text()).toBe("");
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.body).toMatchObject({ limit: 0, include_total: true, q: "glacier", filters: { category: "alpha" } });
+    const full = await get("/export.csv?resource=sample&q=glacier&filter.category=alpha");
+    for (const name of ["content-type", "content-disposition", "x-total-count", "cache-control"]) {
+      expect(res.headers.get(name), name).toBe(full.headers.get(name));
+    }
+    // Known only from the body: a HEAD that fetched no rows does not guess them.
+    expect(res.headers.get("content-length")).toBeNull();
+    expect(res.headers.get("etag")).toBeNull();
+    await full.text();
+  });
+
+  it("answers HEAD with the errors GET gives: unknown columns, more rows than MAX_ROWS", async () => {
+    const { get } = harness({ env: { MAX_ROWS: "50000" } });
+    for (const path of ["/export.csv?resource=sample", "/export.csv?resource=sample&fields=id,nope&limit=5"]) {
+      const [head, full] = [await get(path, { method: "HEAD" }), await get(path)];
+      expect(head.status, path).toBe(400);
+      expect(head.status, path).toBe(full.status);
+    }
   });
 });
 

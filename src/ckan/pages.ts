@@ -74,14 +74,53 @@ function requestedFields(query: TableQuery, withId: boolean): { fields?: string[
   return { fields: withId && !query.fields.includes("_id") ? [...query.fields, "_id"] : query.fields };
 }
 
+/** The request every call of an export starts from: table, search, filters and a total order. */
+function baseRequest(query: TableQuery): SearchRequest {
+  const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
+  if (query.q !== undefined) base.q = query.q;
+  if (Object.keys(query.filters).length > 0) base.filters = query.filters;
+  return base;
+}
+
+/**
+ * CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the columns are
+ * known, such a search asks for objects.
+ */
+const firstFormat = (query: TableQuery): "objects" | "lists" => (query.q !== undefined && query.fields === undefined ? "objects" : "lists");
+
+function checkMaxRows(query: TableQuery, first: SearchResult, maxRows: number): { available: number | undefined; estimated: boolean } {
+  const total = typeof first.total === "number" ? first.total : undefined;
+  const estimated = first.total_was_estimated === true;
+  const available = total === undefined ? undefined : Math.max(0, total - query.offset);
+  if (query.limit === undefined && available !== undefined && available > maxRows) throw tooMany(available, estimated, maxRows);
+  return { available, estimated };
+}
+
+/**
+ * What an export would be, without its rows: one call with `limit: 0` for the columns and CKAN's
+ * count, with the same checks as the export itself (columns, MAX_ROWS). For HEAD.
+ */
+export async function describeTable(
+  client: CkanClient,
+  siteKey: string,
+  query: TableQuery,
+  maxRows: number,
+): Promise<Pick<Table, "columns" | "total">> {
+  const body: SearchRequest = { ...baseRequest(query), ...requestedFields(query, false), records_format: firstFormat(query), include_total: true };
+  const result = await client.search(body).catch((error: unknown) => {
+    throw rangeFilterRefused(error, query, siteKey) ?? error;
+  });
+  const columns = outputColumns(query, result.fields);
+  checkMaxRows(query, result, maxRows);
+  return { columns, total: typeof result.total === "number" ? result.total : undefined };
+}
+
 /**
  * Opens an export: fetches the first page (learning on the way whether the site pages by keyset),
  * checks the count against MAX_ROWS, and plans the rest, which `readPages` fetches as it is read.
  */
 export async function openTable(client: CkanClient, siteKey: string, query: TableQuery, options: PagingOptions): Promise<Table> {
-  const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
-  if (query.q !== undefined) base.q = query.q;
-  if (Object.keys(query.filters).length > 0) base.filters = query.filters;
+  const base = baseRequest(query);
   // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
   const keysetPossible = query.sort === undefined && !("_id" in query.filters) && mayUseKeyset(siteKey);
   // Without a limit, at most MAX_ROWS; one row more is fetched to tell "exactly the maximum" from "more".
@@ -90,13 +129,10 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize);
   const firstLimit = Math.min(sizer.rows, wanted);
-  // CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the first page
-  // names the columns, such a search asks for objects.
-  const firstFormat = query.q !== undefined && query.fields === undefined ? "objects" : "lists";
   const firstBody = (keyset: boolean): SearchRequest => ({
     ...base,
     ...requestedFields(query, keyset),
-    records_format: firstFormat,
+    records_format: firstFormat(query),
     limit: firstLimit,
     offset: query.offset,
     include_total: true,
@@ -110,9 +146,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
 
   const columns = outputColumns(query, first.fields);
   const total = typeof first.total === "number" ? first.total : undefined;
-  const estimated = first.total_was_estimated === true;
-  const available = total === undefined ? undefined : Math.max(0, total - query.offset);
-  if (query.limit === undefined && available !== undefined && available > options.maxRows) throw tooMany(available, estimated, options.maxRows);
+  const { available, estimated } = checkMaxRows(query, first, options.maxRows);
   // An estimated total may be short: planning by it could stop early, so count instead.
   const exact = available !== undefined && !estimated;
 

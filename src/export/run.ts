@@ -1,5 +1,5 @@
 import type { CkanClient } from "../ckan/client.ts";
-import { openTable, type Table } from "../ckan/pages.ts";
+import { describeTable, openTable, type Table } from "../ckan/pages.ts";
 import type { Config } from "../config.ts";
 import type { HttpError } from "../errors.ts";
 import type { PassthroughFactory } from "../format/batch.ts";
@@ -62,3 +62,7 @@ export async function runExport(
   });
   return { table, body, progress };
 }
+
+/** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
+export const describeExport = (query: ExportQuery, config: Config, client: CkanClient): Promise<Pick<Table, "columns" | "total">> =>
+  describeTable(client, config.datastoreSearchUrl, query, config.maxRows);

@@ -3,7 +3,7 @@ import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config.ts";
 import { HttpError, requireGetOrHead } from "../errors.ts";
 import { parseExportQuery } from "../export/query.ts";
-import { runExport } from "../export/run.ts";
+import { describeExport, runExport } from "../export/run.ts";
 import { FORMATS, isFormatName } from "../format/index.ts";
 import { readBody } from "./buffer.ts";
 import { contentEtag, etagMatches, notModified } from "../conditional.ts";
@@ -41,6 +41,14 @@ export async function exportRoute(request: Request, format: string, deps: Export
   }
 
   const client = new CkanClient(config, deps.upstreamFetch);
+  const cacheControl = caching ? `public, max-age=${config.cacheTtlSeconds}` : "no-cache";
+  if (request.method === "HEAD") {
+    // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
+    const headers = downloadHeaders(query, await describeExport(query, config, client));
+    headers.set("cache-control", cacheControl);
+    if (caching) headers.set("x-cache", "MISS");
+    return new Response(null, { status: 200, headers });
+  }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
   const run = await runExport(query, config, client, (outcome) =>
@@ -57,12 +65,8 @@ export async function exportRoute(request: Request, format: string, deps: Export
   );
   info.completion = completion;
   const headers = downloadHeaders(query, run.table);
-  headers.set("cache-control", caching ? `public, max-age=${config.cacheTtlSeconds}` : "no-cache");
+  headers.set("cache-control", cacheControl);
   if (caching) headers.set("x-cache", "MISS");
-  if (request.method === "HEAD") {
-    await run.body.cancel();
-    return new Response(null, { status: 200, headers });
-  }
 
   const body = await readBody(run, config.bufferBytes);
   if ("stream" in body) {
