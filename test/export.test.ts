@@ -266,7 +266,10 @@ describe("failures", () => {
 
   it("maps network errors, time-outs, HTML and success:false to 502/504", async () => {
     const network = harness({ env: { UPSTREAM_RETRIES: "1" }, fault: () => Promise.reject(new TypeError("connection refused")) });
-    expect((await network.get("/export.csv?resource=sample")).status).toBe(502);
+    const unreachable = await network.get("/export.csv?resource=sample");
+    expect(unreachable.status).toBe(502);
+    // Which address failed and which setting to check, so an operator can act on it.
+    expect(((await unreachable.json()) as { error: { message: string } }).error.message).toMatch(/at ckan-\d+\.test .*CKAN_BASE_URL/);
     expect(network.calls).toHaveLength(2);
     const slow = harness({ env: { UPSTREAM_TIMEOUT_SECONDS: "1" }, fault: () => new Promise<Response>(() => {}) });
     const timedOut = await slow.get("/export.csv?resource=sample");
@@ -306,7 +309,11 @@ describe("failures", () => {
     expect((await get("/export.csv?resource_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
     const denied = await get("/export.csv?resource=private");
     expect(denied.status).toBe(403);
-    expect(((await denied.json()) as { error: { message: string } }).error.message).toContain("cannot read this resource");
+    expect(((await denied.json()) as { error: { message: string } }).error.message).toContain("private on the CKAN site, and this worker has no CKAN token");
+    const wrongToken = harness({ env: { CKAN_API_TOKEN: "not-the-token" } });
+    const refused = await wrongToken.get("/export.csv?resource=private");
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("configured CKAN token cannot read this resource");
     const withToken = harness();
     const ok = await withToken.get("/export.csv?resource=private");
     expect(ok.status).toBe(200);

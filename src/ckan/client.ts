@@ -92,7 +92,11 @@ export class CkanClient {
       if (timeout.aborted) {
         throw new HttpError(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
       }
-      return { retry: true, error: new HttpError(502, "CKAN could not be reached (network error).", { cause: error }) };
+      const host = new URL(this.#config.datastoreSearchUrl).host;
+      return {
+        retry: true,
+        error: new HttpError(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
+      };
     } finally {
       this.stats.milliseconds += Date.now() - started;
     }
@@ -136,6 +140,6 @@ export class CkanClient {
     if (envelope === undefined || envelope.error === undefined) {
       throw new HttpError(502, `CKAN answered HTTP ${response.status} without a usable result.`);
     }
-    throw ckanError(response.status, envelope.error, this.redact);
+    throw ckanError(response.status, envelope.error, this.redact, this.#config.apiToken !== undefined);
   }
 }

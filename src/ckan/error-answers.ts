@@ -30,13 +30,18 @@ function stringList(value: unknown): string[] {
 }
 
 /** Turns CKAN's error object into the error our caller sees; CKAN's SQL and internals stay out. */
-export function ckanError(status: number, error: unknown, redact: (text: string) => string): HttpError {
+export function ckanError(status: number, error: unknown, redact: (text: string) => string, hasToken: boolean): HttpError {
   const body = error !== null && typeof error === "object" ? (error as Record<string, unknown>) : {};
   const type = typeof body.__type === "string" ? body.__type : undefined;
   const message = typeof body.message === "string" ? redact(clip(body.message, 200)) : undefined;
 
   if (type === "Authorization Error" || status === 403 || status === 401) {
-    return new HttpError(403, "The configured CKAN token cannot read this resource (CKAN answered: access denied).");
+    return new HttpError(
+      403,
+      hasToken
+        ? "The configured CKAN token cannot read this resource (CKAN answered: access denied)."
+        : "This resource is private on the CKAN site, and this worker has no CKAN token to read it (an operator sets CKAN_API_TOKEN).",
+    );
   }
   if (type === "Not Found Error" || (status === 404 && type !== undefined)) {
     return new HttpError(404, "The resource was not found on the CKAN site.", { parameter: "resource_id" });
