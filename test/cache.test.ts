@@ -112,6 +112,29 @@ describe("edge cache", () => {
     expect(retry.headers.get("x-cache")).toBe("MISS");
   });
 
+  it("never serves an entry stored under other settings: MAX_ROWS, what an alias stands for, the token", async () => {
+    const site = "http://ckan-settings.test/data/en";
+    const path = "/export.csv?resource=sample&fields=id&limit=20";
+    const before = cached({ CKAN_BASE_URL: site });
+    await (await before.get(path)).text();
+    await before.settle();
+    expect((await before.get(path)).headers.get("x-cache")).toBe("HIT");
+
+    const lower = cached({ CKAN_BASE_URL: site, MAX_ROWS: "10" });
+    expect((await lower.get(path)).status).toBe(400);
+    const whole = "/export.csv?resource=sample";
+    const unlimited = cached({ CKAN_BASE_URL: site, MAX_ROWS: "200000", BUFFER_BYTES: "67108864" });
+    await (await unlimited.get(`${whole}&fields=id`)).text();
+    await unlimited.settle();
+    const capped = cached({ CKAN_BASE_URL: site, MAX_ROWS: "50000" });
+    expect((await capped.get(`${whole}&fields=id`)).status).toBe(400);
+
+    const moved = cached({ CKAN_BASE_URL: site, RESOURCES: JSON.stringify({ sample: "b16b16b1-0000-4000-8000-000000000001" }) });
+    expect((await moved.get(path)).headers.get("x-cache")).toBe("MISS");
+    const tokenless = cached({ CKAN_BASE_URL: site, CKAN_API_TOKEN: "" });
+    expect((await tokenless.get(path)).headers.get("x-cache")).toBe("MISS");
+  });
+
   it("refetches on Cache-Control: no-cache, and is off with CACHE_TTL_SECONDS=0", async () => {
     const h = cached();
     await (await h.get("/export.csv?resource=sample&limit=5")).text();

@@ -5,13 +5,23 @@ import { etagMatches, etagOf, notModified } from "../conditional.ts";
 import type { ExportProgress } from "../export/run.ts";
 
 /**
- * The cache key: route plus canonical query, so reordered parameters, signatures, expiries and `_`
- * cache busters share one entry; the CKAN site is part of it, so pointing the worker elsewhere
- * never serves the old site's rows.
+ * Bumped whenever a release changes what an export's bytes are for the same link and settings, so
+ * an entry written by an older release is never served by a newer one.
  */
-export function cacheKey(url: URL, config: Config): string {
+const OUTPUT_REVISION = "2";
+
+/**
+ * The cache key: route plus canonical query, so reordered parameters, signatures, expiries and `_`
+ * cache busters share one entry; plus every setting that shapes the answer, so a changed setting
+ * never serves an old entry: the CKAN site, the resource an alias stands for today, MAX_ROWS,
+ * whether a token is set (what private data is readable; never the token itself), the allow-list
+ * rule, and the output revision.
+ */
+export function cacheKey(url: URL, config: Config, resourceId: string): string {
   const params = new URLSearchParams([...url.searchParams].filter(([name]) => name !== "exp"));
   params.set("site", config.datastoreSearchUrl);
+  const settings = [resourceId, config.maxRows, config.apiToken !== undefined, config.allowUnlisted, OUTPUT_REVISION];
+  params.set("settings", settings.join("|"));
   return `${url.origin}${canonicalLink(url.pathname, params)}`;
 }
 

@@ -34,7 +34,7 @@ export async function exportRoute(request: Request, format: string, deps: Export
   info.resource = query.alias ?? query.resourceId;
 
   const caching = config.cacheTtlSeconds > 0;
-  const key = cacheKey(url, config);
+  const key = cacheKey(url, config, query.resourceId);
   if (caching && !wantsFresh(request)) {
     const cached = await cachedExport(key, request);
     if (cached !== undefined) return cached;
