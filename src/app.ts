@@ -24,9 +24,12 @@ export interface AppDeps {
 /** A URL longer than this is refused before anything else reads it. */
 export const MAX_URL_LENGTH = 8192;
 
-/** Links to hand out: signed (without expiry) when the worker only honours signed links. */
+/** Links to hand out: signed, expiring after SNAPSHOT_LINK_TTL_SECONDS, when the worker only honours signed links. */
 const linkMaker = (config: Config, origin: string) => async (path: string): Promise<string> =>
-  origin + (config.linkSigningKey === undefined ? path : await signedPath(config.linkSigningKey, path));
+  origin +
+  (config.linkSigningKey === undefined
+    ? path
+    : await signedPath(config.linkSigningKey, path, Math.floor(Date.now() / 1000) + config.snapshotLinkTtlSeconds));
 
 export function createApp(deps: AppDeps) {
   const snapshotDeps = (env: Env): SnapshotDeps => ({

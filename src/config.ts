@@ -21,6 +21,8 @@ export interface Config {
   snapshotPartBytes: number;
   adminToken: string | undefined;
   linkSigningKey: string | undefined;
+  /** How long a signed snapshot link handed out by GET /snapshots stays valid. */
+  snapshotLinkTtlSeconds: number;
   /** Whether a link may name a resource that RESOURCES does not list. */
   allowUnlisted: boolean;
   /** "*" or the exact origins allowed. */
@@ -122,6 +124,7 @@ export function parseConfig(env: Env): Config {
     snapshotPartBytes: integerSetting("SNAPSHOT_PART_BYTES", env.SNAPSHOT_PART_BYTES, 8 * 1024 * 1024, MIN_PART_BYTES, 512 * 1024 * 1024),
     adminToken: secret(env.ADMIN_TOKEN),
     linkSigningKey: secret(env.LINK_SIGNING_KEY),
+    snapshotLinkTtlSeconds: integerSetting("SNAPSHOT_LINK_TTL_SECONDS", env.SNAPSHOT_LINK_TTL_SECONDS, 7 * 86_400, 60, 366 * 86_400),
     // With a token the worker can read private data: only what RESOURCES publishes, unless told otherwise.
     allowUnlisted: booleanSetting("ALLOW_UNLISTED_RESOURCES", env.ALLOW_UNLISTED_RESOURCES, secret(env.CKAN_API_TOKEN) === undefined),
     corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),

@@ -28,6 +28,8 @@ export interface Env {
   ADMIN_TOKEN?: string;
   /** Secret. When set, every export and snapshot link must carry a valid HMAC `sig`. */
   LINK_SIGNING_KEY?: string;
+  /** Seconds a signed snapshot link from GET /snapshots stays valid (default 7 days). */
+  SNAPSHOT_LINK_TTL_SECONDS?: string;
   /** "true"/"false": may links name resources outside RESOURCES? Default: only without a token. */
   ALLOW_UNLISTED_RESOURCES?: string;
   /** `*` (default) or a comma-separated list of origins allowed to read responses in a browser. */

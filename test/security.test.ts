@@ -87,7 +87,11 @@ describe("signed links", () => {
       jobs: { latest: { csv: { url: string } } }[];
     };
     const url = listing.jobs[0]!.latest.csv.url;
-    expect(url).toMatch(/\/snapshots\/signed-job\/latest\.csv\?sig=/);
+    expect(url).toMatch(/\/snapshots\/signed-job\/latest\.csv\?exp=\d+&sig=/);
+    // Handed-out links expire (SNAPSHOT_LINK_TTL_SECONDS, a week by default): a leaked one does not live forever.
+    const exp = Number(new URL(url).searchParams.get("exp"));
+    expect(exp * 1000 - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+    expect(exp * 1000 - Date.now()).toBeLessThanOrEqual(7 * 86_400_000);
     const res = await h.get(url.replace("http://worker.test", ""));
     expect(res.status).toBe(200);
     expect((await res.text()).split("\r\n")).toHaveLength(7);
