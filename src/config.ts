@@ -33,6 +33,8 @@ export interface Config {
   csvPassthrough: boolean;
   /** Edge-cache lifetime of an export; 0 turns the cache off. */
   cacheTtlSeconds: number;
+  /** After the TTL, how long a cached export is still served while one refresh runs. */
+  cacheStaleSeconds: number;
   /** Exports estimated above this are streamed without being cached. */
   cacheMaxBytes: number;
 }
@@ -132,6 +134,7 @@ export function parseConfig(env: Env): Config {
     upstreamConcurrency: integerSetting("UPSTREAM_CONCURRENCY", env.UPSTREAM_CONCURRENCY, 3, 1, 5),
     csvPassthrough: booleanSetting("CSV_PASSTHROUGH", env.CSV_PASSTHROUGH, true),
     cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
+    cacheStaleSeconds: integerSetting("CACHE_STALE_SECONDS", env.CACHE_STALE_SECONDS, 3600, 0, 31_536_000),
     // The Cache API stores objects up to 512 MB; past this bound an export is not worth the write.
     cacheMaxBytes: integerSetting("CACHE_MAX_BYTES", env.CACHE_MAX_BYTES, 64 * 1024 * 1024, 0, 512 * 1024 * 1024),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),

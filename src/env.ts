@@ -42,6 +42,8 @@ export interface Env {
   CSV_PASSTHROUGH?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */
   CACHE_TTL_SECONDS?: string;
+  /** After the TTL, seconds a cached export is still served (marked STALE) while one refresh runs (default 3600). */
+  CACHE_STALE_SECONDS?: string;
   /** Exports estimated above this many bytes stream without being cached (default 64 MiB). */
   CACHE_MAX_BYTES?: string;
   /** The binding's period, for Retry-After (default 60). */

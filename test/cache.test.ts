@@ -10,7 +10,7 @@ describe("edge cache", () => {
     const h = cached();
     const first = await h.get("/export.csv?resource=sample&limit=2500&fields=id,name");
     expect(first.headers.get("x-cache")).toBe("MISS");
-    expect(first.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(first.headers.get("cache-control")).toBe("public, max-age=300, stale-while-revalidate=3600");
     const etag = first.headers.get("etag");
     expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
     const bytes = await first.text();
@@ -133,6 +133,27 @@ describe("edge cache", () => {
     expect((await moved.get(path)).headers.get("x-cache")).toBe("MISS");
     const tokenless = cached({ CKAN_BASE_URL: site, CKAN_API_TOKEN: "" });
     expect((await tokenless.get(path)).headers.get("x-cache")).toBe("MISS");
+  });
+
+  it("serves an expired entry to 50 viewers at once while one refresh per isolate goes upstream", async () => {
+    const h = cached({ CACHE_TTL_SECONDS: "1", CACHE_STALE_SECONDS: "60" });
+    const path = "/export.csv?resource=sample&limit=2500&fields=id,name";
+    const first = await h.get(path);
+    const bytes = await first.text();
+    await h.settle();
+    const perExport = h.calls.length;
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+
+    const viewers = await Promise.all(Array.from({ length: 50 }, () => h.get(path)));
+    expect(viewers.map((r) => r.headers.get("x-cache"))).toEqual(Array(50).fill("STALE"));
+    expect(viewers[0]!.headers.get("cache-control")).toBe("public, max-age=1, stale-while-revalidate=60");
+    expect(await Promise.all(viewers.map((r) => r.text()))).toEqual(Array(50).fill(bytes));
+    await h.settle();
+    expect(h.calls.length).toBe(2 * perExport);
+
+    const after = await h.get(path);
+    expect(after.headers.get("x-cache")).toBe("HIT");
+    expect(await after.text()).toBe(bytes);
   });
 
   it("refetches on Cache-Control: no-cache, and is off with CACHE_TTL_SECONDS=0", async () => {

@@ -35,21 +35,74 @@ export const wantsFresh = (request: Request): boolean =>
 /** How far the client may run ahead of a cache write (or the cache of a slow client): bounded memory. */
 const CACHE_LEAD_BYTES = 16 * 1024 * 1024;
 
-/** Serves a cached export: zero upstream requests, a 304 when the client already has these bytes. */
-function fromCache(cached: Response, etag: string | undefined, request: Request): Response {
-  const headers = new Headers(cached.headers);
-  headers.set("x-cache", "HIT");
-  if (etag !== undefined && !headers.has("etag")) headers.set("etag", etag);
-  if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) return notModified(headers);
-  return new Response(request.method === "HEAD" ? null : cached.body, { status: 200, headers });
+/** How long an export is fresh, and how long after that a stale copy may stand in while one refresh runs. */
+export interface CachePolicy {
+  ttlSeconds: number;
+  staleSeconds: number;
 }
 
-/** The cached answer for this key, if any, as this request should get it (200, HEAD or 304). */
-export async function cachedExport(key: string, request: Request): Promise<Response | undefined> {
+/** What clients are told: fresh for the TTL, then stale-while-revalidate for the stale window. */
+export const clientCacheControl = (policy: CachePolicy): string =>
+  `public, max-age=${policy.ttlSeconds}${policy.staleSeconds > 0 ? `, stale-while-revalidate=${policy.staleSeconds}` : ""}`;
+
+/** An entry is kept through the stale window; when it was stored tells fresh from stale. */
+export function storedHeaders(headers: Headers, policy: CachePolicy): Headers {
+  const out = new Headers(headers);
+  out.set("cache-control", `public, max-age=${policy.ttlSeconds + policy.staleSeconds}`);
+  out.set("x-stored-at", String(Date.now()));
+  return out;
+}
+
+/** Refreshes running in this isolate, by key: however many viewers find an entry stale, one goes upstream. */
+const refreshing = new Map<string, Promise<void>>();
+
+function refreshOnce(key: string, refresh: () => Promise<void>, waitUntil: (promise: Promise<unknown>) => void): void {
+  if (refreshing.has(key)) return;
+  const running = refresh()
+    .catch(() => {})
+    .finally(() => refreshing.delete(key));
+  refreshing.set(key, running);
+  waitUntil(running);
+}
+
+/**
+ * The cached answer for this key, if any, as this request should get it (200, HEAD or 304): zero
+ * upstream requests. A stale one (past the TTL, inside the stale window) is served as it is, says
+ * so (`X-Cache: STALE`), and starts `refresh` unless this isolate already runs it.
+ */
+export async function cachedExport(
+  key: string,
+  request: Request,
+  policy: CachePolicy,
+  refresh: () => Promise<void>,
+  waitUntil: (promise: Promise<unknown>) => void,
+): Promise<Response | undefined> {
   const [cached, etag] = await Promise.all([caches.default.match(key), caches.default.match(etagKey(key))]);
   if (cached === undefined) return undefined;
-  return fromCache(cached, etag === undefined ? undefined : await etag.text(), request);
+  const headers = new Headers(cached.headers);
+  const age = Math.max(0, Math.floor((Date.now() - Number(headers.get("x-stored-at") ?? Date.now())) / 1000));
+  const stale = age >= policy.ttlSeconds;
+  headers.delete("x-stored-at");
+  headers.set("age", String(age));
+  headers.set("cache-control", clientCacheControl(policy));
+  headers.set("x-cache", stale ? "STALE" : "HIT");
+  if (stale) refreshOnce(key, refresh, waitUntil);
+  const tag = etag === undefined ? undefined : await etag.text();
+  if (tag !== undefined && !headers.has("etag")) headers.set("etag", tag);
+  if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) {
+    await cached.body?.cancel();
+    return notModified(headers);
+  }
+  if (request.method === "HEAD") {
+    await cached.body?.cancel();
+    return new Response(null, { status: 200, headers });
+  }
+  return new Response(cached.body, { status: 200, headers });
 }
+
+/** Stores a whole export (small enough to have been read whole). */
+export const storeWhole = (key: string, bytes: Uint8Array<ArrayBuffer>, headers: Headers, policy: CachePolicy): Promise<void> =>
+  caches.default.put(key, new Response(bytes, { headers: storedHeaders(headers, policy) }));
 
 /**
  * The client's copy of a streamed export, stored in the cache while it streams: a slow cache may
@@ -60,10 +113,11 @@ export function storeWhileStreaming(
   key: string,
   headers: Headers,
   progress: ExportProgress,
+  policy: CachePolicy,
   waitUntil: (promise: Promise<unknown>) => void,
 ): ReadableStream<Uint8Array> {
   const [client, store] = boundedTee(stream, CACHE_LEAD_BYTES);
-  waitUntil(fillWhileStreaming(key, store, new Headers(headers), progress));
+  waitUntil(fillWhileStreaming(key, store, storedHeaders(headers, policy), progress));
   return client;
 }
 

@@ -1,14 +1,14 @@
 import { CkanClient } from "../ckan/client.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
+import { contentEtag, etagMatches, notModified } from "../conditional.ts";
 import type { Config } from "../config.ts";
 import { HttpError, requireGetOrHead } from "../errors.ts";
-import { parseExportQuery } from "../export/query.ts";
+import { parseExportQuery, type ExportQuery } from "../export/query.ts";
 import { describeExport, runExport } from "../export/run.ts";
 import { FORMATS, isFormatName } from "../format/index.ts";
 import { readBody } from "./buffer.ts";
-import { contentEtag, etagMatches, notModified } from "../conditional.ts";
 import { downloadHeaders } from "./download.ts";
-import { cachedExport, cacheKey, storeWhileStreaming, wantsFresh } from "./edge-cache.ts";
+import { cachedExport, cacheKey, clientCacheControl, storeWhileStreaming, storeWhole, wantsFresh, type CachePolicy } from "./edge-cache.ts";
 import type { RequestInfo } from "./request-log.ts";
 
 export interface ExportRouteDeps {
@@ -16,6 +16,16 @@ export interface ExportRouteDeps {
   upstreamFetch: UpstreamFetch;
   info: RequestInfo;
   waitUntil: (promise: Promise<unknown>) => void;
+}
+
+/** One export from CKAN: the answer for this request, stored in the edge cache when it is complete. */
+interface Fresh {
+  query: ExportQuery;
+  /** Undefined: caching is off. */
+  key: string | undefined;
+  policy: CachePolicy;
+  ifNoneMatch: string | null;
+  report: (fields: Record<string, unknown>) => void;
 }
 
 /**
@@ -33,28 +43,40 @@ export async function exportRoute(request: Request, format: string, deps: Export
   const query = parseExportQuery(url.searchParams, format, config);
   info.resource = query.alias ?? query.resourceId;
 
-  const caching = config.cacheTtlSeconds > 0;
-  const key = cacheKey(url, config, query.resourceId);
-  if (caching && !wantsFresh(request)) {
-    const cached = await cachedExport(key, request);
+  const policy: CachePolicy = { ttlSeconds: config.cacheTtlSeconds, staleSeconds: config.cacheStaleSeconds };
+  const key = config.cacheTtlSeconds > 0 ? cacheKey(url, config, query.resourceId) : undefined;
+  if (key !== undefined && !wantsFresh(request)) {
+    // A stale entry is refreshed in the background: the export read to its end stores itself.
+    const refresh = async (): Promise<void> => {
+      const response = await freshExport({ query, key, policy, ifNoneMatch: null, report: () => {} }, deps);
+      await response.body?.pipeTo(new WritableStream());
+    };
+    const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
     if (cached !== undefined) return cached;
   }
 
-  const client = new CkanClient(config, deps.upstreamFetch);
-  const cacheControl = caching ? `public, max-age=${config.cacheTtlSeconds}` : "no-cache";
   if (request.method === "HEAD") {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const headers = downloadHeaders(query, await describeExport(query, config, client));
-    headers.set("cache-control", cacheControl);
-    if (caching) headers.set("x-cache", "MISS");
+    const headers = downloadHeaders(query, await describeExport(query, config, new CkanClient(config, deps.upstreamFetch)));
+    headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
+    if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
+  const response = await freshExport({ query, key, policy, ifNoneMatch: request.headers.get("if-none-match"), report }, deps);
+  info.completion = completion;
+  return response;
+}
+
+async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Response> {
+  const { config } = deps;
+  const { query, key, policy } = fresh;
+  const client = new CkanClient(config, deps.upstreamFetch);
   const run = await runExport(query, config, client, (outcome) =>
-    report({
+    fresh.report({
       ...(outcome.error ? { status: outcome.error.status } : {}),
-      cache: caching ? "MISS" : "OFF",
+      cache: key === undefined ? "OFF" : "MISS",
       rows: outcome.rows,
       pages: client.stats.requests,
       bytes: outcome.bytes,
@@ -63,23 +85,22 @@ export async function exportRoute(request: Request, format: string, deps: Export
       ...(outcome.error ? { error: outcome.error.message } : {}),
     }),
   );
-  info.completion = completion;
   const headers = downloadHeaders(query, run.table);
-  headers.set("cache-control", cacheControl);
-  if (caching) headers.set("x-cache", "MISS");
+  headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
+  if (key !== undefined) headers.set("x-cache", "MISS");
 
   const body = await readBody(run, config.bufferBytes);
   if ("stream" in body) {
-    if (!caching) return new Response(body.stream, { status: 200, headers });
+    if (key === undefined) return new Response(body.stream, { status: 200, headers });
     if (body.estimate > config.cacheMaxBytes) {
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(body.stream, { status: 200, headers });
     }
-    return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, deps.waitUntil), { status: 200, headers });
+    return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
-  if (caching) deps.waitUntil(caches.default.put(key, new Response(body.whole, { headers })));
-  if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) return notModified(headers);
+  if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
+  if (etagMatches(fresh.ifNoneMatch, headers.get("etag"))) return notModified(headers);
   return new Response(body.whole, { status: 200, headers });
 }
