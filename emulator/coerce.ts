@@ -1,3 +1,5 @@
+import { pyStr } from "./py-json.ts";
+
 // CKAN's navl validators for scalar parameters, kept apart so their Python quirks stay in one place.
 
 /** int_validator: whole numbers, numeric strings, booleans; undefined when invalid. */
@@ -17,11 +19,7 @@ export function toBoolean(value: unknown): boolean {
 
 /** Python's str() of a JSON value, for the few validators that stringify whatever they get. */
 export function pythonStr(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (value === true) return "True";
-  if (value === false) return "False";
-  if (value === null || value === undefined) return "None";
-  return typeof value === "object" ? JSON.stringify(value) : String(value);
+  return pyStr(value);
 }
 
 /** datastore_helpers.get_list: a comma string or a list, values stripped of spaces and quotes. */

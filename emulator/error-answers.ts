@@ -1,5 +1,8 @@
-// CKAN's error answers, in the exact shapes of the recorded 2.10 responses: an envelope
-// {help, error, success: false} for action errors, a bare JSON string for a malformed request.
+import { pyDumps } from "./py-json.ts";
+
+// CKAN's error answers, in the exact shapes (and, written with Python's json.dumps, the exact
+// bytes) of the recorded 2.10 and 2.12 responses: an envelope {help, error, success: false} for
+// action errors, a bare JSON string for a malformed request.
 
 export const HELP_URL = "http://127.0.0.1:5000/api/3/action/help_show?name=datastore_search";
 export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
@@ -30,9 +33,9 @@ export function invalidValue(param: string, value: string): EmulatorError {
   return validationError({ [param]: [`invalid value "${value}"`] });
 }
 
-/** What PostgreSQL's refusal of a query looks like once CKAN has wrapped it. */
-export function invalidQuery(statement: string, orig: string): EmulatorError {
-  return validationError({ query: ["Invalid query"], info: { statement: [statement], orig: [orig] } });
+/** What PostgreSQL's refusal of a query looks like once CKAN has wrapped it (see sql.ts). */
+export function invalidQuery(statement: string, params: unknown[], orig: string): EmulatorError {
+  return validationError({ query: ["Invalid query"], info: { statement: [statement], params, orig: [orig] } });
 }
 
 export function notFound(resourceId: string): EmulatorError {
@@ -42,11 +45,13 @@ export function notFound(resourceId: string): EmulatorError {
   });
 }
 
-export function notAuthorized(resourceId: string): EmulatorError {
-  // The empty user name (two spaces) is what CKAN prints for an anonymous caller.
+export function notAuthorized(resourceId: string, version: "2.10" | "2.12"): EmulatorError {
+  // The empty user name (two spaces) is what CKAN prints for an anonymous caller; 2.12 checks
+  // access through resource_show and says so.
+  const action = version === "2.12" ? "perform resource_show on" : "read";
   return actionError(403, {
     __type: "Authorization Error",
-    message: `Access denied: User  not authorized to read resource ${resourceId}`,
+    message: `Access denied: User  not authorized to ${action} resource ${resourceId}`,
   });
 }
 
@@ -66,7 +71,7 @@ export function badRequest(detail: string): EmulatorError {
 }
 
 export function errorResponse(error: EmulatorError): Response {
-  return new Response(JSON.stringify(error.body), {
+  return new Response(pyDumps(error.body), {
     status: error.status,
     headers: { "content-type": JSON_CONTENT_TYPE },
   });

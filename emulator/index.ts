@@ -8,17 +8,27 @@ import { select, type Matched } from "./search.ts";
 import { validateSchema } from "./validate.ts";
 
 // A CKAN `datastore_search` action that answers as CKAN 2.10 (or 2.12) does, over generated
-// tables, so the export can be developed and tested without a CKAN site.
+// tables, so the export can be developed and tested without a CKAN site. Held byte for byte
+// against recorded answers of real CKAN (test/emulator.test.ts, test/emulator-2.12.test.ts).
 
 export { EMULATOR_RESOURCES } from "./resources.ts";
 
 export interface EmulatorOptions {
   /** The API token that unlocks the private resource, compared with the raw Authorization header. */
   token?: string;
-  /** "2.12" accepts include_next_page, answers next_page, takes {gt,gte,lt,lte} filters, drops _links. */
+  /**
+   * "2.12" accepts include_next_page and answers next_page, parses filters into `filterops`
+   * ({gt,gte,lt,lte}, $or, $and), writes timestamps with milliseconds, drops _links and
+   * total_was_estimated, and counts an unfiltered table from a cache (see staleTotal).
+   */
   version?: "2.10" | "2.12";
   /** ckan.datastore.search.rows_max: a larger limit is capped silently and echoed capped. */
   rowsMax?: number;
+  /**
+   * 2.12 only: rows missing from the cached row count CKAN answers an unfiltered search's `total`
+   * with (rows written outside CKAN's API do not update it), so `total` is that much too low.
+   */
+  staleTotal?: number;
 }
 
 export interface Emulator {
@@ -41,15 +51,17 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
     const params = validateSchema(raw, { rowsMax, nextPage: version === "2.12" });
     const resource = findResource(params.resourceId);
     if (resource === undefined) throw notFound(params.resourceId);
+    // CKAN swaps an alias for the resource id before anything else, so the answer names the id.
+    params.echo["resource_id"] = resource.id;
     // A wrong or missing token is not an error: the caller is anonymous, which only private data refuses.
     const authorized = options.token !== undefined && request.headers.get("authorization") === options.token;
-    if (resource.private && !authorized) throw notAuthorized(resource.id);
+    if (resource.private && !authorized) throw notAuthorized(resource.id, version);
 
-    const query = plan(params, resource, version === "2.12");
+    const query = plan(params, resource, version);
     const path = url.pathname.slice(url.pathname.lastIndexOf("/api/"));
     return renderResult(query, select(query, cache), {
       links: version === "2.10" ? { path, query: linkQuery } : undefined,
-      nextPage: version === "2.12",
+      staleTotal: options.staleTotal ?? 0,
     });
   }
 

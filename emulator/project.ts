@@ -1,6 +1,5 @@
 import type { OutputColumn } from "./plan.ts";
-import { cellAt } from "./rows.ts";
-import type { Value } from "./schema.ts";
+import type { Table, Value } from "./schema.ts";
 
 /** One page row: a generated row index plus the rank values its text searches earned. */
 export interface PageRow {
@@ -9,8 +8,8 @@ export interface PageRow {
 }
 
 /** The row's values for the requested columns, in `fields` order. */
-export function project(output: readonly OutputColumn[], row: PageRow): Value[] {
+export function project(table: Table, output: readonly OutputColumn[], row: PageRow): Value[] {
   return output.map(({ source }) =>
-    source.kind === "column" ? cellAt(source.column, row.index) : (row.ranks[source.rank] ?? null),
+    source.kind === "column" ? table.cell(source.column, row.index) : (row.ranks[source.rank] ?? null),
   );
 }

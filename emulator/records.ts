@@ -1,54 +1,58 @@
+import { copyCell, jsonCell, type Version } from "./cells.ts";
 import type { OutputColumn } from "./plan.ts";
 import { project, type PageRow } from "./project.ts";
-import type { Value } from "./schema.ts";
+import { pyJsonString } from "./py-json.ts";
+import type { Table } from "./schema.ts";
 import type { RecordsFormat } from "./validate.ts";
 
-// The four `records_format`s, each as JSON text for a run of page rows so the body can be
-// written a slice at a time. objects/lists are array members; csv/tsv are the inside of one JSON
-// string holding PostgreSQL COPY output (no header, LF rows, t/f booleans, NULL as nothing).
+// The four `records_format`s, as the text CKAN puts in the answer for a run of page rows, so the
+// body can be written a slice at a time.
+// - objects / lists: JSON built by PostgreSQL (compact, non-ASCII as is), spliced in unchanged:
+//   `{"_id":1,"amount":-82469.50,...}` / `[1,-82469.50,...]`.
+// - csv / tsv: COPY ... TO STDOUT csv of the formatted columns (no header, LF after each row, t/f,
+//   NULL as an empty cell, quotes only where needed), which CKAN then writes as one JSON string
+//   with Python's escaping (\u00d1 for Ñ).
 
 export type ChunkEncoder = (rows: readonly PageRow[], first: boolean) => string;
 
-export function chunkEncoder(format: RecordsFormat, output: readonly OutputColumn[]): ChunkEncoder {
+export function chunkEncoder(format: RecordsFormat, table: Table, output: readonly OutputColumn[], version: Version): ChunkEncoder {
+  const types = output.map(({ type }) => type);
   switch (format) {
     case "objects": {
       const keys = output.map(({ id }) => `${JSON.stringify(id)}:`);
-      return members(output, (values) => `{${values.map((value, i) => keys[i] + JSON.stringify(value)).join(",")}}`);
+      return members(table, output, (values) => `{${values.map((value, i) => keys[i] + jsonCell(types[i] ?? "text", value, version)).join(",")}}`);
     }
     case "lists":
-      return members(output, (values) => JSON.stringify(values));
+      return members(table, output, (values) => `[${values.map((value, i) => jsonCell(types[i] ?? "text", value, version)).join(",")}]`);
     case "csv":
-      return copyText(output, ",", /[",\r\n]/);
+      return copyText(table, output, version, ",", /[",\r\n]/);
     case "tsv":
-      return copyText(output, "\t", /["\t\r\n]/);
+      return copyText(table, output, version, "\t", /["\t\r\n]/);
   }
 }
 
-function members(output: readonly OutputColumn[], encode: (values: Value[]) => string): ChunkEncoder {
+function members(table: Table, output: readonly OutputColumn[], encode: (values: ReturnType<typeof project>) => string): ChunkEncoder {
   return (rows, first) => {
-    const text = rows.map((row) => encode(project(output, row))).join(",");
+    const text = rows.map((row) => encode(project(table, output, row))).join(",");
     return first || text === "" ? text : `,${text}`;
   };
 }
 
-function copyText(output: readonly OutputColumn[], delimiter: string, special: RegExp): ChunkEncoder {
-  const cell = (value: Value): string => {
-    if (value === null) return "";
-    if (typeof value === "boolean") return value ? "t" : "f";
-    if (typeof value === "number") return floatText(value);
-    // An empty string is quoted so it reads back as '' rather than NULL; `\.` would end COPY data.
-    if (value === "" || value === "\\." || special.test(value)) return `"${value.replaceAll('"', '""')}"`;
-    return value;
-  };
+function copyText(table: Table, output: readonly OutputColumn[], version: Version, delimiter: string, special: RegExp): ChunkEncoder {
+  const types = output.map(({ type }) => type);
   return (rows) => {
-    const text = rows.map((row) => `${project(output, row).map(cell).join(delimiter)}\n`).join("");
-    // The CSV lives inside a JSON string: escape it and drop the quotes JSON.stringify adds.
-    return JSON.stringify(text).slice(1, -1);
+    let text = "";
+    for (const row of rows) {
+      const cells = project(table, output, row).map((value, i) => {
+        const cell = copyCell(types[i] ?? "text", value, version);
+        if (cell === null) return "";
+        // An empty string is quoted so it reads back as '' rather than NULL; `\.` would end COPY data.
+        if (cell === "" || cell === "\\." || special.test(cell)) return `"${cell.replaceAll('"', '""')}"`;
+        return cell;
+      });
+      text += `${cells.join(delimiter)}\n`;
+    }
+    // The CSV lives inside a JSON string: escape it and drop the quotes.
+    return pyJsonString(text).slice(1, -1);
   };
-}
-
-/** PostgreSQL writes exponents with at least two digits (1e-07 where JavaScript writes 1e-7). */
-function floatText(value: number): string {
-  const text = String(value);
-  return text.includes("e") ? text.replace(/e([+-])(\d)$/, "e$10$2") : text;
 }

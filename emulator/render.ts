@@ -1,47 +1,51 @@
 import { HELP_URL, JSON_CONTENT_TYPE } from "./error-answers.ts";
+import { filterOpsJson } from "./filters.ts";
 import { pageLinks } from "./links.ts";
 import type { Plan } from "./plan.ts";
+import { pyDumps, RawJson } from "./py-json.ts";
 import { chunkEncoder, type ChunkEncoder } from "./records.ts";
 import type { Selection } from "./search.ts";
 import { idOrder } from "./sort.ts";
 
 // The success envelope, keys in CKAN's order: the echoed inputs (alphabetical, as CKAN's
-// validated dict comes out), records, fields, _links, total. Records are streamed a slice at a
-// time so a 32000-row page never exists as one string.
+// validated dict comes out), 2.12's `filterops`, records, fields, 2.10's `_links`, total, 2.12's
+// `next_page`. CKAN writes it with Python's json.dumps and splices the records in as PostgreSQL
+// wrote them. Records are streamed a slice at a time so a 32000-row page never exists as one string.
 
 const ROWS_PER_CHUNK = 1000;
-// JSON.stringify writes U+0000 as an escape no real value produces, so the marker is unique.
+// U+0000 never survives JSON escaping, so the marker cannot occur anywhere else in the envelope.
 const MARKER = "\u0000records\u0000";
 
 export interface RenderOptions {
   /** CKAN 2.10 adds `_links`; 2.12 does not. */
   links?: { path: string; query: URLSearchParams };
-  /** CKAN 2.12's keyset paging hint. */
-  nextPage: boolean;
+  /** 2.12: rows missing from the cached count an unfiltered `total` comes from. */
+  staleTotal: number;
 }
 
 export function renderResult(plan: Plan, selection: Selection, options: RenderOptions): Response {
-  const { params } = plan;
+  const { params, version } = plan;
   const fields = plan.output.map(({ id, type }) => ({ id, type }));
   const result: Record<string, unknown> = {};
   for (const key of Object.keys(params.echo).sort()) {
     // A given `fields` keeps its place among the inputs but is answered with the column list.
     result[key] = key === "fields" ? fields : params.echo[key];
   }
-  result["records"] = MARKER;
+  if (version === "2.12" && plan.filters !== undefined) result["filterops"] = filterOpsJson(plan.filters);
+  result["records"] = new RawJson(MARKER);
   result["fields"] = fields;
   if (options.links) {
     result["_links"] = pageLinks(options.links.path, options.links.query, params.limit, params.offset);
   }
-  const nextPage = options.nextPage ? nextPageFilter(plan, selection) : undefined;
+  if (params.includeTotal) Object.assign(result, total(plan, selection.matched, options.staleTotal));
+  const nextPage = version === "2.12" ? nextPageFilter(plan, selection) : undefined;
   if (nextPage) result["next_page"] = nextPage;
-  if (params.includeTotal) Object.assign(result, total(plan, selection.matched));
 
-  const text = JSON.stringify({ help: HELP_URL, success: true, result });
-  const [before = "", after = ""] = text.split(JSON.stringify(MARKER));
+  const text = pyDumps({ help: HELP_URL, success: true, result });
+  const [before = "", after = ""] = text.split(MARKER);
   // csv/tsv records are one JSON string; objects/lists are a JSON array.
   const [open, close] = params.recordsFormat === "csv" || params.recordsFormat === "tsv" ? ['"', '"'] : ["[", "]"];
-  const encode = chunkEncoder(params.recordsFormat, plan.output);
+  const encode = chunkEncoder(params.recordsFormat, plan.table, plan.output, version);
   const body = streamRecords(before + open, close + after, selection, encode);
   return new Response(body, { status: 200, headers: { "content-type": JSON_CONTENT_TYPE } });
 }
@@ -56,15 +60,19 @@ function nextPageFilter(plan: Plan, selection: Selection): Record<string, unknow
 }
 
 /**
- * CKAN counts exactly unless asked to estimate an unfiltered table, when it reads PostgreSQL's
- * planner statistics instead. Those lag behind the table, so the estimate here is deliberately
- * 10% short, which keeps clients honest about not trusting an estimated total.
+ * CKAN 2.10 counts exactly unless asked to estimate an unfiltered table, when it reads
+ * PostgreSQL's planner statistics instead; those lag behind the table, so the estimate here is
+ * deliberately 10% short. CKAN 2.12 never estimates and never says so, but takes an unfiltered
+ * table's total from a cached count that rows written outside its API leave behind (`staleTotal`).
  */
-function total(plan: Plan, matched: number): { total: number; total_was_estimated: boolean } {
+function total(plan: Plan, matched: number, staleTotal: number): Record<string, unknown> {
+  const unfiltered = plan.condition === undefined && plan.searches.length === 0 && !plan.params.distinct;
+  if (plan.version === "2.12") {
+    return { total: unfiltered ? Math.max(0, plan.table.rows - staleTotal) : matched };
+  }
   const threshold = plan.params.totalEstimationThreshold;
-  const unfiltered = plan.conditions.length === 0 && plan.searches.length === 0 && !plan.params.distinct;
   if (threshold !== null && unfiltered) {
-    const estimate = Math.floor(plan.resource.rows * 0.9);
+    const estimate = Math.floor(plan.table.rows * 0.9);
     if (estimate >= threshold) return { total: estimate, total_was_estimated: true };
   }
   return { total: matched, total_was_estimated: false };

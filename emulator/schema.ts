@@ -1,33 +1,39 @@
-// The one table layout every emulated resource shares, copied from the real CKAN 2.10 fixtures:
-// `_id` first (CKAN's own row key, type "int"), then the user columns with PostgreSQL type names.
+// Column types and cell values of the emulated tables. Every table starts with `_id` (CKAN's own row
+// key, type "int"); the rest carry PostgreSQL type names, as `fields` reports them.
+//
+// A cell holds what PostgreSQL holds, in the form that keeps every digit:
+// - int, int4: a JavaScript number (always a safe integer);
+// - numeric: PostgreSQL's own text of the value ("12345678901234567890.123456789", "-0.50");
+// - float8: a JavaScript number (a double, like float8);
+// - text, date ("2000-01-01"): a string;
+// - timestamp: "YYYY-MM-DDTHH:MM:SS" plus ".ffffff" when there are fractional seconds;
+// - bool: a boolean;
+// - _text: an array of strings and nulls;
+// - json: the JSON text exactly as stored (spaces and \u escapes kept).
 
-export type Value = number | string | boolean | null;
+export type ColumnType = "int" | "int4" | "numeric" | "float8" | "text" | "timestamp" | "date" | "bool" | "_text" | "json";
 
-export type ColumnType = "int" | "int4" | "numeric" | "float8" | "text" | "timestamp" | "bool";
+export type Value = number | string | boolean | null | readonly (string | null)[];
 
 export interface Column {
   readonly id: string;
   readonly type: ColumnType;
 }
 
-export const COLUMNS: readonly Column[] = [
-  { id: "_id", type: "int" },
-  { id: "id", type: "int4" },
-  { id: "amount", type: "numeric" },
-  { id: "ratio", type: "float8" },
-  { id: "category", type: "text" },
-  { id: "name", type: "text" },
-  { id: "note", type: "text" },
-  { id: "formula", type: "text" },
-  { id: "created", type: "timestamp" },
-  { id: "active", type: "bool" },
-];
+export interface Table {
+  /** `_id` first, then the user's columns in table order. */
+  readonly columns: readonly Column[];
+  readonly rows: number;
+  /** The value of column `column` (a `columns` position) in row `index` (0-based; `_id` is index + 1). */
+  cell(column: number, index: number): Value;
+  /** Position of a column in `columns`, or undefined when the table has none of that name. */
+  columnIndex(id: string): number | undefined;
+}
 
-const INDEX_BY_ID = new Map(COLUMNS.map((column, index) => [column.id, index]));
-
-/** Position of a column in COLUMNS, or undefined when the table has no such column. */
-export function columnIndex(id: string): number | undefined {
-  return INDEX_BY_ID.get(id);
+export function defineTable(columns: readonly Column[], rows: number, cell: (column: number, index: number) => Value): Table {
+  // A Map, not an object: a column may be called "constructor" or "__proto__".
+  const positions = new Map(columns.map((column, index) => [column.id, index]));
+  return { columns, rows, cell, columnIndex: (id) => positions.get(id) };
 }
 
 export function isNumericType(type: ColumnType): boolean {

@@ -1,8 +1,7 @@
 import type { LruCache } from "./lru-cache.ts";
-import { matches, type Condition } from "./filters.ts";
+import { conditionMatches, type Condition } from "./filters.ts";
 import type { Plan } from "./plan.ts";
 import { project, type PageRow } from "./project.ts";
-import { cellAt } from "./rows.ts";
 import { compareCells, idOrder } from "./sort.ts";
 import { columnWords, rank, rowWords } from "./text-search.ts";
 
@@ -24,9 +23,9 @@ export interface Matched {
 
 export function select(plan: Plan, cache: LruCache<Matched>): Selection {
   const { limit, offset, distinct } = plan.params;
-  const { lo, hi, rest } = idBounds(plan.conditions, plan.resource.rows);
+  const { lo, hi, rest } = idBounds(plan.condition, plan.table.rows);
   const direction = idOrder(plan.order);
-  if (rest.length === 0 && plan.searches.length === 0 && direction !== undefined && !distinct) {
+  if (rest === undefined && plan.searches.length === 0 && direction !== undefined && !distinct) {
     const matched = Math.max(0, hi - lo + 1);
     const rows: PageRow[] = [];
     for (let position = offset; position < Math.min(matched, offset + limit); position++) {
@@ -36,7 +35,7 @@ export function select(plan: Plan, cache: LruCache<Matched>): Selection {
     return { matched, rows };
   }
 
-  const key = JSON.stringify([plan.resource.id, lo, hi, rest, plan.searches, plan.order]);
+  const key = JSON.stringify([plan.resource.id, lo, hi, rest, plan.searches.map(({ search }) => search), plan.order]);
   let found = cache.get(key);
   if (found === undefined) {
     found = order(plan, scan(plan, lo, hi, rest));
@@ -55,45 +54,51 @@ function pageRow(found: Matched, position: number): PageRow {
   return { index: found.indices[position] ?? 0, ranks: found.ranks.map((ranks) => ranks[position] ?? 0) };
 }
 
-/** Splits `_id` comparisons off as an inclusive id range; other conditions are checked per row. */
-function idBounds(conditions: readonly Condition[], rows: number): { lo: number; hi: number; rest: Condition[] } {
+/**
+ * Splits `_id` comparisons that every match must meet (top-level AND) off as an inclusive id
+ * range; whatever else there is gets checked per row.
+ */
+function idBounds(condition: Condition | undefined, rows: number): { lo: number; hi: number; rest: Condition | undefined } {
   let lo = 1;
   let hi = rows;
+  const conjuncts = (node: Condition): Condition[] => (node.kind === "$and" ? node.children.flatMap(conjuncts) : [node]);
+  const leaves = condition === undefined ? [] : conjuncts(condition);
   const rest: Condition[] = [];
-  for (const condition of conditions) {
-    const value = condition.values[0];
-    if (condition.column !== 0 || condition.op === "in" || typeof value !== "number") {
-      rest.push(condition);
+  for (const leaf of leaves) {
+    const value = leaf.kind === "leaf" ? leaf.values[0] : undefined;
+    if (leaf.kind !== "leaf" || leaf.column !== 0 || leaf.op === "in" || typeof value !== "number") {
+      rest.push(leaf);
       continue;
     }
-    if (condition.op === "eq") {
-      if (!Number.isInteger(value)) return { lo: 1, hi: 0, rest };
+    if (leaf.op === "eq") {
+      if (!Number.isInteger(value)) return { lo: 1, hi: 0, rest: undefined };
       lo = Math.max(lo, value);
       hi = Math.min(hi, value);
     }
-    if (condition.op === "gt") lo = Math.max(lo, Math.floor(value) + 1);
-    if (condition.op === "gte") lo = Math.max(lo, Math.ceil(value));
-    if (condition.op === "lt") hi = Math.min(hi, Math.ceil(value) - 1);
-    if (condition.op === "lte") hi = Math.min(hi, Math.floor(value));
+    if (leaf.op === "gt") lo = Math.max(lo, Math.floor(value) + 1);
+    if (leaf.op === "gte") lo = Math.max(lo, Math.ceil(value));
+    if (leaf.op === "lt") hi = Math.min(hi, Math.ceil(value) - 1);
+    if (leaf.op === "lte") hi = Math.min(hi, Math.floor(value));
   }
-  return { lo, hi, rest };
+  return { lo, hi, rest: rest.length === 0 ? undefined : { kind: "$and", children: rest } };
 }
 
-function scan(plan: Plan, lo: number, hi: number, rest: readonly Condition[]): Matched {
+function scan(plan: Plan, lo: number, hi: number, rest: Condition | undefined): Matched {
+  const { table } = plan;
   const indices: number[] = [];
   const ranks: number[][] = plan.ranks.map(() => []);
   const rowRanks: number[] = [];
-  rows: for (let index = lo - 1; index < hi; index++) {
-    for (const condition of rest) {
-      if (!matches(condition, cellAt(condition.column, index))) continue rows;
-    }
+  let index = 0;
+  const cell = (column: number) => table.cell(column, index);
+  rows: for (index = lo - 1; index < hi; index++) {
+    if (rest !== undefined && !conditionMatches(rest, cell)) continue;
     let text: string[] | undefined;
     rowRanks.length = 0;
-    for (const { search, rank: rankName } of plan.searches) {
-      const words = search.column === undefined ? (text ??= rowWords(index)) : columnWords(search.column, index);
+    for (const { search, rank: rankColumn } of plan.searches) {
+      const words = search.column === undefined ? (text ??= rowWords(table, index)) : columnWords(table, search.column, index);
       const value = rank(search, words);
       if (value < 0) continue rows;
-      if (rankName !== undefined) rowRanks.push(value);
+      if (rankColumn !== undefined) rowRanks.push(value);
     }
     indices.push(index);
     rowRanks.forEach((value, r) => ranks[r]?.push(value));
@@ -112,13 +117,21 @@ function order(plan: Plan, scanned: Matched): Matched {
   } else {
     const keys = plan.order.map((key) =>
       key.kind === "column"
-        ? Array.from(indices, (index) => cellAt(key.column, index))
+        ? Array.from(indices, (index) => plan.table.cell(key.column, index))
         : Array.from(ranks[key.rank] ?? []),
     );
+    const types = plan.order.map((key) => (key.kind === "column" ? (plan.table.columns[key.column]?.type ?? "text") : "float"));
+    // numeric text compares exactly but slowly; its nearest double orders it whenever doubles differ.
+    const approx = keys.map((values, k) => (types[k] === "numeric" ? Float64Array.from(values, (value) => (value === null ? 0 : Number(value))) : undefined));
     positions.sort((a, b) => {
       for (let k = 0; k < keys.length; k++) {
         const values = keys[k] ?? [];
-        const cmp = compareCells(values[a] ?? null, values[b] ?? null, plan.order[k]?.desc ?? false);
+        const left = values[a] ?? null;
+        const right = values[b] ?? null;
+        const near = approx[k];
+        const desc = plan.order[k]?.desc ?? false;
+        if (near !== undefined && left !== null && right !== null && near[a] !== near[b]) return ((near[a] ?? 0) < (near[b] ?? 0)) !== desc ? -1 : 1;
+        const cmp = compareCells(types[k] ?? "text", left, right, desc);
         if (cmp !== 0) return cmp;
       }
       return a - b;
@@ -133,7 +146,7 @@ function order(plan: Plan, scanned: Matched): Matched {
 function uniqueRows(plan: Plan, rows: readonly PageRow[]): PageRow[] {
   const seen = new Set<string>();
   return rows.filter((row) => {
-    const key = JSON.stringify(project(plan.output, row));
+    const key = JSON.stringify(project(plan.table, plan.output, row));
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
@@ -143,7 +156,7 @@ function uniqueRows(plan: Plan, rows: readonly PageRow[]): PageRow[] {
 function distinctCount(plan: Plan, found: Matched): number {
   const seen = new Set<string>();
   for (let position = 0; position < found.indices.length; position++) {
-    seen.add(JSON.stringify(project(plan.output, pageRow(found, position))));
+    seen.add(JSON.stringify(project(plan.table, plan.output, pageRow(found, position))));
   }
   return seen.size;
 }

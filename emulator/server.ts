@@ -1,7 +1,8 @@
 // The CKAN datastore_search emulator on a loopback port, for `npm start`, benchmarks and curl.
 //   node scripts/emulator-server.ts [port]
 // Env: EMULATOR_PORT (default 8788), EMULATOR_TOKEN (default "demo-token"),
-//      EMULATOR_CKAN_VERSION ("2.10" default, or "2.12").
+//      EMULATOR_CKAN_VERSION ("2.10" default, or "2.12"),
+//      EMULATOR_STALE_TOTAL (2.12: rows missing from the cached count of an unfiltered total).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -11,6 +12,7 @@ export interface EmulatorServerOptions {
   port?: number;
   token?: string;
   version?: EmulatorOptions["version"];
+  staleTotal?: number;
 }
 
 export interface EmulatorServer {
@@ -20,7 +22,7 @@ export interface EmulatorServer {
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
-  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version });
+  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal });
   const server = createServer((req, res) => {
     handle(emulator, req, res).catch((error: unknown) => {
       console.error("emulator:", error);
@@ -106,6 +108,7 @@ if (invokedDirectly) {
     port: Number(process.argv[2] ?? process.env["EMULATOR_PORT"] ?? 8788),
     token: process.env["EMULATOR_TOKEN"] ?? "demo-token",
     version: parseVersion(process.env["EMULATOR_CKAN_VERSION"]),
+    staleTotal: Number(process.env["EMULATOR_STALE_TOTAL"] ?? 0),
   });
   console.log(`CKAN emulator listening: ${server.url}/api/action/datastore_search`);
   const stop = (): void => void server.close().then(() => process.exit(0));

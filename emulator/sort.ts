@@ -1,5 +1,6 @@
+import type { OutputType } from "./cells.ts";
 import { compareValues } from "./filters.ts";
-import { columnIndex, type Value } from "./schema.ts";
+import type { Table, Value } from "./schema.ts";
 
 // ORDER BY as PostgreSQL runs it: NULLS LAST ascending, NULLS FIRST descending. Ties fall back to
 // `_id` so that paging by offset is repeatable (real PostgreSQL promises nothing there).
@@ -12,12 +13,12 @@ export type SortKey =
 const CLAUSE = /^(.+?)( +(asc|desc) *)?$/is;
 
 /** CKAN's _parse_sort_clause: `name`, `name desc`, `"quoted name" ASC`; undefined when invalid. */
-export function parseSortClause(clause: string): SortKey | undefined {
+export function parseSortClause(clause: string, table: Table): SortKey | undefined {
   const match = CLAUSE.exec(clause);
   if (!match) return undefined;
   let field = match[1] ?? "";
   if (field.length > 0 && field[0] === '"' && field[field.length - 1] === '"') field = field.slice(1, -1);
-  const column = columnIndex(field);
+  const column = table.columnIndex(field);
   if (column === undefined) return undefined;
   return { kind: "column", column, desc: (match[3] ?? "asc").toLowerCase() === "desc" };
 }
@@ -30,12 +31,12 @@ export function idOrder(keys: readonly SortKey[]): "asc" | "desc" | undefined {
 }
 
 /** Compares two cells of one sort key, nulls placed as PostgreSQL places them. */
-export function compareCells(a: Value, b: Value, desc: boolean): number {
+export function compareCells(type: OutputType, a: Value, b: Value, desc: boolean): number {
   if (a === null || b === null) {
     if (a === b) return 0;
     // NULL sorts as larger than any value: last ascending, first descending.
     return a === null ? (desc ? -1 : 1) : desc ? 1 : -1;
   }
-  const order = compareValues(a, b);
+  const order = compareValues(type, a, b);
   return desc ? -order : order;
 }

@@ -13,7 +13,8 @@ export interface Params {
   resourceId: string;
   q?: string | Record<string, unknown>;
   fullText?: string;
-  filters?: Record<string, unknown>;
+  /** An object (2.10); 2.12 also lets a list of objects or any JSON through to its own parser. */
+  filters?: unknown;
   limit: number;
   /** 2.12 offers `next_page` only when the caller chose a limit. */
   limitGiven: boolean;
@@ -66,7 +67,8 @@ export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
     if (value === undefined) errors["total_estimation_threshold"] = ["Invalid integer"];
     else threshold = value;
   }
-  echo["total_estimation_threshold"] = threshold;
+  // CKAN 2.12 still takes total_estimation_threshold but no longer echoes it (nor estimates).
+  if (!options.nextPage) echo["total_estimation_threshold"] = threshold;
 
   const format = given("records_format") ? raw["records_format"] : "objects";
   if (!RECORDS_FORMATS.includes(format as RecordsFormat)) {
@@ -77,9 +79,11 @@ export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
   const includeTotal = given("include_total") ? toBoolean(raw["include_total"]) : true;
   echo["include_total"] = includeTotal;
 
-  for (const key of ["plain", "distinct", ...(options.nextPage ? ["include_next_page"] : [])]) {
+  for (const key of ["plain", "distinct"]) {
     if (given(key)) echo[key] = toBoolean(raw[key]);
   }
+  // 2.12 has include_next_page default to false, and echoes it always.
+  if (options.nextPage) echo["include_next_page"] = given("include_next_page") ? toBoolean(raw["include_next_page"]) : false;
   for (const key of ["language", "full_text"]) {
     if (given(key)) echo[key] = pythonStr(raw[key]);
   }
@@ -98,7 +102,9 @@ export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
   if (Object.keys(errors).length > 0) throw validationError(errors);
 
   const filters = echo["filters"];
-  if (filters !== undefined && (typeof filters !== "object" || filters === null || Array.isArray(filters))) {
+  // 2.12 also takes a list of dicts (ORed), and checks the shape itself when it parses filters.
+  const isObject = typeof filters === "object" && filters !== null && !Array.isArray(filters);
+  if (filters !== undefined && !isObject && !options.nextPage) {
     throw validationError({ filters: ["Not a JSON object"] });
   }
   const known = (key: string) => KNOWN.has(key) || (options.nextPage && key === "include_next_page");
@@ -106,7 +112,7 @@ export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
     resourceId: echo["resource_id"] as string,
     q: echo["q"] as Params["q"],
     fullText: echo["full_text"] as string | undefined,
-    filters: filters as Record<string, unknown> | undefined,
+    filters: filters as Params["filters"],
     limit: echo["limit"] as number,
     limitGiven: given("limit"),
     offset: offset ?? 0,

@@ -1,7 +1,23 @@
-import type { Value } from "./schema.ts";
+import { hash, unitDouble } from "./hash.ts";
+import { defineTable, type Column, type Table, type Value } from "./schema.ts";
 
-// Every cell is a pure function of (column, row index), so a million-row table costs no memory
-// and any page can be produced without touching the rows before it. Row index 0 has `_id` 1.
+// The table behind `sample`, `private` and `big`: the columns of the real CKAN 2.10 fixtures,
+// rows generated from the row index. Text holds the values an export must survive (quotes, commas,
+// CR/LF, tabs, emoji, formula-like starts); `amount` is numeric text with trailing zeros and, now
+// and then, more digits than a double keeps.
+
+export const SAMPLE_COLUMNS: readonly Column[] = [
+  { id: "_id", type: "int" },
+  { id: "id", type: "int4" },
+  { id: "amount", type: "numeric" },
+  { id: "ratio", type: "float8" },
+  { id: "category", type: "text" },
+  { id: "name", type: "text" },
+  { id: "note", type: "text" },
+  { id: "formula", type: "text" },
+  { id: "created", type: "timestamp" },
+  { id: "active", type: "bool" },
+];
 
 const VOCABULARY = ["glacier", "river", "meadow", "canyon", "desert", "valley", "mountain", "forest"];
 const CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"];
@@ -9,33 +25,30 @@ const CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"];
 const EPOCH_SECONDS = 1_577_836_800;
 const STEP_SECONDS = 150;
 
-/** A 32-bit avalanche hash (murmur3 finaliser) of the row index, salted per column. */
-function hash(index: number, salt: number): number {
-  let h = (index + Math.imul(salt, 0x9e3779b9)) | 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
 function word(h: number, shift: number): string {
   return VOCABULARY[(h >>> shift) & 7] ?? "river";
 }
 
-function amount(index: number): number | null {
-  const id = index + 1;
-  if (id % 17 === 0) return null;
-  const cents = (hash(index, 2) % 1_600_000) - 600_000;
-  return cents / 100;
+/** Cents as numeric text with its two decimals: "-0.50", "1274.30". */
+export function centsText(cents: number): string {
+  const sign = cents < 0 ? "-" : "";
+  const abs = Math.abs(cents);
+  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, "0")}`;
 }
 
-function ratio(index: number): number {
-  // 53 random bits: a float8 with a full-length mantissa, like the fixtures' values.
-  const high = hash(index, 3) >>> 11;
-  const low = hash(index, 4);
-  return (high * 4294967296 + low) / 9007199254740992;
+/** 20 integer digits and 9 decimals: 29 significant digits, where a double keeps about 17. */
+export function longDecimal(index: number, salt: number): string {
+  const whole = (BigInt(hash(index, salt)) << 32n) | BigInt(hash(index, salt + 1));
+  const digits = (10n ** 19n + (whole % (9n * 10n ** 19n))).toString();
+  const fraction = String(hash(index, salt + 2) % 1_000_000_000).padStart(9, "0");
+  return `${hash(index, salt + 3) & 1 ? "-" : ""}${digits}.${fraction}`;
+}
+
+function amount(index: number): string | null {
+  const id = index + 1;
+  if (id % 17 === 0) return null;
+  if (id % 97 === 0) return longDecimal(index, 20);
+  return centsText((hash(index, 2) % 1_600_000) - 600_000);
 }
 
 function name(index: number): string | null {
@@ -100,7 +113,7 @@ const GENERATORS: readonly ((index: number) => Value)[] = [
   (index) => index + 1,
   (index) => index + 1,
   amount,
-  ratio,
+  (index) => unitDouble(index, 3),
   (index) => CATEGORIES[hash(index, 1) % CATEGORIES.length] ?? "alpha",
   name,
   note,
@@ -109,14 +122,18 @@ const GENERATORS: readonly ((index: number) => Value)[] = [
   active,
 ];
 
-/** The value of column `column` (a COLUMNS position) in row `index` (0-based). */
+/** The value of column `column` (a SAMPLE_COLUMNS position) in row `index` (0-based). */
 export function cellAt(column: number, index: number): Value {
   const generate = GENERATORS[column];
   if (!generate) throw new RangeError(`no column ${column}`);
   return generate(index);
 }
 
-/** A whole row in COLUMNS order. */
+/** A whole row in SAMPLE_COLUMNS order. */
 export function rowAt(index: number): Value[] {
   return GENERATORS.map((generate) => generate(index));
+}
+
+export function sampleTable(rows: number): Table {
+  return defineTable(SAMPLE_COLUMNS, rows, cellAt);
 }
