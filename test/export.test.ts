@@ -1,6 +1,6 @@
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { harness, readAll } from "./harness.ts";
+import { asCsvText, exactJson, ExactNumber, harness, readAll } from "./harness.ts";
 
 const SAMPLE = "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2";
 const HEADER = "id,amount,ratio,category,name,note,formula,created,active";
@@ -64,11 +64,11 @@ describe("GET /export.csv", () => {
     const { get } = harness({ env: { PAGE_SIZE: "300" } });
     const query = 'resource=sample&limit=1200&filters={"category":["alpha","beta"]}&formula_guard=0';
     const csv = await (await get(`/export.csv?${query}`)).text();
-    const json = (await (await get(`/export.json?${query.replace("&formula_guard=0", "")}`)).json()) as Record<string, unknown>[];
+    const json = exactJson(await (await get(`/export.json?${query.replace("&formula_guard=0", "")}`)).text()) as Record<string, unknown>[];
     const parsed = Papa.parse<Record<string, string>>(csv, { header: true, skipEmptyLines: true, newline: "\r\n" }).data;
     expect(parsed).toHaveLength(1200);
     expect(json).toHaveLength(1200);
-    const asCsvText = (v: unknown): string => (v === null ? "" : typeof v === "string" ? v : JSON.stringify(v));
+    // Both carry CKAN's own text for every number (`-3699.60` stays `-3699.60`).
     expect(parsed).toEqual(json.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, asCsvText(v)]))));
   });
 
@@ -76,8 +76,8 @@ describe("GET /export.csv", () => {
     const { get } = harness();
     const csv = await (await get("/export.csv?resource=sample&limit=400&fields=id,amount,formula")).text();
     const rows = Papa.parse<string[]>(csv.trimEnd(), { newline: "\r\n" }).data.slice(1);
-    const json = (await (await get("/export.json?resource=sample&limit=400&fields=id,amount,formula")).json()) as {
-      amount: number | null;
+    const json = exactJson(await (await get("/export.json?resource=sample&limit=400&fields=id,amount,formula")).text()) as {
+      amount: ExactNumber | null;
       formula: string | null;
     }[];
     let guarded = 0;
@@ -86,10 +86,10 @@ describe("GET /export.csv", () => {
       const risky = /^[=+\-@\t\r\n]/.test(original) && !/^[+-]?\d+(\.\d+)?$/.test(original);
       expect(row[2]).toBe(risky ? `'${original}` : original);
       if (risky) guarded++;
-      expect(row[1]).toBe(json[i]!.amount === null ? "" : String(json[i]!.amount));
+      expect(row[1]).toBe(json[i]!.amount === null ? "" : json[i]!.amount.text);
     }
     expect(guarded).toBeGreaterThan(10);
-    expect(json.some((r) => r.amount !== null && r.amount < 0)).toBe(true);
+    expect(json.some((r) => r.amount !== null && r.amount.text.startsWith("-"))).toBe(true);
   });
 
   it("writes a BOM, no header, and semicolons on request; TSV and NDJSON too", async () => {

@@ -103,3 +103,25 @@ export async function readAll(response: Response): Promise<{ text: string; error
     return { text: text + decoder.decode(), error };
   }
 }
+
+/**
+ * A JSON body read with every number kept as its source text (JSON.parse's source access), so a
+ * spec can compare exact digits: `12345678901234567890.10` stays that, not a rounded double.
+ */
+export function exactJson(text: string): unknown {
+  return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) =>
+    typeof value === "number" ? new ExactNumber(context?.source ?? String(value)) : value,
+  );
+}
+
+export class ExactNumber {
+  constructor(readonly text: string) {}
+}
+
+/** A JSON value as the CSV export's rule writes it (see README, "Values are exact"). */
+export function asCsvText(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  if (value instanceof ExactNumber) return value.text;
+  if (typeof value === "string") return value;
+  return JSON.stringify(value, (_key, v: unknown) => (v instanceof ExactNumber ? Number(v.text) : v));
+}

@@ -1,0 +1,111 @@
+import Papa from "papaparse";
+import { describe, expect, it } from "vitest";
+import { EMULATOR_RESOURCES } from "../emulator/index.ts";
+import { asCsvText, exactJson, harness } from "./harness.ts";
+
+// The edge-case table (every column type, CKAN's own edge values, 4321 rows) exported through every
+// path: several pages of each kind, keyset (2.12) and offset (2.10) paging, CKAN's CSV pages
+// rewritten and JSON pages encoded. Every value must leave as CKAN wrote it, by one rule per format.
+
+const EDGE = EMULATOR_RESOURCES.edge;
+const ROWS = 4321;
+const COLUMNS = ["id", "amount", "ratio", "category", "name", "note", "formula", "created", "day", "active", "tags", "meta"];
+const JSON_COLUMNS = new Set(["tags", "meta"]);
+
+/** What CKAN itself says, asked directly in one call: each value's JSON and its CSV text. */
+async function ckanSays(version: "2.10" | "2.12") {
+  const { emulator } = harness({ emulator: { version } });
+  const ask = async (records_format: string) => {
+    const request = new Request("http://ckan.test/api/action/datastore_search", {
+      method: "POST",
+      body: JSON.stringify({ resource_id: EDGE, limit: 32000, sort: "_id", fields: COLUMNS, records_format }),
+    });
+    return (await emulator.fetch(request)).text();
+  };
+  const lists = (exactJson(await ask("lists")) as { result: { records: unknown[][] } }).result.records;
+  const csv = JSON.parse(await ask("csv")) as { result: { records: string } };
+  // CKAN's CSV holds arrays and json exactly as CKAN wrote them (spacing, escapes).
+  const csvCells = Papa.parse<string[]>(csv.result.records, { newline: "\n" }).data.filter((r) => r.length > 1);
+  return { lists, csvCells };
+}
+
+/** The CSV cell our rule writes for CKAN's value (formula guard off: the guard has its own specs). */
+const expectedCell = (value: unknown, csvCell: string, column: string): string =>
+  value === null ? "" : JSON_COLUMNS.has(column) ? csvCell : asCsvText(value);
+
+describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) => {
+  const env = { PAGE_SIZE: "500", BUFFER_BYTES: "0" };
+
+  it("CSV: every cell is CKAN's text, and CKAN's CSV pages give the same bytes as its JSON pages", async () => {
+    const { lists, csvCells } = await ckanSays(version);
+    expect(lists).toHaveLength(ROWS);
+    const path = "/export.csv?resource=edge&formula_guard=0";
+    const passthrough = harness({ emulator: { version }, env });
+    const rows = harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } });
+    const [viaCsv, viaJson] = [await (await passthrough.get(path)).text(), await (await rows.get(path)).text()];
+    // Several pages of each kind: CKAN's CSV text rewritten, and JSON rows encoded.
+    expect(passthrough.calls.filter((c) => c.body.records_format === "csv").length).toBeGreaterThan(3);
+    expect(rows.calls.filter((c) => c.body.records_format === "csv")).toHaveLength(0);
+    expect(viaCsv).toBe(viaJson);
+
+    const cells = Papa.parse<string[]>(viaCsv.trimEnd(), { newline: "\r\n" }).data;
+    expect(cells[0]).toEqual(COLUMNS);
+    expect(cells).toHaveLength(ROWS + 1);
+    for (const [i, value] of lists.entries()) {
+      expect(cells[i + 1], `row ${i + 1}`).toEqual(value.map((v, c) => expectedCell(v, csvCells[i]![c]!, COLUMNS[c]!)));
+    }
+    // Null and the empty string stay apart: an empty cell, and "".
+    expect(viaCsv).toMatch(/\r\n9,-50697\.42,[^\r\n]*,epsilon,"",/);
+    expect(viaCsv).toContain(",12345678901234567890.123456789,");
+  });
+
+  it("TSV: the same cells as the CSV", async () => {
+    const h = harness({ emulator: { version }, env });
+    const csv = Papa.parse<string[]>((await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(), { newline: "\r\n" }).data;
+    const tsv = await (await h.get("/export.tsv?resource=edge&formula_guard=0")).text();
+    expect(Papa.parse<string[]>(tsv.trimEnd(), { newline: "\r\n", delimiter: "\t" }).data).toEqual(csv);
+  });
+
+  it("JSON and NDJSON: every value is CKAN's JSON text, numbers and json spacing included", async () => {
+    const { lists, csvCells } = await ckanSays(version);
+    const h = harness({ emulator: { version }, env });
+    const text = await (await h.get("/export.json?resource=edge")).text();
+    const records = exactJson(text) as Record<string, unknown>[];
+    expect(records).toHaveLength(ROWS);
+    for (const [i, value] of lists.entries()) {
+      expect(Object.keys(records[i]!)).toEqual(COLUMNS);
+      expect(Object.values(records[i]!), `row ${i + 1}`).toEqual(value);
+    }
+    const lines = text.split("\n").slice(1, -2).map((line) => line.replace(/,$/, ""));
+    expect(lines).toHaveLength(ROWS);
+    for (const [i, line] of lines.entries()) {
+      const meta = csvCells[i]![11]!;
+      expect(line, `row ${i + 1}`).toContain(`"meta":${meta === "null" ? "null" : meta}}`);
+    }
+    const ndjson = new TextDecoder().decode(await (await h.get("/export.ndjson?resource=edge")).arrayBuffer());
+    expect(ndjson.trimEnd().split("\n")).toEqual(lines);
+  });
+});
+
+describe("q and totals on a CKAN that answers like the real one", () => {
+  it("exports a q search without fields, which CKAN's lists would refuse with a 409", async () => {
+    const { get, calls } = harness({ emulator: { version: "2.12" } });
+    const res = await get("/export.csv?resource=edge&q=glacier");
+    expect(res.status).toBe(200);
+    const rows = Papa.parse<string[]>((await res.text()).trimEnd(), { newline: "\r\n" }).data;
+    expect(rows[0]).toEqual(COLUMNS);
+    expect(rows.length).toBeGreaterThan(10);
+    expect(calls.every((c) => !(c.body.q !== undefined && c.body.records_format === "lists" && c.body.fields === undefined))).toBe(true);
+  });
+
+  it("loses no row when CKAN's cached count is lower than the rows there are", async () => {
+    for (const sort of ["", "&sort=id desc"]) {
+      const { get } = harness({ emulator: { version: "2.12", staleTotal: 10 }, env: { PAGE_SIZE: "1000", BUFFER_BYTES: "0" } });
+      const res = await get(`/export.csv?resource=edge&fields=id${sort}`);
+      expect(res.headers.get("x-total-count"), sort).toBe(String(ROWS - 10));
+      const ids = (await res.text()).trimEnd().split("\r\n").slice(1);
+      expect(ids, sort).toHaveLength(ROWS);
+      expect(new Set(ids).size, sort).toBe(ROWS);
+    }
+  });
+});
