@@ -109,3 +109,26 @@ describe("q and totals on a CKAN that answers like the real one", () => {
     }
   });
 });
+
+describe("range filters", () => {
+  it("pass on to CKAN 2.12, from the URL form and from filters JSON", async () => {
+    const { get, calls } = harness({ emulator: { version: "2.12" } });
+    const res = await get("/export.csv?resource=edge&fields=id,amount&filter.id[gte]=100&filter.id[lt]=110");
+    expect(res.status).toBe(200);
+    const ids = (await res.text()).trimEnd().split("\r\n").slice(1).map((line) => Number(line.split(",")[0]));
+    expect(ids).toEqual(Array.from({ length: 10 }, (_, i) => 100 + i));
+    expect(calls[0]!.body.filters).toEqual({ id: { gte: "100", lt: "110" } });
+    const json = await get('/export.json?resource=edge&fields=id&filters={"id":{"gt":4319}}');
+    expect(await json.json()).toEqual([{ id: 4320 }, { id: 4321 }]);
+  });
+
+  it("get a 400 that says why on a CKAN older than 2.12", async () => {
+    const { get } = harness({ emulator: { version: "2.10" } });
+    const res = await get("/export.csv?resource=sample&filter.id[gte]=100");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string; parameter: string } };
+    expect(error.parameter).toBe("filters");
+    expect(error.message).toMatch(/does not support range filters.*CKAN 2\.12/);
+    expect(error.message).not.toMatch(/SELECT|adapt/);
+  });
+});
