@@ -1,6 +1,6 @@
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { asCsvText, exactJson, ExactNumber, harness, readAll } from "./harness.ts";
+import { asCsvText, exactJson, ExactNumber, harness, isProbe, pageCalls, readAll } from "./harness.ts";
 
 const SAMPLE = "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2";
 const HEADER = "id,amount,ratio,category,name,note,formula,created,active";
@@ -181,28 +181,31 @@ describe("row budget", () => {
     const { get, calls } = harness({ emulator: { rowsMax: 300, version: "2.12" }, env: { PAGE_SIZE: "1000" } });
     const text = await (await get("/export.csv?resource=sample&limit=1000&fields=id")).text();
     expect(text.trimEnd().split("\r\n").slice(1).map(Number)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
-    expect(calls.map((c) => c.body.limit)).toEqual([1000, 300, 300, 100]);
+    expect(pageCalls(calls).map((c) => c.body.limit)).toEqual([1000, 300, 300, 100]);
   });
 });
 
 describe("keyset paging", () => {
-  it("on first contact with a CKAN 2.12 site, asks both ways at once and pages by keyset", async () => {
+  it("on first contact with a CKAN 2.12 site, asks both ways at once and pages by _id ranges", async () => {
     const { get, calls } = harness({ warm: false, emulator: { version: "2.12" }, env: { PAGE_SIZE: "500" } });
     const text = await (await get("/export.csv?resource=sample&limit=1200&fields=id")).text();
     expect(text.trimEnd().split("\r\n").slice(1).map(Number)).toEqual(Array.from({ length: 1200 }, (_, i) => i + 1));
     expect(calls[0]!.body.include_next_page).toBe(true);
     expect(calls[1]!.body.include_next_page).toBeUndefined();
-    expect(calls.slice(2).map((c) => c.body.filters)).toEqual([{ _id: { gt: 500 } }, { _id: { gt: 1000 } }]);
+    // Then ranges of _id after the first page's last one, sized by the table's density, up to the limit.
+    expect(pageCalls(calls.slice(2)).map((c) => c.body.filters)).toEqual([{ _id: { gt: 500, lte: 1000 } }, { _id: { gt: 1000, lte: 1200 } }]);
+    expect(calls.slice(2).filter((c) => isProbe(c.body))).toHaveLength(1);
   });
 
-  it("uses next_page on CKAN 2.12", async () => {
+  it("continues after the first page's last _id on CKAN 2.12, whatever the offset", async () => {
     const { get, calls } = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "500" } });
     const text = await (await get("/export.csv?resource=sample&limit=1600&offset=10&fields=id")).text();
     expect(text.trimEnd().split("\r\n").slice(1).map(Number)).toEqual(Array.from({ length: 1600 }, (_, i) => i + 11));
     expect(calls[0]!.body.include_next_page).toBe(true);
     expect(calls[0]!.body.offset).toBe(10);
-    expect(calls[1]!.body.offset).toBeUndefined();
-    expect(calls[1]!.body.filters).toEqual({ _id: { gt: 510 } });
+    const later = pageCalls(calls.slice(1));
+    expect(later[0]!.body.offset).toBeUndefined();
+    expect(later[0]!.body.filters).toEqual({ _id: { gt: 510, lte: 1010 } });
   });
 
   it("falls back to offset paging when CKAN 2.10 rejects include_next_page, without a round trip, and remembers", async () => {
@@ -221,7 +224,11 @@ describe("keyset paging", () => {
 });
 
 describe("failures", () => {
-  const fail500 = (on: number) => (n: number) => (n >= on ? new Response("boom", { status: 500 }) : undefined);
+  /** Fails the `on`-th page request and every one after (the probe for the largest _id is not a page). */
+  const fail500 = (on: number) => {
+    let pages = 0;
+    return (_n: number, body: Record<string, unknown>) => (!isProbe(body) && ++pages >= on ? new Response("boom", { status: 500 }) : undefined);
+  };
 
   it("makes a CSV cut off on the third page visibly incomplete, and errors the stream", async () => {
     const { get } = harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "1" }, fault: fail500(3) });

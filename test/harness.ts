@@ -115,7 +115,10 @@ export function exactJson(text: string): unknown {
 }
 
 export class ExactNumber {
-  constructor(readonly text: string) {}
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
 }
 
 /** A JSON value as the CSV export's rule writes it (see README, "Values are exact"). */
@@ -125,3 +128,9 @@ export function asCsvText(value: unknown): string {
   if (typeof value === "string") return value;
   return JSON.stringify(value, (_key, v: unknown) => (v instanceof ExactNumber ? Number(v.text) : v));
 }
+
+/** The probe for the largest `_id` (CKAN 2.12, `_id` order): one small call beside the pages. */
+export const isProbe = (body: Record<string, unknown>): boolean => body.sort === "_id desc" && body.limit === 1;
+
+/** The upstream calls that fetched pages (the probe left out). */
+export const pageCalls = (calls: UpstreamCall[]): UpstreamCall[] => calls.filter((c) => !isProbe(c.body));

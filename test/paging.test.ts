@@ -1,6 +1,6 @@
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { harness, readAll } from "./harness.ts";
+import { harness, isProbe, pageCalls, readAll } from "./harness.ts";
 
 const ids = (csv: string): number[] => csv.trimEnd().split("\r\n").slice(1).map(Number);
 const range = (from: number, count: number): number[] => Array.from({ length: count }, (_, i) => from + i);
@@ -10,7 +10,7 @@ describe("paging", () => {
     const { get, calls } = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "32000" } });
     const text = await (await get("/export.csv?resource=sample&limit=40000&fields=id")).text();
     expect(ids(text)).toEqual(range(1, 40000));
-    expect(calls.map((c) => c.body.limit)).toEqual([1000, 32000, 7000]);
+    expect(pageCalls(calls).map((c) => c.body.limit)).toEqual([1000, 32000, 7000]);
   });
 
   it("keeps UPSTREAM_CONCURRENCY offset pages in flight when the total is known, and writes them in order", async () => {
@@ -34,6 +34,35 @@ describe("paging", () => {
     const offsets = calls.slice(1).map((c) => c.body.offset);
     expect(offsets).toEqual(range(0, 11).map((i) => 507 + i * 500));
     expect(calls.slice(1).every((c) => c.body.include_total === false)).toBe(true);
+  });
+
+  it("on CKAN 2.12 keeps UPSTREAM_CONCURRENCY _id ranges in flight, written in table order, whatever the _id gaps", async () => {
+    let open = 0;
+    let most = 0;
+    const h = harness({
+      emulator: { version: "2.12" },
+      env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3", BUFFER_BYTES: "0" },
+      fault: async (n, body) => {
+        if (n <= 1 || isProbe(body)) return undefined;
+        open++;
+        most = Math.max(most, open);
+        // Later ranges answer sooner: only strict ordering keeps the rows in order.
+        const range = (body.filters as { _id: { gt: number } })._id;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, 40 - range.gt / 200)));
+        open--;
+        return undefined;
+      },
+    });
+    // A filter leaves the matching _ids far apart and uneven: ranges are sized by density, and every row still comes once.
+    const path = "/export.csv?resource=sample&filter.category=alpha&fields=id,category&limit=6000";
+    const byRanges = await (await h.get(path)).text();
+    const byOffset = await (await harness({ env: { PAGE_SIZE: "500" } }).get(path)).text();
+    expect(byRanges).toBe(byOffset);
+    expect(byRanges.trimEnd().split("\r\n")).toHaveLength(6001);
+    expect(most).toBe(3);
+    const later = pageCalls(h.calls.slice(1));
+    expect(later.every((c) => c.body.offset === undefined && c.body.include_total === false)).toBe(true);
+    expect(later.every((c) => (c.body.filters as Record<string, unknown>).category === "alpha")).toBe(true);
   });
 
   it("fills the gaps when the site caps pages lower than asked, even with pages in flight", async () => {

@@ -1,29 +1,31 @@
 import { HttpError } from "../errors.ts";
-import { batchRows, type Batch } from "../format/batch.ts";
+import { batchRows, leadingRows, type Batch } from "../format/batch.ts";
 import type { CkanClient } from "./client.ts";
 import type { PageSizer } from "./page-size.ts";
 import type { Filters, SearchRequest, SearchResult } from "./types.ts";
+
+/**
+ * A stretch of the table one request asks for: rows from an offset (CKAN before 2.12, or a user's
+ * sort), or rows in an `_id` range (CKAN 2.12's range filters: no deep offsets, and ranges can be
+ * fetched side by side). `upTo` undefined: to the end of the table.
+ */
+export type Stretch = { offset: number; count: number } | { after: number; upTo: number | undefined; count: number };
+
+/** A page as the loop reads it: the batch for the encoder and the last `_id` in it (for `_id` ranges). */
+export interface Page {
+  batch: Batch;
+  lastId: number | undefined;
+}
 
 /** How the rest of an export is fetched, decided once its first page is in. */
 export interface PagePlan {
   client: CkanClient;
   /** The request every later page starts from (columns, order, records format). */
   base: SearchRequest;
-  /** The user's filters, which keyset paging extends with `next_page`. */
+  /** The user's filters, which `_id` ranges extend. */
   filters: Filters;
-  /** The user's offset: offset pages count from it. */
-  offset: number;
-  /** Follow `next_page` (sequential) instead of offsets. */
-  keyset: boolean;
-  /** Offset pages in flight at once. */
-  window: number;
   /** Rows wanted in all: the limit, or MAX_ROWS + 1 to tell "exactly the maximum" from "more". */
   wanted: number;
-  /**
-   * Rows to plan offset pages for at once: CKAN's count when it gave one, else `wanted`. Only a plan:
-   * the count may be stale (CKAN 2.12 caches it), so a table that goes on past it is read to its end.
-   */
-  planned: number;
   /** MAX_ROWS when the link set no limit: passing it is an error, never a silent cut. */
   maxRows: number | undefined;
   tooMany: () => HttpError;
@@ -35,68 +37,104 @@ export interface PagePlan {
   firstRows: Batch;
   /** The limit the first page was asked with. */
   firstLimit: number;
-  /** A page's records as a batch for the encoder (rows, or rewritten CSV text). */
-  batchOf: (result: SearchResult) => Batch;
-}
-
-/** Rows of one planned stretch of the table, and whether the table ended inside it. */
-interface Fetched {
-  rows: Batch;
-  result: SearchResult;
-  ended: boolean;
-}
-
-/** Two parts of one planned stretch (a site cap split it), in order. */
-function join(a: Batch, b: Batch): Batch {
-  if (Array.isArray(a) && Array.isArray(b)) return a.concat(b);
-  if (!Array.isArray(a) && !Array.isArray(b)) return { text: a.text + b.text, rows: a.rows + b.rows };
-  throw new HttpError(502, "CKAN answered one stretch of the table in two record formats.");
-}
-
-/** CKAN never sends more rows than asked; if it did, rows can be cut, CSV text cannot. */
-function trim(batch: Batch, rows: number): Batch {
-  if (Array.isArray(batch)) return batch.slice(0, rows);
-  throw new HttpError(502, "CKAN answered with more rows than asked for.");
-}
-
-/** A stretch of the table by offset; a site cap below `count` costs extra requests, never rows. */
-async function fetchStretch(plan: PagePlan, offset: number, count: number): Promise<Fetched> {
-  const { client, base, sizer, signal } = plan;
-  let rows: Batch | undefined;
-  for (let at = offset, left = count; ; ) {
-    const result = await client.search({ ...base, offset: at, limit: left }, signal);
-    const got = plan.batchOf(result);
-    const n = batchRows(got);
-    rows = rows === undefined ? got : join(rows, got);
-    const capped = typeof result.limit === "number" && result.limit < left;
-    if (capped) sizer.capAt(result.limit as number);
-    sizer.observe(result.responseBytes, n);
-    if (n >= left) return { rows, result, ended: false };
-    if (n === 0 || !capped) return { rows, result, ended: true };
-    at += n;
-    left -= n;
-  }
-}
-
-/** The page after `after`, by CKAN 2.12's `next_page` filter. */
-async function fetchKeyset(plan: PagePlan, after: SearchResult, seen: number): Promise<Fetched> {
-  if (after.next_page === undefined) throw new HttpError(502, "CKAN stopped handing out next pages before the end of the table.");
-  const limit = Math.min(plan.sizer.rows, plan.wanted - seen);
-  const body = { ...plan.base, limit, filters: { ...plan.filters, ...after.next_page }, include_next_page: true };
-  const result = await plan.client.search(body, plan.signal);
-  const rows = plan.batchOf(result);
-  const n = batchRows(rows);
-  const applied = typeof result.limit === "number" ? Math.min(result.limit, limit) : limit;
-  if (applied < limit) plan.sizer.capAt(applied);
-  plan.sizer.observe(result.responseBytes, n);
-  return { rows, result, ended: n < applied };
+  /** A page's records as a batch for the encoder, with its last `_id` when the page carries it. */
+  pageOf: (result: SearchResult) => Page;
+  /**
+   * Stretches to fetch after the first page, planned as they are needed (see `offsetStretches` and
+   * `idStretches`); a promise while a probe runs, awaited only after the first page is yielded.
+   */
+  stretches: StretchPlanner | Promise<StretchPlanner>;
+  /** Stretches in flight at once (at least 1). */
+  window: number;
 }
 
 /**
- * The one paging loop. Keyset paging (CKAN 2.12+) is sequential by nature, one page fetched ahead.
- * Offset paging with an exact total keeps `window` planned pages in flight, yielded strictly in
- * order. Without an exact total, one page ahead, and the end is found by counting rows, never by
- * trusting `_links` or a page's size.
+ * Plans the next stretch: `rowsPlanned` rows are already asked for (the first page included).
+ * Undefined: nothing more to plan until the stretches in flight come back (or ever).
+ */
+export type StretchPlanner = (rowsPlanned: number, inflight: number) => Stretch | undefined;
+
+/** One fetched stretch: its page, whether the table ended inside it, and what is left of it. */
+interface Fetched {
+  page: Page;
+  result: SearchResult;
+  ended: boolean;
+  /** The rest of the stretch when a page could not hold it (a site cap, or a dense `_id` range). */
+  rest: Stretch | undefined;
+}
+
+async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Fetched> {
+  const { sizer } = plan;
+  const body: SearchRequest =
+    "offset" in stretch
+      ? { ...plan.base, offset: stretch.offset, limit: stretch.count }
+      : {
+          ...plan.base,
+          limit: stretch.count,
+          filters: { ...plan.filters, _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo } },
+        };
+  const result = await plan.client.search(body, plan.signal);
+  const page = plan.pageOf(result);
+  const n = batchRows(page.batch);
+  const applied = typeof result.limit === "number" ? Math.min(result.limit, stretch.count) : stretch.count;
+  if (applied < stretch.count) sizer.capAt(applied);
+  sizer.observe(result.responseBytes, n);
+  if ("offset" in stretch) {
+    if (n >= stretch.count) return { page, result, ended: false, rest: undefined };
+    // Short because the site capped the page: the rest is fetched, never skipped.
+    if (n > 0 && applied < stretch.count) return { page, result, ended: false, rest: { offset: stretch.offset + n, count: stretch.count - n } };
+    return { page, result, ended: true, rest: undefined };
+  }
+  if (n < applied) return { page, result, ended: stretch.upTo === undefined, rest: undefined };
+  if (page.lastId === undefined) throw new HttpError(502, "CKAN's page carries no _id to continue from.");
+  const done = stretch.upTo !== undefined && page.lastId >= stretch.upTo;
+  return { page, result, ended: false, rest: done ? undefined : { after: page.lastId, upTo: stretch.upTo, count: sizer.rows } };
+}
+
+/**
+ * Offset stretches: with CKAN's count, up to the count at once; past it (a stale count), one at a
+ * time, each asked only once the one before came back full.
+ */
+export function offsetStretches(offset: number, counted: number, wanted: number, sizer: PageSizer): StretchPlanner {
+  return (planned, inflight) => {
+    const beyond = planned >= counted;
+    if (beyond && inflight > 0) return undefined;
+    const count = Math.min(sizer.rows, (beyond ? wanted : counted) - planned);
+    return count > 0 ? { offset: offset + planned, count } : undefined;
+  };
+}
+
+/**
+ * `_id` ranges after `after` (the first page's last `_id`) up to `largest` (the largest `_id`
+ * matching, from one probe), each sized to hold about a page at the table's `_id` density, the last
+ * one open-ended so rows past the probe (or past CKAN's count) are still read. Correctness never
+ * depends on the density: a range with more rows than a page continues, one with fewer costs a
+ * short request.
+ */
+export function idStretches(after: number, largest: number | undefined, density: number, wanted: number, sizer: PageSizer): StretchPlanner {
+  let next = after;
+  let open = false;
+  return (planned, inflight) => {
+    if (open) return undefined;
+    const rows = Math.min(sizer.rows, wanted - planned);
+    // Ranges enough for the rows wanted are out: more only if they come back emptier than foreseen.
+    if (rows <= 0 && inflight > 0) return undefined;
+    const span = Math.max(1, Math.ceil(rows / Math.max(density, 1e-9)));
+    // The open-ended range always comes last: ranges emptier than foreseen must never end the export.
+    if (rows <= 0 || largest === undefined || next + span >= largest) {
+      open = true;
+      return { after: next, upTo: undefined, count: rows > 0 ? rows : sizer.rows };
+    }
+    const stretch = { after: next, upTo: next + span, count: rows };
+    next += span;
+    return stretch;
+  };
+}
+
+/**
+ * The one paging loop: stretches planned ahead, `window` of them in flight, yielded strictly in
+ * table order; what is left of a stretch is fetched next, ahead of the others. The end is found by
+ * counting rows, never by trusting `_links`, a page's size or CKAN's count.
  */
 export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, undefined> {
   const { first, firstRows, sizer, wanted } = plan;
@@ -104,36 +142,45 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, plan.firstLimit) : plan.firstLimit;
   if (firstApplied < plan.firstLimit) sizer.capAt(firstApplied);
   sizer.observe(first.responseBytes, firstCount);
-  let current: Fetched = { rows: firstRows, result: first, ended: firstCount < firstApplied };
-  const count = (): number => batchRows(current.rows);
+  let current: Fetched = { page: { batch: firstRows, lastId: undefined }, result: first, ended: firstCount < firstApplied, rest: undefined };
   let planned = firstCount;
   let seen = 0;
   const inflight: Promise<Fetched>[] = [];
-  const next = (): Promise<Fetched> | undefined => {
-    if (plan.keyset) return inflight.length === 0 ? fetchKeyset(plan, current.result, seen + count()) : undefined;
-    // Past the count, one page at a time, asked only once the page before came back full.
-    const beyond = planned >= plan.planned;
-    if (beyond && inflight.length > 0) return undefined;
-    const size = Math.min(sizer.rows, (beyond ? wanted : plan.planned) - planned);
-    if (size <= 0) return undefined;
-    const stretch = fetchStretch(plan, plan.offset + planned, size);
-    planned += size;
-    return stretch;
+  const start = (stretch: Stretch): Promise<Fetched> => {
+    const fetching = fetchStretch(plan, stretch);
+    // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
+    fetching.catch(() => {});
+    return fetching;
+  };
+  let planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
+  const fill = (): void => {
+    while (planner !== undefined && inflight.length < plan.window) {
+      const stretch = planner(planned, inflight.length);
+      if (stretch === undefined) break;
+      inflight.push(start(stretch));
+      planned += stretch.count;
+    }
   };
   try {
     for (;;) {
-      if (plan.maxRows !== undefined && seen + count() > plan.maxRows) throw plan.tooMany();
-      const last = current.ended || seen + count() >= wanted;
-      while (!last && inflight.length < plan.window) {
-        const fetching = next();
-        if (fetching === undefined) break;
-        // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
-        fetching.catch(() => {});
-        inflight.push(fetching);
+      const count = batchRows(current.page.batch);
+      if (plan.maxRows !== undefined && seen + count > plan.maxRows) throw plan.tooMany();
+      const last = current.ended || seen + count >= wanted;
+      if (!last && current.rest !== undefined) {
+        // The rest of this stretch comes right after it, ahead of the stretches already in flight.
+        inflight.unshift(start(current.rest));
+        // An offset stretch's rest was planned with it; an `_id` range held more rows than foreseen.
+        if (!("offset" in current.rest)) planned += current.rest.count;
       }
-      const rows = seen + count() > wanted ? trim(current.rows, wanted - seen) : current.rows;
+      if (!last) fill();
+      // `_id` ranges side by side may bring more rows than the limit: the last page is cut.
+      const rows = seen + count > wanted ? leadingRows(current.page.batch, wanted - seen) : current.page.batch;
       seen += batchRows(rows);
       yield rows;
+      if (!last && planner === undefined) {
+        planner = await plan.stretches;
+        fill();
+      }
       const following = inflight.shift();
       if (last || following === undefined) return;
       current = await following;

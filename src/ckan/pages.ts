@@ -4,7 +4,7 @@ import type { Column } from "../format/types.ts";
 import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { fetchFirstPage, isBefore212, mayUseKeyset } from "./first-page.ts";
-import { readPages } from "./page-loop.ts";
+import { idStretches, offsetStretches, readPages, type Page, type StretchPlanner } from "./page-loop.ts";
 import { PageSizer } from "./page-size.ts";
 import { sortColumns } from "./sort.ts";
 import { isRangeFilter, type SearchRequest, type SearchResult, type TableQuery } from "./types.ts";
@@ -66,6 +66,36 @@ function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string):
     `CKAN refused the range filter on ${fields}: either the site runs a CKAN older than 2.12 (range filters need 2.12), or a bound does not fit the column's type.`,
     { parameter: "filters", cause: error },
   );
+}
+
+/** The last `_id` of a page: the last cell of its last row (lists or CSV), or by name (objects). */
+function lastIdOf(result: SearchResult): number | undefined {
+  const records = result.records;
+  let raw: string | undefined;
+  if (typeof records === "string") {
+    let end = records.length;
+    while (end > 0 && (records.charCodeAt(end - 1) === 10 || records.charCodeAt(end - 1) === 13)) end--;
+    raw = records.slice(Math.max(records.lastIndexOf(",", end - 1), records.lastIndexOf("\n", end - 1)) + 1, end);
+  } else {
+    const record = records.at(-1);
+    if (Array.isArray(record)) raw = record[result.fields.findIndex((f) => f.id === "_id")];
+    else if (record !== undefined) raw = record._id;
+  }
+  const id = Number(raw);
+  return raw !== undefined && raw !== "" && Number.isSafeInteger(id) ? id : undefined;
+}
+
+/** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */
+async function largestId(client: CkanClient, query: TableQuery, signal: AbortSignal): Promise<number | undefined> {
+  const probe: SearchRequest = { ...baseRequest(query), sort: "_id desc", fields: ["_id"], limit: 1, include_total: false };
+  try {
+    return lastIdOf(await client.search(probe, signal));
+  } catch (error) {
+    signal.throwIfAborted();
+    // Without it, one open-ended range: sequential, and still every row.
+    void error;
+    return undefined;
+  }
 }
 
 /** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
@@ -147,13 +177,15 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const columns = outputColumns(query, first.fields);
   const total = typeof first.total === "number" ? first.total : undefined;
   const { available, estimated } = checkMaxRows(query, first, options.maxRows);
-  // An estimated total may be short: planning by it could stop early, so count instead.
   const exact = available !== undefined && !estimated;
 
   // The first page told us the columns: later pages are asked for exactly those, in output order (plus
   // `_id` last for keyset paging), so their rows need no rearranging, and CSV ones can be rewritten as text.
   const idColumn = first.fields.find((f) => f.id === "_id");
   const incoming = keyset && idColumn !== undefined && !columns.includes(idColumn) ? [...columns, idColumn] : columns;
+  // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
+  // `fields` order), pages go by offset, which CKAN 2.12 serves as well.
+  const byId = keyset && incoming.at(-1)?.id === "_id";
   base.fields = incoming.map((c) => c.id);
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
@@ -162,27 +194,49 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     rewrite = options.passthrough(incoming, columns.length);
     base.records_format = "csv";
   }
-  const batchOf = (result: SearchResult): Batch =>
-    typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns);
+  const pageOf = (result: SearchResult): Page => ({
+    batch: typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns),
+    lastId: byId ? lastIdOf(result) : undefined,
+  });
+  const firstRows = rowsOf(first, columns);
+  const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
+  const after = byId && full ? lastIdOf(first) : undefined;
+
+  let stretches: StretchPlanner | Promise<StretchPlanner>;
+  let window: number;
+  if (after !== undefined) {
+    // In `_id` order on CKAN 2.12: ranges of `_id`, side by side, sized by the table's density.
+    window = Math.max(1, options.concurrency);
+    const rowsAfter = available === undefined ? undefined : Math.max(0, available - firstRows.length);
+    stretches =
+      window === 1
+        ? idStretches(after, undefined, 1, wanted, sizer)
+        : largestId(client, query, signal).then((largest) => {
+            const density = largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
+            return idStretches(after, largest, density, wanted, sizer);
+          });
+  } else {
+    // An estimated total may be short: planning by it could stop early, so count instead.
+    window = exact ? Math.max(1, options.concurrency) : 1;
+    stretches = offsetStretches(query.offset, exact ? Math.min(available, wanted) : wanted, wanted, sizer);
+  }
 
   const pages = readPages({
     client,
     base,
     filters: query.filters,
-    offset: query.offset,
-    keyset,
-    window: !keyset && exact ? Math.max(1, options.concurrency) : 1,
+    stretches,
+    window,
     wanted,
-    planned: exact ? Math.min(available, wanted) : wanted,
     maxRows: query.limit === undefined ? options.maxRows : undefined,
     tooMany: () => tooMany(undefined, false, options.maxRows),
     sizer,
     signal,
     stop,
     first,
-    firstRows: rowsOf(first, columns),
+    firstRows,
     firstLimit,
-    batchOf,
+    pageOf,
   });
   return {
     columns,

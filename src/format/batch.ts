@@ -13,3 +13,30 @@ export const batchRows = (batch: Batch): number => (Array.isArray(batch) ? batch
 
 /** Builds the rewriter of CSV pages for the columns as requested; those from `dropFrom` on are left out. */
 export type PassthroughFactory = (incoming: Column[], dropFrom: number) => (page: string) => PassedPage;
+
+/** The end of the first `rows` CRLF-ended rows of CSV text (a quoted cell may hold CR and LF). */
+function rowsEnd(text: string, rows: number): number {
+  let at = 0;
+  for (let row = 0; row < rows; row++) {
+    for (;;) {
+      const quote = text.indexOf('"', at);
+      const end = text.indexOf("\r\n", at);
+      if (end < 0) return text.length;
+      if (quote < 0 || end < quote) {
+        at = end + 2;
+        break;
+      }
+      // Past the quoted stretch; an escaped quote ("") closes and reopens it, which comes to the same.
+      const close = text.indexOf('"', quote + 1);
+      if (close < 0) return text.length;
+      at = close + 1;
+    }
+  }
+  return at;
+}
+
+/** The first `rows` rows of a batch: the end of an export that was asked for more than it needs. */
+export function leadingRows(batch: Batch, rows: number): Batch {
+  if (Array.isArray(batch)) return batch.slice(0, rows);
+  return { text: batch.text.slice(0, rowsEnd(batch.text, rows)), rows };
+}
