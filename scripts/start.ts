@@ -37,6 +37,8 @@ wrangler.stdout.on("data", (data: Buffer) => {
   if (announced || !/Ready on/i.test(data.toString())) return;
   announced = true;
   console.log(`
+Open ${origin}/ in a browser to build a link (columns, filters, preview, what to paste where).
+
 Try these links (paste a CSV one into Google Sheets as =IMPORTDATA("...") once deployed):
   ${origin}/export.csv?resource=sample&limit=100
   ${origin}/export.csv?resource=sample&q=glacier&fields=id,name,amount&sort=amount%20desc&limit=20

@@ -3,7 +3,14 @@ import type { UpstreamFetch } from "./ckan/types.ts";
 import { configFor, type Config } from "./config.ts";
 import type { Env } from "./env.ts";
 import { errorResponse, HttpError, toHttpError } from "./errors.ts";
-import { FORMATS } from "./format/index.ts";
+import { withColumnHint } from "./discovery/column-hint.ts";
+import { cachedJson } from "./discovery/cached-json.ts";
+import { indexRoute } from "./discovery/index-page.ts";
+import { openApiDocument } from "./discovery/openapi.ts";
+import { describeResource, listResources, type DiscoveryDeps } from "./discovery/resources.ts";
+import { signLinkRoute } from "./discovery/signed-links.ts";
+import { parameterAnchor, parameterEntry } from "./export/params.ts";
+import { wantsFresh } from "./http/edge-cache.ts";
 import { exportRoute } from "./http/export-route.ts";
 import { logRequest, requestInfo } from "./http/request-log.ts";
 import { log } from "./log.ts";
@@ -12,7 +19,7 @@ import { corsHeaders, preflight } from "./security/cors.ts";
 import { requireSignedLink } from "./security/links.ts";
 import { enforceRateLimit } from "./security/rate-limit.ts";
 import { signedPath } from "./security/signature.ts";
-import { requireAdmin } from "./snapshot/admin.ts";
+import { requireAdmin } from "./security/admin.ts";
 import { runJob, runScheduled, type SnapshotDeps } from "./snapshot/run.ts";
 import { bucketOf, findJob, listSnapshots, serveSnapshotFile } from "./snapshot/serve.ts";
 
@@ -47,6 +54,15 @@ export function createApp(deps: AppDeps) {
     return config;
   }
 
+  /** Discovery: with signing on it would reveal what exists, so it is for operators; rate-limited like links. */
+  async function guardDiscovery(request: IRequest, env: Env): Promise<DiscoveryDeps> {
+    const config = configFor(env);
+    if (config.linkSigningKey !== undefined) await requireAdmin(request as unknown as Request, config);
+    await enforceRateLimit(request as unknown as Request, env, config);
+    const origin = new URL(request.url).origin;
+    return { config, upstreamFetch: deps.upstreamFetch, origin, link: linkMaker(config, origin) };
+  }
+
   const router = Router<IRequest, [Env, ExecutionContext]>({
     before: [
       (request: IRequest) => {
@@ -64,7 +80,8 @@ export function createApp(deps: AppDeps) {
       if (httpError.status >= 500 && httpError.cause !== undefined) {
         log({ event: "error", id: requestInfo(request).id, message: httpError.message, cause: String(httpError.cause) }, redact);
       }
-      return errorResponse(httpError, redact);
+      const entry = httpError.status === 400 && httpError.parameter !== undefined ? parameterEntry(httpError.parameter) : undefined;
+      return errorResponse(httpError, redact, entry && `${new URL(request.url).origin}/#${parameterAnchor(entry)}`);
     },
     finally: [
       (response: Response, request: IRequest, env: Env) => {
@@ -83,14 +100,34 @@ export function createApp(deps: AppDeps) {
   });
 
   router.options("*", (request: IRequest) => preflight(request as unknown as Request));
-  router.all("/export.:format", async (request: IRequest, env: Env, ctx: ExecutionContext) =>
-    exportRoute(request as unknown as Request, String(request.params.format ?? ""), {
-      config: await guardLink(request, env),
+  router.all("/export.:format", async (request: IRequest, env: Env, ctx: ExecutionContext) => {
+    const config = await guardLink(request, env);
+    const format = String(request.params.format ?? "");
+    return exportRoute(request as unknown as Request, format, {
+      config,
       upstreamFetch: deps.upstreamFetch,
       info: requestInfo(request),
       waitUntil: (promise) => ctx.waitUntil(promise),
-    }),
-  );
+    }).catch((error: unknown) => withColumnHint(error, new URL(request.url), format, config, deps.upstreamFetch));
+  });
+  router.get("/resources", async (request: IRequest, env: Env) => {
+    const discovery = await guardDiscovery(request, env);
+    return cachedJson(new URL(request.url), discovery.config, () => listResources(discovery), wantsFresh(request as unknown as Request));
+  });
+  router.get("/resources/:alias", async (request: IRequest, env: Env) => {
+    const discovery = await guardDiscovery(request, env);
+    const alias = decodeURIComponent(String(request.params.alias));
+    return cachedJson(new URL(request.url), discovery.config, () => describeResource(alias, discovery), wantsFresh(request as unknown as Request));
+  });
+  router.get("/openapi.json", async (request: IRequest, env: Env) => {
+    await enforceRateLimit(request as unknown as Request, env, configFor(env));
+    return Response.json(openApiDocument(new URL(request.url).origin), { headers: { "cache-control": "public, max-age=300" } });
+  });
+  router.post("/links", async (request: IRequest, env: Env) => {
+    const config = configFor(env);
+    await requireAdmin(request as unknown as Request, config);
+    return signLinkRoute(request as unknown as Request, config);
+  });
   router.get("/snapshots", async (request: IRequest, env: Env) => {
     const config = configFor(env);
     // With signing on, the listing hands out signed links: it is for operators only.
@@ -108,9 +145,9 @@ export function createApp(deps: AppDeps) {
   router.all("/snapshots/:name/:file", async (request: IRequest, env: Env) =>
     serveSnapshotFile(request, await guardLink(request, env), bucketOf(env.SNAPSHOTS)),
   );
-  router.get("/", (request: IRequest) => Response.json(indexBody(new URL(request.url).origin)));
+  router.get("/", (request: IRequest, env: Env) => indexRoute(request as unknown as Request, env));
   router.all("*", () => {
-    throw new HttpError(404, "Not found. Exports live at /export.csv, /export.json, /export.ndjson and /export.tsv; snapshots at /snapshots.");
+    throw new HttpError(404, "Not found. Exports live at /export.csv, /export.json, /export.ndjson and /export.tsv; what they can read at /resources; snapshots at /snapshots; every route in /openapi.json.");
   });
 
   return {
@@ -124,14 +161,5 @@ export function createApp(deps: AppDeps) {
         return [];
       }
     },
-  };
-}
-
-function indexBody(origin: string) {
-  return {
-    service: "Datastore Export",
-    exports: Object.keys(FORMATS).map((f) => `${origin}/export.${f}?resource=<name>`),
-    snapshots: `${origin}/snapshots`,
-    docs: "See README.md for every parameter.",
   };
 }

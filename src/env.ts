@@ -46,6 +46,8 @@ export interface Env {
   CACHE_STALE_SECONDS?: string;
   /** Exports estimated above this many bytes stream without being cached (default 64 MiB). */
   CACHE_MAX_BYTES?: string;
+  /** Workers Static Assets (`[assets]`): the link-builder page under public/. */
+  ASSETS?: Fetcher;
   /** The binding's period, for Retry-After (default 60). */
   RATE_LIMIT_PERIOD_SECONDS?: string;
 }

@@ -37,13 +37,15 @@ export function requireGetOrHead(method: string, what: string): void {
 export const badRequest = (parameter: string, message: string): HttpError =>
   new HttpError(400, message, { parameter });
 
-export function errorBody(error: HttpError): string {
-  const body: { status: number; message: string; parameter?: string; setting?: string } = {
+/** `docs`: where the parameter at fault is documented, when it is one of the link's parameters. */
+export function errorBody(error: HttpError, docs?: string): string {
+  const body: { status: number; message: string; parameter?: string; setting?: string; docs?: string } = {
     status: error.status,
     message: error.message,
   };
   if (error.parameter !== undefined) body.parameter = error.parameter;
   if (error.setting !== undefined) body.setting = error.setting;
+  if (docs !== undefined) body.docs = docs;
   return JSON.stringify({ error: body });
 }
 
@@ -56,8 +58,8 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, "Internal error while exporting; the failure was logged.", { cause: error });
 }
 
-export function errorResponse(error: HttpError, redact: (text: string) => string = (t) => t): Response {
-  return new Response(redact(errorBody(error)), {
+export function errorResponse(error: HttpError, redact: (text: string) => string = (t) => t, docs?: string): Response {
+  return new Response(redact(errorBody(error, docs)), {
     status: error.status,
     headers: {
       "content-type": "application/json; charset=utf-8",

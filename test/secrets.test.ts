@@ -16,6 +16,7 @@ const scenarios: {
   headers?: Record<string, string>;
   fault?: (n: number) => Response | Promise<Response> | undefined;
   env?: Record<string, string>;
+  body?: string;
 }[] = [
   { name: "csv", path: "/export.csv?resource=sample&limit=5" },
   { name: "json", path: "/export.json?resource=private&limit=5" },
@@ -55,6 +56,35 @@ const scenarios: {
   { name: "snapshot run, failing upstream", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}` }, fault: () => new Response(TOKEN, { status: 500 }) },
   { name: "preflight", path: "/export.csv?resource=sample", method: "OPTIONS" },
   { name: "expired link", path: "/export.csv?resource=sample&exp=1&sig=x" },
+  { name: "resources", path: "/resources", headers: { authorization: `Bearer ${ADMIN}` } },
+  { name: "resources, no auth", path: "/resources" },
+  { name: "resources, upstream echoes the token", path: "/resources", headers: { authorization: `Bearer ${ADMIN}` }, fault: () => new Response(TOKEN, { status: 500 }) },
+  { name: "resource", path: "/resources/sample", headers: { authorization: `Bearer ${ADMIN}` } },
+  { name: "resource, unknown", path: `/resources/${TOKEN}`, headers: { authorization: `Bearer ${ADMIN}` } },
+  {
+    name: "resource, upstream 409 echoes the token",
+    path: "/resources/sample",
+    headers: { authorization: `Bearer ${ADMIN}` },
+    fault: () => Response.json({ success: false, error: { __type: "Validation Error", fields: [`bad ${TOKEN}`] } }, { status: 409 }),
+  },
+  { name: "unknown column hint", path: "/export.csv?resource=sample&fields=id,nope" },
+  { name: "openapi", path: "/openapi.json" },
+  { name: "index page", path: "/", headers: { accept: "text/html" } },
+  {
+    name: "sign a link",
+    path: "/links",
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    body: JSON.stringify({ link: "/export.csv?resource=sample&limit=5", expires_in: 3600 }),
+  },
+  { name: "sign a link, no auth", path: "/links", method: "POST", body: JSON.stringify({ link: `/export.csv?resource=sample&q=${TOKEN}` }) },
+  {
+    name: "sign a bad link",
+    path: "/links",
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN}` },
+    body: JSON.stringify({ link: `/export.csv?resource=sample&limit=${SIGNING_KEY}` }),
+  },
 ];
 
 describe.each([
@@ -86,7 +116,11 @@ describe.each([
       });
       if (scenario.path.startsWith("/snapshots")) await scheduled("0 3 * * *", Date.UTC(2026, 0, 2));
       const path = signing && scenario.method === undefined ? await signedPath(SIGNING_KEY, scenario.path) : scenario.path;
-      const res = await get(path, { method: scenario.method ?? "GET", ...(scenario.headers ? { headers: scenario.headers } : {}) });
+      const res = await get(path, {
+        method: scenario.method ?? "GET",
+        ...(scenario.headers ? { headers: scenario.headers } : {}),
+        ...(scenario.body ? { body: scenario.body } : {}),
+      });
       const { text } = await readAll(res);
       const headers = [...res.headers].map(([name, value]) => `${name}: ${value}`).join("\n");
       for (const secret of SECRETS) {

@@ -101,3 +101,11 @@ describe("export query", () => {
     rejects("resource=sample&bom=yes", "bom");
   });
 });
+
+describe("helpful refusals", () => {
+  it("lists the published names for an unknown alias, unless links are signed", () => {
+    expect(rejects("resource=sampel", "resource", 404)).toContain("Published: sample");
+    const signed = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" }, LINK_SIGNING_KEY: "k".repeat(32) });
+    expect(() => parseExportQuery(new URLSearchParams("resource=sampel"), "csv", signed)).toThrow(/^No resource is published under the name "sampel"\.$/);
+  });
+});

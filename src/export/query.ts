@@ -5,6 +5,7 @@ import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
 import { FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
 import { UUID_PATTERN } from "../settings.ts";
+import { BOUNDS, COMMON_NAMES, DELIMITERS, LINK_NAMES } from "./params.ts";
 import { clip } from "../text.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
@@ -16,25 +17,9 @@ export interface ExportQuery extends TableQuery {
   filename: string;
 }
 
-const COMMON_PARAMS = ["resource_id", "resource", "q", "filters", "limit", "offset", "fields", "sort", "filename"];
-/** Read by the signed-link check, not by the query. */
-const LINK_PARAMS = ["sig", "exp"];
-
-/** Bounds that keep one link from costing the upstream (or this worker) without limit. */
-export const BOUNDS = {
-  q: 1000,
-  sort: 1000,
-  filterFields: 50,
-  filterValues: 1000,
-  fields: 500,
-  /** PostgreSQL's identifier limit, in UTF-8 bytes. */
-  fieldName: 63,
-} as const;
-const DELIMITERS = [",", ";", "|"];
-
 /** Every name a link may carry, per format; `filter.<field>` and `_`-prefixed names are handled apart. */
 export function allowedParams(format: FormatName): string[] {
-  return [...COMMON_PARAMS, ...FORMATS[format].params];
+  return [...COMMON_NAMES, ...FORMATS[format].params];
 }
 
 function single(params: URLSearchParams, name: string): string | undefined {
@@ -47,7 +32,7 @@ function checkNames(params: URLSearchParams, format: FormatName): void {
   const allowed = new Set(allowedParams(format));
   const unknown: string[] = [];
   for (const name of new Set(params.keys())) {
-    if (name.startsWith("_") || name.startsWith("filter.") || allowed.has(name) || LINK_PARAMS.includes(name)) continue;
+    if (name.startsWith("_") || name.startsWith("filter.") || allowed.has(name) || LINK_NAMES.includes(name)) continue;
     unknown.push(name);
   }
   if (unknown.length === 0) return;
@@ -202,6 +187,17 @@ function parseFields(value: string | undefined): string[] | undefined {
   return fields;
 }
 
+/**
+ * The names a caller may use instead, when that reveals nothing: with signing on, what is published
+ * is for operators only (discovery needs the admin token too).
+ */
+function publishedNames(config: Config): string {
+  if (config.linkSigningKey !== undefined || config.resources.size === 0) return "";
+  const names = [...config.resources.keys()];
+  const shown = names.slice(0, 20).join(", ");
+  return ` Published: ${shown}${names.length > 20 ? ` and ${names.length - 20} more` : ""} (GET /resources lists them).`;
+}
+
 function resource(params: URLSearchParams, config: Config): { resourceId: string; alias: string | undefined } {
   const id = single(params, "resource_id");
   const alias = single(params, "resource");
@@ -211,7 +207,7 @@ function resource(params: URLSearchParams, config: Config): { resourceId: string
   if (alias !== undefined) {
     const mapped = config.resources.get(alias);
     if (mapped === undefined) {
-      throw new HttpError(404, `No resource is published under the name "${clip(alias)}".`, { parameter: "resource" });
+      throw new HttpError(404, `No resource is published under the name "${clip(alias)}".${publishedNames(config)}`, { parameter: "resource" });
     }
     return { resourceId: mapped, alias };
   }
@@ -249,8 +245,8 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const sort = given === undefined || given.trim() === "" ? undefined : given;
   if (sort !== undefined) for (const column of sortColumns(sort)) checkFieldName("sort", column);
   const delimiter = single(params, "delimiter") ?? (format === "tsv" ? "\t" : ",");
-  if (format === "csv" && !DELIMITERS.includes(delimiter)) {
-    throw badRequest("delimiter", `Parameter delimiter must be one of , ; | (got "${clip(delimiter)}").`);
+  if (format === "csv" && !(DELIMITERS as readonly string[]).includes(delimiter)) {
+    throw badRequest("delimiter", `Parameter delimiter must be one of ${DELIMITERS.join(" ")} (got "${clip(delimiter)}").`);
   }
   return {
     format,

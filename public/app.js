@@ -1,0 +1,347 @@
+// The link builder: reads /resources, /resources/<alias> and /openapi.json from this worker, keeps
+// the user's choices in `state`, and after every change rebuilds the link, the snippets and (debounced)
+// the preview. No framework: the page is small, and works offline with `npm start`.
+import { SNIPPETS } from "./snippets.js";
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, props = {}, ...children) => {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+};
+
+const state = {
+  /** Kept in memory only: never stored, never put in a URL. */
+  adminToken: "",
+  signing: false,
+  resource: undefined,
+  /** Column ids in export order; empty: every column. */
+  fields: [],
+  filters: [],
+  format: "csv",
+};
+const PREVIEW_ROWS = 20;
+const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
+
+function authHeaders() {
+  return state.adminToken ? { authorization: `Bearer ${state.adminToken}` } : {};
+}
+
+async function getJson(path) {
+  const response = await fetch(path, { headers: { accept: "application/json", ...authHeaders() } });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw Object.assign(new Error(body.error?.message ?? `HTTP ${response.status}`), { status: response.status });
+  return body;
+}
+
+// ---- the link -------------------------------------------------------------------------------------
+
+function exportParams({ preview = false } = {}) {
+  const params = [["resource", state.resource.name]];
+  if (state.fields.length > 0) params.push(["fields", state.fields.join(",")]);
+  const q = $("q").value.trim();
+  if (q) params.push(["q", q]);
+  for (const filter of state.filters) {
+    if (filter.column === "" || filter.value === "") continue;
+    params.push([filter.op === "eq" ? `filter.${filter.column}` : `filter.${filter.column}[${filter.op}]`, filter.value]);
+  }
+  const sort = $("sort-column").value;
+  if (sort) params.push(["sort", $("sort-direction").value ? `${sort} desc` : sort]);
+  const limit = $("limit").value.trim();
+  const offset = $("offset").value.trim();
+  if (preview) params.push(["limit", String(Math.min(PREVIEW_ROWS, limit === "" ? PREVIEW_ROWS : Number(limit)))]);
+  else if (limit !== "") params.push(["limit", limit]);
+  if (offset !== "" && offset !== "0") params.push(["offset", offset]);
+  if (preview) return params;
+  if (state.format === "csv" || state.format === "tsv") {
+    if (state.format === "csv" && $("delimiter").value !== ",") params.push(["delimiter", $("delimiter").value]);
+    if (!$("header").checked) params.push(["header", "0"]);
+    if ($("bom").checked) params.push(["bom", "1"]);
+    if (!$("formula-guard").checked) params.push(["formula_guard", "0"]);
+  }
+  const filename = $("filename").value.trim();
+  if (filename) params.push(["filename", filename]);
+  return params;
+}
+
+const encode = (text) => encodeURIComponent(text).replaceAll("%2C", ",");
+const pathOf = (format, params) => `/export.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
+
+/** POST /links: only with signing on, as an operator. */
+async function sign(path, expiresIn) {
+  const response = await fetch("/links", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...authHeaders() },
+    body: JSON.stringify({ link: path, ...(expiresIn ? { expires_in: Number(expiresIn) } : {}) }),
+  });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error?.message ?? `HTTP ${response.status}`);
+  return body.link;
+}
+
+// ---- output ---------------------------------------------------------------------------------------
+
+function renderOutput(link) {
+  $("link").value = link;
+  const choice = { format: state.format, delimiter: $("delimiter").value, header: $("header").checked, bom: $("bom").checked };
+  const box = $("snippets");
+  box.replaceChildren();
+  if (link === "") return;
+  for (const snippet of SNIPPETS) {
+    const { text, note } = snippet.make(link, choice, $("filename").value.trim());
+    const id = `snippet-${snippet.id}`;
+    const part = el("div", { className: "snippet" }, el("h3", { textContent: snippet.title, id: `${id}-title` }));
+    if (note) part.append(el("p", { className: "note", textContent: note }));
+    if (text) {
+      part.append(el("pre", { id, textContent: text, tabIndex: 0, ariaLabel: snippet.title }));
+      part.append(el("button", { type: "button", className: "copy", textContent: `Copy ${snippet.title}` }));
+      part.lastChild.dataset.copy = id;
+    }
+    box.append(part);
+  }
+}
+
+function refreshLink() {
+  if (!state.resource) return;
+  // A signed link is made on request (Sign the link): an unsigned one would only get a 403.
+  renderOutput(state.signing ? "" : location.origin + pathOf(state.format, exportParams()));
+  $("link").placeholder = state.signing ? "Choose an expiry and press Sign the link" : "";
+  schedulePreview();
+}
+
+document.addEventListener("click", async (event) => {
+  const target = event.target;
+  if (!(target instanceof HTMLButtonElement) || !target.dataset.copy) return;
+  const source = $(target.dataset.copy);
+  const text = source instanceof HTMLInputElement ? source.value : source.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard (an http page other than localhost): select it for Ctrl+C instead.
+    if (source instanceof HTMLInputElement) source.select();
+  }
+  const label = target.textContent;
+  target.textContent = "Copied";
+  setTimeout(() => (target.textContent = label), 1200);
+});
+
+// ---- preview --------------------------------------------------------------------------------------
+
+let previewTimer;
+let previewRun = 0;
+function schedulePreview() {
+  clearTimeout(previewTimer);
+  previewTimer = setTimeout(preview, 300);
+}
+
+async function preview() {
+  const run = ++previewRun;
+  const warnings = [];
+  let path = pathOf("json", exportParams({ preview: true }));
+  try {
+    if (state.signing) path = await sign(path);
+    const response = await fetch(path, { headers: { accept: "application/json" } });
+    const body = await response.json();
+    if (run !== previewRun) return;
+    if (!response.ok) {
+      $("count").textContent = "This link would fail:";
+      warnings.push(body.error?.message ?? `HTTP ${response.status}`);
+      renderTable([], []);
+    } else {
+      const total = Number(response.headers.get("x-total-count"));
+      $("count").textContent = `${total.toLocaleString("en")} matching rows`;
+      $("count").dataset.total = String(total);
+      const limit = $("limit").value.trim();
+      const max = state.resource.max_rows;
+      if (limit === "" && total > max) {
+        warnings.push(`More rows match (${total.toLocaleString("en")}) than this worker exports at once (${max.toLocaleString("en")}): set a limit of ${max} or less, add filters, or export in parts with offset.`);
+      }
+      renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body);
+    }
+  } catch (error) {
+    if (run !== previewRun) return;
+    $("count").textContent = "No preview:";
+    warnings.push(String(error.message ?? error));
+  }
+  $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
+  $("preview").dataset.ready = String(run);
+}
+
+function renderTable(columns, rows) {
+  const head = el("tr", {}, ...columns.map((c) => el("th", { scope: "col", textContent: c })));
+  $("preview").tHead.replaceChildren(head);
+  $("preview").tBodies[0].replaceChildren(
+    ...rows.map((row) => el("tr", {}, ...columns.map((c) => el("td", { textContent: row[c] === null ? "" : typeof row[c] === "object" ? JSON.stringify(row[c]) : String(row[c]) })))),
+  );
+}
+
+// ---- columns and filters --------------------------------------------------------------------------
+
+function renderColumns() {
+  const columns = state.resource.columns;
+  const ordered = [...state.fields.map((id) => columns.find((c) => c.id === id)), ...columns.filter((c) => !state.fields.includes(c.id))];
+  $("columns").replaceChildren(
+    ...ordered.map((column) => {
+      const checked = state.fields.includes(column.id);
+      const box = el("input", { type: "checkbox", checked, id: `col-${column.id}` });
+      box.addEventListener("change", () => {
+        state.fields = box.checked ? [...state.fields, column.id] : state.fields.filter((f) => f !== column.id);
+        renderColumns();
+        refreshLink();
+      });
+      const move = (delta, text) => {
+        const button = el("button", { type: "button", textContent: text, disabled: !checked, ariaLabel: `Move ${column.id} ${delta < 0 ? "up" : "down"}` });
+        button.addEventListener("click", () => {
+          const i = state.fields.indexOf(column.id);
+          const j = i + delta;
+          if (j < 0 || j >= state.fields.length) return;
+          [state.fields[i], state.fields[j]] = [state.fields[j], state.fields[i]];
+          renderColumns();
+          $(`col-${column.id}`).focus();
+          refreshLink();
+        });
+        return button;
+      };
+      const title = column.label ? `${column.label} (${column.id})` : column.id;
+      const label = el("label", { htmlFor: box.id, title: column.description ?? "" }, box, title, el("span", { className: "type", textContent: column.type }));
+      return el("li", {}, label, move(-1, "↑"), move(1, "↓"));
+    }),
+  );
+}
+
+function renderFilters() {
+  const columns = state.resource.columns;
+  $("filters").replaceChildren(
+    ...state.filters.map((filter, index) => {
+      const column = el("select", { id: `filter-${index}-column` }, el("option", { value: "", textContent: "Column…" }), ...columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id, selected: c.id === filter.column })));
+      const picked = columns.find((c) => c.id === filter.column);
+      const ranges = picked && RANGE_TYPES.test(picked.type) && state.resource.range_filters !== false;
+      const ops = [["eq", "is"], ...(ranges ? [["gte", "≥"], ["lte", "≤"], ["gt", ">"], ["lt", "<"]] : [])];
+      const op = el("select", { id: `filter-${index}-op` }, ...ops.map(([v, t]) => el("option", { value: v, textContent: t, selected: v === filter.op })));
+      let value;
+      if (picked?.values && filter.op === "eq") {
+        value = el("select", { id: `filter-${index}-value` }, el("option", { value: "", textContent: "Value…" }), ...picked.values.map((v) => el("option", { value: String(v), textContent: String(v), selected: String(v) === filter.value })));
+      } else {
+        value = el("input", { id: `filter-${index}-value`, type: "text", value: filter.value, placeholder: picked?.type === "timestamp" ? "2021-01-01" : "" });
+      }
+      const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove filter ${index + 1}` });
+      column.addEventListener("change", () => Object.assign(filter, { column: column.value, op: "eq", value: "" }) && (renderFilters(), refreshLink()));
+      op.addEventListener("change", () => ((filter.op = op.value), renderFilters(), refreshLink()));
+      value.addEventListener(value instanceof HTMLSelectElement ? "change" : "input", () => ((filter.value = value.value), refreshLink()));
+      remove.addEventListener("click", () => (state.filters.splice(index, 1), renderFilters(), refreshLink()));
+      return el(
+        "div",
+        { className: "filter" },
+        el("div", {}, el("label", { htmlFor: column.id, textContent: `Filter ${index + 1}: column` }), column),
+        el("div", {}, el("label", { htmlFor: op.id, textContent: "Test" }), op),
+        el("div", {}, el("label", { htmlFor: value.id, textContent: "Value" }), value),
+        remove,
+      );
+    }),
+  );
+}
+
+async function pickResource(name) {
+  state.fields = [];
+  state.filters = [];
+  $("resource-about").textContent = "Loading columns…";
+  try {
+    state.resource = await getJson(`/resources/${encodeURIComponent(name)}`);
+  } catch (error) {
+    $("resource-about").textContent = error.message;
+    return;
+  }
+  const r = state.resource;
+  $("resource-about").textContent = [r.title, r.description, r.rows === null ? "" : `${r.rows.toLocaleString("en")} rows, ${r.columns.length} columns.`].filter(Boolean).join(" · ");
+  $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }), ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })));
+  renderColumns();
+  renderFilters();
+  refreshLink();
+  renderSnapshots(name);
+}
+
+// ---- snapshots, reference, start ------------------------------------------------------------------
+
+async function renderSnapshots(name) {
+  const box = $("snapshots");
+  try {
+    const { jobs } = await getJson("/snapshots");
+    const mine = jobs.filter((job) => job.query?.resource === name);
+    const items = mine.flatMap((job) =>
+      Object.entries(job.latest).map(([format, file]) =>
+        el("li", {}, el("a", { href: file.url, textContent: `${job.name} (${format})` }), ` ${file.rows.toLocaleString("en")} rows, ${new Date(file.time).toLocaleString()}`),
+      ),
+    );
+    box.replaceChildren(items.length > 0 ? el("ul", {}, ...items) : el("p", { className: "muted", textContent: mine.length > 0 ? `Jobs ${mine.map((j) => j.name).join(", ")} have not run yet.` : "None." }));
+  } catch {
+    box.replaceChildren(el("p", { className: "muted", textContent: "Not available." }));
+  }
+}
+
+async function renderReference() {
+  const doc = await getJson("/openapi.json");
+  const params = doc.paths["/export.csv"].get.parameters;
+  $("reference").replaceChildren(...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", { textContent: `${p.description}. Example: ${p["x-example-link"]}` })]));
+  if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
+}
+
+async function start() {
+  renderReference().catch(() => {});
+  for (const format of ["csv", "tsv", "json", "ndjson"]) {
+    const radio = el("input", { type: "radio", name: "format", value: format, checked: format === state.format, id: `format-${format}` });
+    radio.addEventListener("change", () => {
+      state.format = format;
+      $("csv-options").disabled = format === "json" || format === "ndjson";
+      $("delimiter").disabled = format !== "csv";
+      refreshLink();
+    });
+    $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, format.toUpperCase()));
+  }
+  for (const id of ["q", "limit", "offset", "filename"]) $(id).addEventListener("input", refreshLink);
+  for (const id of ["sort-column", "sort-direction", "delimiter", "header", "bom", "formula-guard"]) $(id).addEventListener("change", refreshLink);
+  $("add-filter").addEventListener("click", () => {
+    state.filters.push({ column: "", op: "eq", value: "" });
+    renderFilters();
+    $(`filter-${state.filters.length - 1}-column`).focus();
+  });
+  $("resource").addEventListener("change", () => pickResource($("resource").value));
+  $("sign").addEventListener("click", async () => {
+    try {
+      renderOutput(await sign(pathOf(state.format, exportParams()), $("expiry").value));
+    } catch (error) {
+      $("warnings").replaceChildren(el("li", { textContent: error.message }));
+    }
+  });
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.adminToken = $("admin-token").value.trim();
+    loadResources();
+  });
+  await loadResources();
+}
+
+async function loadResources() {
+  let list;
+  try {
+    list = await getJson("/resources");
+  } catch (error) {
+    $("operator").hidden = false;
+    $("resource").replaceChildren(el("option", { value: "", textContent: error.status === 401 ? "Sign in as an operator first" : error.message }));
+    return;
+  }
+  state.signing = list.signing;
+  $("signing").hidden = !list.signing;
+  $("operator").hidden = !list.signing;
+  const wanted = new URLSearchParams(location.search).get("resource");
+  $("resource").replaceChildren(
+    el("option", { value: "", textContent: "Choose a table…" }),
+    ...list.resources.map((r) => el("option", { value: r.name, textContent: `${r.title ?? r.name}${typeof r.rows === "number" ? ` (${r.rows.toLocaleString("en")} rows)` : ""}` })),
+  );
+  const first = wanted ?? list.resources[0]?.name;
+  if (first) {
+    $("resource").value = first;
+    await pickResource(first);
+  }
+}
+
+start();

@@ -1,0 +1,31 @@
+import type { Config } from "../config.ts";
+
+/**
+ * A discovery answer, kept in the edge cache like exports (CACHE_TTL_SECONDS; 0: not kept): the page
+ * asks for a resource's columns and values each time someone picks it, and each probe costs CKAN a
+ * scan. The key names the CKAN site, so pointing the worker elsewhere never serves the old site's
+ * columns. With signing on the answer is for operators: never stored where a proxy could share it.
+ */
+export async function cachedJson(url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
+  const ttl = config.cacheTtlSeconds;
+  const operatorsOnly = config.linkSigningKey !== undefined;
+  const key = `${url.origin}${url.pathname}?site=${encodeURIComponent(config.datastoreSearchUrl)}`;
+  if (ttl > 0 && !operatorsOnly && !fresh) {
+    const hit = await caches.default.match(key);
+    if (hit !== undefined) {
+      const response = new Response(hit.body, hit);
+      response.headers.set("x-cache", "HIT");
+      return response;
+    }
+  }
+  const headers = new Headers({
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": operatorsOnly ? "private, no-store" : ttl > 0 ? `public, max-age=${ttl}` : "no-cache",
+  });
+  const body = JSON.stringify(await build(), null, 2);
+  if (ttl > 0 && !operatorsOnly) {
+    headers.set("x-cache", "MISS");
+    await caches.default.put(key, new Response(body, { headers }));
+  }
+  return new Response(body, { headers });
+}

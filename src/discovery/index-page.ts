@@ -1,0 +1,28 @@
+import type { Env } from "../env.ts";
+import { FORMATS } from "../format/index.ts";
+
+/** A browser asks for HTML; curl (any type), fetch() and JSON clients keep the JSON index. */
+export const wantsPage = (request: Request): boolean => /\btext\/html\b/i.test(request.headers.get("accept") ?? "");
+
+/** GET /: the link-builder page (Workers Static Assets, public/index.html) for browsers, else the JSON index. */
+export async function indexRoute(request: Request, env: Env): Promise<Response> {
+  if (wantsPage(request) && env.ASSETS !== undefined) {
+    const page = await env.ASSETS.fetch(new Request(new URL("/", request.url), { headers: request.headers }));
+    const response = new Response(page.body, page);
+    response.headers.append("vary", "Accept");
+    return response;
+  }
+  const origin = new URL(request.url).origin;
+  return Response.json(
+    {
+      service: "Datastore Export",
+      page: `${origin}/`,
+      resources: `${origin}/resources`,
+      exports: Object.keys(FORMATS).map((f) => `${origin}/export.${f}?resource=<name>`),
+      snapshots: `${origin}/snapshots`,
+      openapi: `${origin}/openapi.json`,
+      docs: "Open this address in a browser to build a link, or see README.md for every parameter.",
+    },
+    { headers: { vary: "Accept" } },
+  );
+}

@@ -1,0 +1,126 @@
+import { CkanClient } from "../ckan/client.ts";
+import { isBefore212 } from "../ckan/first-page.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
+import type { Config } from "../config.ts";
+import { HttpError, toHttpError } from "../errors.ts";
+import { FORMATS } from "../format/index.ts";
+import { clip } from "../text.ts";
+import { resourceText } from "./resource-show.ts";
+import { probeDistinctValues, tableInfo, type ColumnInfo } from "./table-info.ts";
+
+export interface DiscoveryDeps {
+  config: Config;
+  upstreamFetch: UpstreamFetch;
+  /** e.g. https://export.example.org */
+  origin: string;
+  /** A path as a link to hand out: absolute, and signed when the worker only honours signed links. */
+  link: (path: string) => Promise<string>;
+}
+
+/** `/export.<format>?resource=<alias>&...`, commas left readable. */
+export function exportPath(format: string, alias: string, params: [string, string][] = []): string {
+  const encode = (text: string): string => encodeURIComponent(text).replaceAll("%2C", ",");
+  const pairs: [string, string][] = [["resource", alias], ...params];
+  const query = pairs.map(([name, value]) => `${encode(name)}=${encode(value)}`).join("&");
+  return `/export.${format}?${query}`;
+}
+
+/** The published alias, or a 404 that lists the published ones. */
+export function publishedResource(config: Config, alias: string): string {
+  const id = config.resources.get(alias);
+  if (id !== undefined) return id;
+  const names = [...config.resources.keys()];
+  throw new HttpError(
+    404,
+    `No resource is published under the name "${clip(alias)}". ${names.length === 0 ? "This worker publishes no aliases (RESOURCES is empty)." : `Published: ${names.join(", ")}.`}`,
+    { parameter: "resource" },
+  );
+}
+
+async function inBatches<T, R>(items: T[], size: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(work))));
+  return out;
+}
+
+/** GET /resources: every published alias with its name, description and row count where CKAN gives them. */
+export async function listResources(deps: DiscoveryDeps): Promise<unknown> {
+  const { config, origin } = deps;
+  const client = new CkanClient(config, deps.upstreamFetch);
+  const resources = await inBatches([...config.resources], config.upstreamConcurrency, async ([name, id]) => {
+    const entry: Record<string, unknown> = { name, resource_id: id };
+    const [text, info] = await Promise.all([
+      resourceText(config, deps.upstreamFetch, id),
+      client.search({ resource_id: id, limit: 0, include_total: true }).then(
+        (result) => ({ rows: result.total, estimated: result.total_was_estimated === true }),
+        (error: unknown) => ({ error: toHttpError(error) }),
+      ),
+    ]);
+    Object.assign(entry, text);
+    if ("error" in info) entry.error = { status: info.error.status, message: info.error.message };
+    else {
+      entry.rows = info.rows ?? null;
+      if (info.estimated) entry.rows_estimated = true;
+    }
+    entry.links = {
+      self: `${origin}/resources/${encodeURIComponent(name)}`,
+      page: `${origin}/?resource=${encodeURIComponent(name)}`,
+      csv: await deps.link(exportPath("csv", name, [["limit", "100"]])),
+    };
+    return entry;
+  });
+  return {
+    resources,
+    // Other resources by resource_id: allowed or not (their ids are never listed).
+    unlisted_allowed: config.allowUnlisted,
+    max_rows: config.maxRows,
+    signing: config.linkSigningKey !== undefined,
+    formats: Object.keys(FORMATS),
+    openapi: `${origin}/openapi.json`,
+    snapshots: `${origin}/snapshots`,
+  };
+}
+
+async function examples(deps: DiscoveryDeps, alias: string, columns: ColumnInfo[]): Promise<{ title: string; url: string }[]> {
+  const list: [string, string, [string, string][]][] = [
+    ["The first 10 rows as CSV", "csv", [["limit", "10"]]],
+    ["The first 10 rows as JSON", "json", [["limit", "10"]]],
+    ["The header row only", "csv", [["limit", "0"]]],
+  ];
+  const some = columns.slice(0, 3).map((c) => c.id);
+  if (some.length > 1) list.push([`Columns ${some.join(", ")}, first 10 rows`, "csv", [["fields", some.join(",")], ["limit", "10"]]]);
+  const picked = columns.find((c) => c.values !== undefined && c.values.length > 0);
+  if (picked?.values !== undefined) {
+    const value = String(picked.values[0]);
+    list.push([`Rows where ${picked.id} is ${value}, first 10`, "csv", [[`filter.${picked.id}`, value], ["limit", "10"]]]);
+  }
+  return Promise.all(list.map(async ([title, format, params]) => ({ title, url: await deps.link(exportPath(format, alias, params)) })));
+}
+
+/** GET /resources/<alias>: columns with the data dictionary, values of the few-valued ones, count, examples. */
+export async function describeResource(alias: string, deps: DiscoveryDeps): Promise<unknown> {
+  const { config, origin } = deps;
+  const id = publishedResource(config, alias);
+  const client = new CkanClient(config, deps.upstreamFetch);
+  const [text, info] = await Promise.all([resourceText(config, deps.upstreamFetch, id), tableInfo(client, id)]);
+  await probeDistinctValues(client, id, info.columns, config.upstreamConcurrency);
+  const site = config.datastoreSearchUrl;
+  return {
+    name: alias,
+    resource_id: id,
+    ...text,
+    rows: info.rows ?? null,
+    ...(info.rowsEstimated ? { rows_estimated: true } : {}),
+    max_rows: config.maxRows,
+    // Range filters need CKAN 2.12: false once an export has found the site older, else null (not known).
+    range_filters: isBefore212(site) ? false : null,
+    formats: Object.keys(FORMATS),
+    columns: info.columns,
+    examples: await examples(deps, alias, info.columns),
+    links: {
+      self: `${origin}/resources/${encodeURIComponent(alias)}`,
+      page: `${origin}/?resource=${encodeURIComponent(alias)}`,
+      openapi: `${origin}/openapi.json`,
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import type { Config } from "../config.ts";
+import { badRequest, HttpError } from "../errors.ts";
+import { parseExportQuery } from "../export/query.ts";
+import { isFormatName } from "../format/index.ts";
+import { signedPath } from "../security/signature.ts";
+
+/** Ten years: a longer expiry is a link that never expires, which is what leaving it out says. */
+const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
+
+/**
+ * POST /links (operators, after the admin check): signs an export or snapshot link, with an expiry in
+ * seconds or none, the way `npm run sign` does. An export link is checked first, so the operator gets
+ * the 400 now rather than the person they hand the link to.
+ */
+export async function signLinkRoute(request: Request, config: Config, now = Date.now()): Promise<Response> {
+  const key = config.linkSigningKey;
+  if (key === undefined) {
+    throw new HttpError(404, "This worker does not sign links (LINK_SIGNING_KEY is not set): its links work as they are.");
+  }
+  let body: { link?: unknown; expires_in?: unknown };
+  try {
+    body = (await request.json()) as typeof body;
+  } catch {
+    throw badRequest("link", 'The body must be JSON: {"link": "/export.csv?resource=...", "expires_in": 86400}.');
+  }
+  if (typeof body.link !== "string" || body.link.length > 8192) throw badRequest("link", "link must be the link to sign: a path with its query, or a URL on this worker.");
+  const origin = new URL(request.url).origin;
+  const url = new URL(body.link, origin);
+  if (url.origin !== origin) throw badRequest("link", `link must point at this worker (${origin}).`);
+  url.searchParams.delete("sig");
+  url.searchParams.delete("exp");
+  const exportFormat = /^\/export\.([a-z]+)$/.exec(url.pathname)?.[1];
+  if (exportFormat !== undefined && isFormatName(exportFormat)) parseExportQuery(url.searchParams, exportFormat, config);
+  else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
+    throw badRequest("link", "Only export links (/export.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
+  }
+  let expires: number | undefined;
+  if (body.expires_in !== undefined && body.expires_in !== null) {
+    const seconds = body.expires_in;
+    if (typeof seconds !== "number" || !Number.isSafeInteger(seconds) || seconds < 60 || seconds > MAX_EXPIRY_SECONDS) {
+      throw badRequest("expires_in", `expires_in must be whole seconds from 60 to ${MAX_EXPIRY_SECONDS}, or left out for a link that does not expire.`);
+    }
+    expires = Math.floor(now / 1000) + seconds;
+  }
+  const signed = await signedPath(key, `${url.pathname}${url.search}`, expires);
+  return Response.json(
+    { link: origin + signed, expires: expires === undefined ? null : new Date(expires * 1000).toISOString() },
+    { headers: { "cache-control": "no-store" } },
+  );
+}

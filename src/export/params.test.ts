@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "../config.ts";
+import { FORMATS, type FormatName } from "../format/index.ts";
+import { parametersFor, parameterEntry, PARAMETERS } from "./params.ts";
+import { allowedParams, parseExportQuery } from "./query.ts";
+
+const config = parseConfig({ CKAN_BASE_URL: "https://portal.example", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" } });
+
+describe("the parameter table", () => {
+  it("describes every parameter the parser accepts, per format, and no other", () => {
+    for (const format of Object.keys(FORMATS) as FormatName[]) {
+      const documented = parametersFor(format).filter((p) => !p.pattern && !p.link).map((p) => p.name);
+      expect(documented.sort()).toEqual(allowedParams(format).sort());
+    }
+  });
+
+  it("gives examples the parser accepts", () => {
+    for (const p of PARAMETERS.filter((p) => !p.link)) {
+      const url = new URL(p.example, "https://x.test");
+      expect(() => parseExportQuery(url.searchParams, "csv", config), p.name).not.toThrow();
+    }
+  });
+
+  it("finds the entry for a parameter named in an error", () => {
+    expect(parameterEntry("limit")?.name).toBe("limit");
+    expect(parameterEntry("filter.year")?.name).toBe("filter.<field>");
+    expect(parameterEntry("filter.year[gte]")?.name).toBe("filter.<field>[gt|gte|lt|lte]");
+    expect(parameterEntry("url")).toBeUndefined();
+  });
+});

@@ -1,0 +1,173 @@
+// The link-builder page in headless Chromium, against the worker in `wrangler dev` (as `npm start`
+// runs it) and the CKAN emulator: build a filtered link, read its preview and count, download it and
+// compare with the same export fetched directly; the signed-link flow with the admin token; and
+// screenshots at desktop and phone widths (test/browser/artifacts/, not committed).
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import Papa from "papaparse";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmulatorServer } from "../../emulator/server.ts";
+import { findBrowser, launchChromium, NO_BROWSER, startWorker, type WorkerProcess } from "./harness.mts";
+
+const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
+const ADMIN = "builder-admin-token";
+
+const skip = findBrowser() === undefined && process.env.CI !== "true";
+if (skip) process.stderr.write(`test/browser: ${NO_BROWSER}\n`);
+
+describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  let browser: Browser;
+  let worker: WorkerProcess;
+  let signing: WorkerProcess;
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    cleanups.push(() => browser.close());
+    const emulator = await startEmulatorServer({ port: 0 });
+    cleanups.push(() => emulator.close());
+    const vars = { CKAN_BASE_URL: `${emulator.url}/data/en`, CKAN_API_TOKEN: "demo-token" };
+    [worker, signing] = await Promise.all([
+      // Fewer than the 20,002 rows the spec filters, so a link without a limit gets the page's warning.
+      startWorker({ vars: { ...vars, MAX_ROWS: "10000" } }),
+      startWorker({ vars: { ...vars, LINK_SIGNING_KEY: "builder-signing-key-0123456789abcdef", ADMIN_TOKEN: ADMIN } }),
+    ]);
+    cleanups.push(() => worker.stop(), () => signing.stop());
+    mkdirSync(ARTIFACTS, { recursive: true });
+  }, 180_000);
+
+  afterAll(async () => {
+    const results = await Promise.allSettled(cleanups.reverse().map((cleanup) => cleanup()));
+    const failed = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
+    if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
+  }, 30_000);
+
+  /** Waits for the preview that follows the last change (it is debounced). */
+  async function settledPreview(page: Page): Promise<void> {
+    const before = await page.getAttribute("#preview", "data-ready");
+    await page.waitForFunction((old) => {
+      const ready = document.getElementById("preview")?.dataset.ready;
+      return ready !== undefined && ready !== old;
+    }, before, { timeout: 30_000 });
+  }
+
+  async function build(page: Page): Promise<void> {
+    await page.goto(`${worker.url}/`);
+    await page.waitForSelector("#col-name", { timeout: 30_000 });
+    await page.selectOption("#resource", "sample");
+    await page.waitForSelector("#col-name");
+    await page.check("#col-id");
+    await page.check("#col-name");
+    await page.click("#add-filter");
+    await page.selectOption("#filter-0-column", "category");
+    // category has five values: the page offers them as a list.
+    expect(await page.$$eval("#filter-0-value option", (options) => options.map((o) => o.textContent))).toEqual(["Value…", "alpha", "beta", "delta", "epsilon", "gamma"]);
+    await page.selectOption("#filter-0-value", "beta");
+    await page.fill("#limit", "300");
+    await settledPreview(page);
+  }
+
+  it("builds a filtered CSV link whose preview, count and download match the export fetched directly", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: worker.url });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => void errors.push(error.message));
+    try {
+      await build(page);
+      const direct = "/export.csv?resource=sample&fields=id,name&filter.category=beta&limit=300";
+      const link = await page.inputValue("#link");
+      expect(link).toBe(`${worker.url}${direct}`);
+
+      const json = await fetch(`${worker.url}/export.json?resource=sample&fields=id,name&filter.category=beta&limit=20`);
+      const expectedRows = (await json.json()) as Array<{ id: number; name: string | null }>;
+      const total = Number(json.headers.get("x-total-count"));
+      expect(total).toBeGreaterThan(15_000);
+      expect(await page.getAttribute("#count", "data-total")).toBe(String(total));
+      expect(await page.textContent("#count")).toBe(`${total.toLocaleString("en")} matching rows`);
+      expect(await page.$$eval("#preview thead th", (ths) => ths.map((th) => th.textContent))).toEqual(["id", "name"]);
+      const shown = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+      expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
+
+      await page.click('button[data-copy="link"]');
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
+      expect(await page.textContent("#snippet-sheets")).toBe(`=IMPORTDATA("${link}")`);
+
+      const downloaded = await page.evaluate(async (url) => (await fetch(url)).text(), link);
+      const fetched = await (await fetch(`${worker.url}${direct}`)).text();
+      expect(downloaded).toBe(fetched);
+      const parsed = Papa.parse<string[]>(fetched.trimEnd(), { newline: "\r\n" });
+      expect(parsed.data).toHaveLength(301);
+      expect(parsed.data[0]).toEqual(["id", "name"]);
+
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("warns about semicolons in Google Sheets and about more rows than the worker exports", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await build(page);
+      await page.selectOption("#delimiter", ";");
+      expect(await page.textContent("#snippets")).toContain('Google Sheets reads only "," or tab-separated data');
+      expect(await page.textContent("#snippet-excel")).toContain('Delimiter=";", Encoding=65001');
+      await page.fill("#limit", "");
+      await settledPreview(page);
+      expect(await page.textContent("#warnings")).toContain("set a limit of 10000 or less");
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("reads well on a phone", async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    const page = await context.newPage();
+    try {
+      await build(page);
+      const wide = await page.evaluate(() =>
+        [...document.querySelectorAll("body *")]
+          .filter((e) => e.getBoundingClientRect().right > 391 && !e.closest(".table-wrap"))
+          .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`),
+      );
+      expect(wide, "elements wider than the phone's screen").toEqual([]);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: `${ARTIFACTS}builder-phone.png`, fullPage: true });
+      await page.locator("#preview-title").scrollIntoViewIfNeeded();
+      await page.screenshot({ path: `${ARTIFACTS}builder-phone-preview.png` });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("with signing on, an operator enters the admin token and gets a signed link that works", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await page.goto(`${signing.url}/`);
+      await page.waitForSelector("#operator:not([hidden])", { timeout: 30_000 });
+      await page.fill("#admin-token", ADMIN);
+      await page.click("#token-form button");
+      await page.waitForSelector("#col-name", { timeout: 30_000 });
+      await page.check("#col-id");
+      await page.fill("#limit", "5");
+      await settledPreview(page);
+      expect(await page.$$eval("#preview tbody tr", (trs) => trs.length)).toBe(5);
+      await page.selectOption("#expiry", "86400");
+      await page.click("#sign");
+      await page.waitForFunction(() => (document.getElementById("link") as HTMLInputElement).value.includes("sig="));
+      const link = new URL(await page.inputValue("#link"));
+      expect(Number(link.searchParams.get("exp")) - Date.now() / 1000).toBeGreaterThan(86_000);
+      const signed = await fetch(link);
+      expect(signed.status).toBe(200);
+      expect((await signed.text()).split("\r\n")).toEqual(["id", "1", "2", "3", "4", "5", ""]);
+      link.searchParams.delete("sig");
+      expect((await fetch(link)).status).toBe(403);
+    } finally {
+      await page.close();
+    }
+  });
+});
