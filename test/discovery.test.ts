@@ -21,6 +21,7 @@ describe("GET /resources", () => {
       ["sample", EMULATOR_RESOURCES.sample, 100_000],
       ["private", EMULATOR_RESOURCES.private, 50],
       ["big", EMULATOR_RESOURCES.big, 1_000_000],
+      ["edge", EMULATOR_RESOURCES.edge, 4321],
     ]);
     expect(body.resources[0]!.links).toEqual({
       self: "http://worker.test/resources/sample",
@@ -102,7 +103,7 @@ describe("GET /resources/<alias>", () => {
     const { get } = harness();
     const res = await get("/resources/sampel");
     expect(res.status).toBe(404);
-    expect(((await res.json()) as ErrorBody).error.message).toBe('No resource is published under the name "sampel". Published: sample, private, big.');
+    expect(((await res.json()) as ErrorBody).error.message).toBe('No resource is published under the name "sampel". Published: sample, private, big, edge.');
   });
 
   it("is kept in the edge cache like an export", async () => {
