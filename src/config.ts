@@ -31,6 +31,8 @@ export interface Config {
   upstreamConcurrency: number;
   /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
   csvPassthrough: boolean;
+  /** Upstream requests one export may make: the Workers plan's subrequest limit. */
+  subrequestLimit: number;
   /** Edge-cache lifetime of an export; 0 turns the cache off. */
   cacheTtlSeconds: number;
   /** After the TTL, how long a cached export is still served while one refresh runs. */
@@ -132,6 +134,8 @@ export function parseConfig(env: Env): Config {
     corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),
     // Workers allow 6 simultaneous open connections; leave room for the response and R2.
     upstreamConcurrency: integerSetting("UPSTREAM_CONCURRENCY", env.UPSTREAM_CONCURRENCY, 3, 1, 5),
+    // Workers Paid allows 10,000 subrequests per request, Workers Free 50.
+    subrequestLimit: integerSetting("SUBREQUEST_LIMIT", env.SUBREQUEST_LIMIT, 10_000, 5, 10_000_000),
     csvPassthrough: booleanSetting("CSV_PASSTHROUGH", env.CSV_PASSTHROUGH, true),
     cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
     cacheStaleSeconds: integerSetting("CACHE_STALE_SECONDS", env.CACHE_STALE_SECONDS, 3600, 0, 31_536_000),

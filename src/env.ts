@@ -38,6 +38,8 @@ export interface Env {
   RATE_LIMITER?: RateLimit;
   /** Pages fetched at once when the total is known and paging is by offset (default 3). */
   UPSTREAM_CONCURRENCY?: string;
+  /** Upstream requests one export may make (default 10000, Workers Paid; 50 on Workers Free). */
+  SUBREQUEST_LIMIT?: string;
   /** "false" turns off the CSV pass-through (CKAN's CSV pages rewritten instead of rows re-encoded). */
   CSV_PASSTHROUGH?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */

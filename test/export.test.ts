@@ -185,6 +185,21 @@ describe("row budget", () => {
   });
 });
 
+describe("Workers' subrequest limit", () => {
+  it("refuses an export that would need more upstream requests than one request may make, before the first byte", async () => {
+    const { get, calls } = harness({ env: { SUBREQUEST_LIMIT: "10", PAGE_SIZE: "1000" } });
+    const res = await get("/export.csv?resource=sample&fields=id");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string; parameter: string } };
+    expect(error.parameter).toBe("limit");
+    expect(error.message).toMatch(/about 102 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=8000/);
+    expect(calls).toHaveLength(1);
+    const fits = await get("/export.csv?resource=sample&fields=id&limit=8000");
+    expect(fits.status).toBe(200);
+    expect((await fits.text()).trimEnd().split("\r\n")).toHaveLength(8001);
+  });
+});
+
 describe("keyset paging", () => {
   it("on first contact with a CKAN 2.12 site, asks both ways at once and pages by _id ranges", async () => {
     const { get, calls } = harness({ warm: false, emulator: { version: "2.12" }, env: { PAGE_SIZE: "500" } });

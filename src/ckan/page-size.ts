@@ -3,6 +3,12 @@ export const FIRST_PAGE_ROWS = 1000;
 /** Upstream JSON per page to aim for: wide rows get fewer per page, well inside a 128 MB isolate. */
 export const TARGET_PAGE_BYTES = 8 * 1024 * 1024;
 
+/** Rows a page holds at about TARGET_PAGE_BYTES, from what `rows` rows cost in `responseBytes`, at most `cap`. */
+export function rowsPerPage(cap: number, responseBytes: number | undefined, rows: number): number {
+  if (responseBytes === undefined || rows === 0) return cap;
+  return Math.max(1, Math.min(cap, Math.floor(TARGET_PAGE_BYTES / (responseBytes / rows))));
+}
+
 /** Rows per page, from the bytes pages actually cost, never above the configured or the site's cap. */
 export class PageSizer {
   #cap: number;
@@ -24,11 +30,6 @@ export class PageSizer {
   }
 
   observe(responseBytes: number | undefined, rows: number): void {
-    if (responseBytes === undefined || rows === 0) {
-      this.#rows = this.#cap;
-      return;
-    }
-    const perRow = responseBytes / rows;
-    this.#rows = Math.max(1, Math.min(this.#cap, Math.floor(TARGET_PAGE_BYTES / perRow)));
+    this.#rows = rowsPerPage(this.#cap, responseBytes, rows);
   }
 }

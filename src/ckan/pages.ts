@@ -5,7 +5,7 @@ import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { fetchFirstPage, isBefore212, mayUseKeyset } from "./first-page.ts";
 import { idStretches, offsetStretches, readPages, type Page, type StretchPlanner } from "./page-loop.ts";
-import { PageSizer } from "./page-size.ts";
+import { PageSizer, rowsPerPage } from "./page-size.ts";
 import { sortColumns } from "./sort.ts";
 import { isRangeFilter, type SearchRequest, type SearchResult, type TableQuery } from "./types.ts";
 
@@ -29,6 +29,8 @@ export interface PagingOptions {
   concurrency: number;
   /** Ask later pages as CSV text and rewrite them with this instead of encoding rows. */
   passthrough?: PassthroughFactory;
+  /** Upstream requests one export may make (the Workers plan's subrequest limit). */
+  subrequestLimit: number;
   signal?: AbortSignal;
 }
 
@@ -65,6 +67,25 @@ function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string):
     400,
     `CKAN refused the range filter on ${fields}: either the site runs a CKAN older than 2.12 (range filters need 2.12), or a bound does not fit the column's type.`,
     { parameter: "filters", cause: error },
+  );
+}
+
+/**
+ * An export that would need more upstream requests than a Workers request may make would fail
+ * half-way: it is refused before the first byte, with what fits. Counted: the first page, the
+ * pages at the size the first one suggests, the probe and the check after the last page.
+ */
+function checkSubrequests(first: SearchResult, firstCount: number, rows: number, options: PagingOptions): void {
+  if (rows <= firstCount) return;
+  const cap = Math.max(1, typeof first.limit === "number" ? Math.min(first.limit, options.pageSize) : options.pageSize);
+  const perPage = rowsPerPage(cap, first.responseBytes, firstCount);
+  const needed = 1 + Math.ceil(Math.max(0, rows - firstCount) / perPage) + 2;
+  if (needed <= options.subrequestLimit) return;
+  const fits = firstCount + (options.subrequestLimit - 3) * perPage;
+  throw new HttpError(
+    400,
+    `This export needs about ${needed} requests to CKAN (${perPage} rows each), more than the ${options.subrequestLimit} one request to this worker may make (SUBREQUEST_LIMIT). Add limit=${Math.max(1, fits)} or less, narrow with filters or q, or export in parts with offset.`,
+    { parameter: "limit" },
   );
 }
 
@@ -198,6 +219,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   });
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
+  if (full) checkSubrequests(first, firstRows.length, available === undefined ? wanted : Math.min(available, wanted), options);
   const after = byId && full ? lastIdOf(first) : undefined;
 
   let stretches: StretchPlanner | Promise<StretchPlanner>;

@@ -45,6 +45,7 @@ export async function runExport(
   const table = await openTable(client, config.datastoreSearchUrl, query, {
     pageSize: config.pageSize,
     maxRows: config.maxRows,
+    subrequestLimit: config.subrequestLimit,
     concurrency: config.upstreamConcurrency,
     ...(passthroughFor(query, config) ?? {}),
     signal: abort.signal,
