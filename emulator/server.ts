@@ -8,23 +8,41 @@ import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { createEmulator, type Emulator, type EmulatorOptions } from "./index.ts";
 
+/**
+ * Fault injection for specs, like the in-process harness's `fault`: called for every
+ * datastore_search request with its number `n` (1-based, counted since the fault was set) and its
+ * parameters (the JSON body, or the query string of a GET). A Response is sent instead of the
+ * emulator's answer, "destroy" drops the connection without an answer, undefined lets the emulator
+ * answer. Nothing a worker sends can turn it on: only the process that starts the server.
+ */
+export type EmulatorFault = (n: number, body: Record<string, unknown>) => Response | "destroy" | undefined;
+
 export interface EmulatorServerOptions {
   port?: number;
   token?: string;
   version?: EmulatorOptions["version"];
   staleTotal?: number;
+  fault?: EmulatorFault;
 }
 
 export interface EmulatorServer {
   /** Origin without a trailing slash, e.g. http://127.0.0.1:8788 */
   url: string;
+  /** Replaces the fault (undefined: none) and restarts its count. */
+  setFault(fault: EmulatorFault | undefined): void;
   close(): Promise<void>;
+}
+
+interface FaultState {
+  fault: EmulatorFault | undefined;
+  calls: number;
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
   const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal });
+  const faults: FaultState = { fault: options.fault, calls: 0 };
   const server = createServer((req, res) => {
-    handle(emulator, req, res).catch((error: unknown) => {
+    handle(emulator, faults, req, res).catch((error: unknown) => {
       console.error("emulator:", error);
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json;charset=utf-8" });
       res.end(res.headersSent ? undefined : JSON.stringify("Internal Server Error"));
@@ -37,6 +55,10 @@ export async function startEmulatorServer(options: EmulatorServerOptions = {}): 
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    setFault: (fault) => {
+      faults.fault = fault;
+      faults.calls = 0;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
@@ -45,8 +67,14 @@ export async function startEmulatorServer(options: EmulatorServerOptions = {}): 
   };
 }
 
-async function handle(emulator: Emulator, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const response = await emulator.fetch(await toRequest(req));
+async function handle(emulator: Emulator, faults: FaultState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const request = await toRequest(req);
+  const injected = await injectedFault(faults, request);
+  if (injected === "destroy") {
+    res.destroy();
+    return;
+  }
+  const response = injected ?? (await emulator.fetch(request));
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
@@ -66,6 +94,20 @@ async function handle(emulator: Emulator, req: IncomingMessage, res: ServerRespo
     if (!res.write(value)) await drained(res);
   }
   res.end();
+}
+
+async function injectedFault(faults: FaultState, request: Request): Promise<Response | "destroy" | undefined> {
+  const { fault } = faults;
+  if (fault === undefined || !new URL(request.url).pathname.endsWith("/datastore_search")) return undefined;
+  let body: Record<string, unknown> = Object.fromEntries(new URL(request.url).searchParams);
+  if (request.method === "POST") {
+    try {
+      body = (await request.clone().json()) as Record<string, unknown>;
+    } catch {
+      // Not JSON: the emulator answers it as CKAN would; the fault sees no parameters.
+    }
+  }
+  return fault(++faults.calls, body);
 }
 
 /** Resolves when the socket can take more, or when the client has gone (so the loop can stop). */
