@@ -1,20 +1,15 @@
 // Helpers for specs that run in Node and drive a real browser: the worker in `wrangler dev`
-// (workerd, exactly as `npm start` runs it), tiny pages on their own loopback origins, and
-// Debian's Chromium through playwright-core. Everything listens on 127.0.0.1 only.
-import { spawn } from "node:child_process";
+// (workerd, exactly as `npm start` runs it; started by test/http/harness.mts), tiny pages on their
+// own loopback origins, and Debian's Chromium through playwright-core. Everything listens on
+// 127.0.0.1 only.
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { delimiter, join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 
-import { OFFLINE_WRANGLER } from "../../scripts/offline.ts";
-
-const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+// Starting `wrangler dev` is shared with the wire specs (test/http).
+export { freePort, startWorker, type StartWorkerOptions, type WorkerProcess } from "../http/harness.mts";
 
 /**
  * A Chrome or Chromium this machine already has, found the way a newcomer's machine has one:
@@ -43,18 +38,6 @@ export function findBrowser(): string | undefined {
 /** Why a browser spec cannot run, in one line. */
 export const NO_BROWSER =
   "no Chrome or Chromium found (set CHROME_PATH, or install one, e.g. apt-get install chromium); the browser specs are skipped";
-
-/** A port nobody listens on right now (the kernel picks it; a small race is acceptable in tests). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface Site {
   /** e.g. http://127.0.0.1:40123, no trailing slash */
@@ -91,103 +74,6 @@ export async function servePage(html: string | (() => string)): Promise<Site> {
   };
 }
 
-export interface WorkerProcess {
-  /** e.g. http://127.0.0.1:40125, no trailing slash */
-  url: string;
-  /** Everything wrangler printed so far, for failure messages. */
-  output(): string;
-  stop(): Promise<void>;
-}
-
-export interface StartWorkerOptions {
-  /** `--var NAME:value` pairs */
-  vars: Record<string, string>;
-  /** How long `wrangler dev` may take to print "Ready on". */
-  timeoutMs?: number;
-}
-
-/**
- * `wrangler dev` as a child process in its own process group (so stop() also ends workerd), with
- * local state in a throw-away directory. Resolves once wrangler prints "Ready on".
- */
-export async function startWorker(options: StartWorkerOptions): Promise<WorkerProcess> {
-  const require = createRequire(import.meta.url);
-  const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
-  const [port, inspectorPort] = [await freePort(), await freePort()];
-  const state = await mkdtemp(join(tmpdir(), "datastore-export-browser-"));
-  const args = [
-    wrangler, "dev",
-    "--ip", "127.0.0.1",
-    "--port", String(port),
-    "--inspector-port", String(inspectorPort),
-    "--persist-to", state,
-    "--show-interactive-dev-session=false",
-    ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
-  ];
-  const child = spawn(process.execPath, args, {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-
-  let output = "";
-  const collect = (chunk: Buffer): void => {
-    output += chunk.toString();
-  };
-  child.stdout.on("data", collect);
-  child.stderr.on("data", collect);
-
-  let exited = child.exitCode !== null;
-  const exit = new Promise<void>((resolve) => {
-    child.once("exit", () => {
-      exited = true;
-      resolve();
-    });
-    child.once("error", (error) => {
-      output += `\n${String(error)}`;
-      exited = true;
-      resolve();
-    });
-  });
-
-  const signalGroup = (signal: NodeJS.Signals): void => {
-    if (child.pid === undefined) return;
-    try {
-      process.kill(-child.pid, signal);
-    } catch {
-      // The group is already gone.
-    }
-  };
-  // If this process dies without running afterAll, do not leave workerd behind.
-  const onExit = (): void => signalGroup("SIGKILL");
-  process.once("exit", onExit);
-
-  let stopped: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopped ??= (async () => {
-      process.off("exit", onExit);
-      signalGroup("SIGTERM");
-      const gone = await Promise.race([exit.then(() => true), delay(5_000).then(() => false)]);
-      // wrangler may exit before workerd does: always finish the whole group.
-      signalGroup("SIGKILL");
-      if (!gone) await Promise.race([exit, delay(2_000)]);
-      await rm(state, { recursive: true, force: true });
-    })());
-
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  const deadline = Date.now() + timeoutMs;
-  while (!/Ready on/i.test(output)) {
-    if (exited || Date.now() > deadline) {
-      await stop();
-      const why = exited ? `exited (code ${child.exitCode ?? "none"})` : `was not ready after ${timeoutMs / 1000} s`;
-      throw new Error(`wrangler dev ${why} before printing "Ready on". Its output:\n${output}`);
-    }
-    await delay(100);
-  }
-  return { url: `http://127.0.0.1:${port}`, output: () => output, stop };
-}
-
 /** The machine's Chrome or Chromium (see findBrowser), headless. */
 export async function launchChromium(): Promise<Browser> {
   const executablePath = findBrowser();
@@ -208,8 +94,4 @@ export async function launchChromium(): Promise<Browser> {
     ],
     timeout: 60_000,
   });
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
