@@ -124,23 +124,28 @@ export function storeWhileStreaming(
 /**
  * Writes a streamed export to the cache as it goes. Its ETag (the content hash) is known only at the
  * end, so it is stored beside the entry (rewriting the whole entry would write it twice). A stream
- * that errors makes `put` fail; the entry is deleted to be sure nothing partial is ever served.
+ * that errors makes `put` fail; the entry is deleted to be sure nothing partial is ever served, once
+ * that `put` has settled: a put whose body errored may still store what it read (workerd's local
+ * cache does), and a delete that runs first would leave that entry behind.
  */
 async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>, headers: Headers, progress: ExportProgress): Promise<void> {
   const digest = new crypto.DigestStream("SHA-256");
   // Rejects when the export fails, and is then never awaited.
   digest.digest.catch(() => {});
   const [stored, hashed] = boundedTee(body, 0);
+  let put: Promise<void> | undefined;
   try {
     // An older fill's tag must never describe these bytes, even for a moment.
     await caches.default.delete(etagKey(key));
-    await Promise.all([caches.default.put(key, new Response(stored, { headers })), hashed.pipeTo(digest)]);
+    put = caches.default.put(key, new Response(stored, { headers }));
+    await Promise.all([put, hashed.pipeTo(digest)]);
     if (progress.error !== undefined) throw progress.error;
     const etag = etagOf(await digest.digest);
     await caches.default.put(etagKey(key), new Response(etag, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
   } catch {
     // Let go of both readers, or the client's download would stall once it is a lead ahead of them.
     await Promise.allSettled([stored.cancel(), hashed.cancel()]);
+    await put?.catch(() => {});
     await caches.default.delete(key).catch(() => false);
   }
 }
