@@ -41,15 +41,38 @@ export interface ByteStreamHooks {
 }
 
 /**
+ * What a failed export sends last, one chunk per pull, before the stream errors: the failure text
+ * without its line break, then the line break alone ("\n" when it has none; for JSON, whose failure
+ * text is empty, only "\n", whitespace after the unclosed array).
+ *
+ * The line break goes alone because over HTTP the last chunk before an error is lost. workerd's
+ * body pump asks for the next chunk before the one it took last has gone out on the connection;
+ * when that read errors, the response is aborted and that chunk is dropped (traced: it never
+ * reaches a write(2)), while every chunk before it goes out, at each hop of `wrangler dev`, under
+ * concurrent requests too. Erroring later (on a timer) only narrows that race: a zero-delay timer
+ * still lost the failure text under a few concurrent exports. So the chunk that goes last is one
+ * whose loss changes nothing: the failure text is the body's last line with or without it (and
+ * JSON keeps its last rows), and the broken transfer follows.
+ */
+function lastChunks(failureText: string): string[] {
+  const lineBreak = /\r?\n$/.exec(failureText)?.[0];
+  if (lineBreak === undefined) return failureText === "" ? ["\n"] : [failureText, "\n"];
+  const line = failureText.slice(0, -lineBreak.length);
+  return line === "" ? [lineBreak] : [line, lineBreak];
+}
+
+/**
  * A pull-driven byte stream: a page is fetched and encoded only when the reader wants more, and a
  * reader that goes away cancels the upstream paging. A failure after bytes were sent writes the
- * failure text, waits until the reader has taken it (erroring right after a write can drop that
- * write), then errors the stream, so no client mistakes a cut-off file for a complete one.
+ * failure text (see `lastChunks`), then errors the stream, so no client mistakes a cut-off file for
+ * a complete one: it gets the failure text as the last line, then a broken transfer.
  */
 export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
   const utf8 = new TextEncoder();
   let bytes = 0;
   let failed: HttpError | undefined;
+  /** After a failure: what is left to send before the stream errors. */
+  const last: string[] = [];
   let finished = false;
   const finish = (error?: HttpError): void => {
     if (finished) return;
@@ -61,7 +84,9 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
     {
       async pull(controller) {
         if (failed !== undefined) {
-          controller.error(failed);
+          const text = last.shift();
+          if (text === undefined) controller.error(failed);
+          else controller.enqueue(utf8.encode(text));
           return;
         }
         try {
@@ -79,11 +104,13 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
           finish(failed);
           const reason = `${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`;
           const trailer = hooks.failure(reason);
-          if (trailer === "") {
+          // Nothing sent and nothing to add: no chunk to protect, error at once.
+          if (trailer === "" && bytes === 0) {
             controller.error(failed);
-          } else {
-            controller.enqueue(utf8.encode(trailer));
+            return;
           }
+          last.push(...lastChunks(trailer));
+          controller.enqueue(utf8.encode(last.shift()!));
         }
       },
       async cancel() {
