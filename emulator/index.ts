@@ -39,6 +39,7 @@ export interface Emulator {
 
 // Any mount prefix and language segment may come first: /data/en/api/action/datastore_search.
 const ACTION_PATH = /\/api(?:\/3)?\/action\/datastore_search\/?$/;
+const RESOURCE_SHOW_PATH = /\/api(?:\/3)?\/action\/resource_show\/?$/;
 const SCANNED_QUERIES_KEPT = 4;
 
 export function createEmulator(options: EmulatorOptions = {}): Emulator {
@@ -65,11 +66,22 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
     });
   }
 
+  /** `resource_show?id=`: the resource's name and description (what the worker's discovery reads). */
+  function show(request: Request, url: URL): Response {
+    const resource = findResource(url.searchParams.get("id") ?? "");
+    if (resource === undefined) throw notFound(url.searchParams.get("id") ?? "");
+    const authorized = options.token !== undefined && request.headers.get("authorization") === options.token;
+    if (resource.private && !authorized) throw notAuthorized(resource.id, version);
+    const result = { id: resource.id, name: resource.name, description: resource.description, datastore_active: true, format: "CSV" };
+    return Response.json({ help: "http://127.0.0.1:5000/api/3/action/help_show?name=resource_show", success: true, result });
+  }
+
   const emulator: Emulator = {
     requests: 0,
     async fetch(request) {
       const url = new URL(request.url);
       try {
+        if (RESOURCE_SHOW_PATH.test(url.pathname)) return show(request, url);
         if (!ACTION_PATH.test(url.pathname)) throw noSuchPath();
         emulator.requests++;
         return await search(request, url);

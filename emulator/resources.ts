@@ -11,6 +11,9 @@ export interface Resource {
   readonly table: Table;
   /** Readable only with the emulator's token; anonymous callers get CKAN's 403. */
   readonly private: boolean;
+  /** What `resource_show` says of it. */
+  readonly name: string;
+  readonly description: string;
 }
 
 export const EMULATOR_RESOURCES = {
@@ -22,10 +25,10 @@ export const EMULATOR_RESOURCES = {
 } as const;
 
 const RESOURCES: readonly Resource[] = [
-  { id: EMULATOR_RESOURCES.sample, aliases: [], table: sampleTable(100_000), private: false },
-  { id: EMULATOR_RESOURCES.private, aliases: [], table: sampleTable(50), private: true },
-  { id: EMULATOR_RESOURCES.big, aliases: [], table: sampleTable(1_000_000), private: false },
-  { id: EMULATOR_RESOURCES.edge, aliases: ["edge"], table: edgeTable(), private: false },
+  { id: EMULATOR_RESOURCES.sample, aliases: [], table: sampleTable(100_000), private: false, name: "Sample grants", description: "100,000 generated grants: amounts, ratios, categories and free text." },
+  { id: EMULATOR_RESOURCES.private, aliases: [], table: sampleTable(50), private: true, name: "Private grants", description: "Readable with the API token only." },
+  { id: EMULATOR_RESOURCES.big, aliases: [], table: sampleTable(1_000_000), private: false, name: "Big grants", description: "A million rows of the sample's shape." },
+  { id: EMULATOR_RESOURCES.edge, aliases: ["edge"], table: edgeTable(), private: false, name: "Edge cases", description: "Every column type and the values real CKAN 2.12 was recorded with." },
 ];
 
 const BY_NAME: ReadonlyMap<string, Resource> = new Map(

@@ -31,6 +31,17 @@ describe("GET /resources", () => {
     expect(body.max_rows).toBe(1_000_000);
   });
 
+  it("names and describes each resource as CKAN's resource_show does, asked without the token", async () => {
+    const { get, calls } = harness();
+    const body = (await (await get("/resources")).json()) as { resources: { name: string; title?: string; description?: string }[] };
+    expect(body.resources.find((r) => r.name === "sample")).toMatchObject({ title: "Sample grants", description: expect.stringContaining("100,000") });
+    // The private resource is private to anonymous callers: no name is known, and that is not an error.
+    expect(body.resources.find((r) => r.name === "private")?.title).toBeUndefined();
+    const shows = calls.filter((c) => c.url.includes("/resource_show"));
+    expect(shows.length).toBeGreaterThan(0);
+    expect(shows.every((c) => c.authorization === null && c.method === "GET")).toBe(true);
+  });
+
   it("keeps a resource CKAN refuses in the list, with the reason", async () => {
     const { get } = harness({ env: { CKAN_API_TOKEN: undefined, ALLOW_UNLISTED_RESOURCES: "false" } });
     const body = (await (await get("/resources")).json()) as { resources: { name: string; error?: { status: number } }[] };

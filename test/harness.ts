@@ -41,7 +41,8 @@ export function harness(options: HarnessOptions = {}) {
   const app = createApp({
     upstreamFetch: async (request) => {
       if (warming) return emulator.fetch(request);
-      const body = (await request.clone().json()) as Record<string, unknown>;
+      // datastore_search is a POST with a JSON body; resource_show a GET with none.
+      const body = request.method === "POST" ? ((await request.clone().json()) as Record<string, unknown>) : {};
       calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal });
       const faulty = await options.fault?.(calls.length, body);
       return faulty ?? emulator.fetch(request);
