@@ -2,7 +2,7 @@
 // wrangler and both workerd processes), find the workerd that runs the user worker, and read that
 // process's memory and CPU from /proc.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { copyFileSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
@@ -280,6 +280,8 @@ export function buildWorker(root: string, outDir: string): { bundle: string; con
     env: { ...process.env, WRANGLER_HIDE_BANNER: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
   });
   const config = join(outDir, "wrangler.toml");
-  copyFileSync(join(root, "wrangler.toml"), config);
+  // The copy lives elsewhere: the static assets directory must still name the project's.
+  const toml = readFileSync(join(root, "wrangler.toml"), "utf8").replace(/^(directory\s*=\s*)"\.\/?([^"]*)"/m, (_, key: string, dir: string) => `${key}${JSON.stringify(join(root, dir))}`);
+  writeFileSync(config, toml);
   return { bundle: join(outDir, "build", "index.js"), config };
 }
