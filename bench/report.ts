@@ -204,7 +204,7 @@ ${checkTable(report.check)}`);
   if (report.exports.some((e) => e.cost === "ckan")) {
     sections.push(`## Against CKAN's own dump (the upstream costs what CKAN costs)
 
-Each export is the whole table, cold, one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
+Each export is the whole table, not in the edge cache, one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
 table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.10 by offset). "CKAN busy" is the work the model
 charged, summed over requests; "most req at once" counts requests in service or queued (${report.model.workers} CKAN workers).
 

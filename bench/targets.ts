@@ -36,6 +36,12 @@ function requestPattern(log: string[]): string {
   return parts.map((p) => (p.count > 1 ? `${p.text} x${p.count}` : p.text)).join("; ");
 }
 
+/** Why an export failed, in a line: what the download saw, and whether V8 ran out of heap. */
+function failure(e: ExportResult): string {
+  const seen = (e.error ?? `${e.rowsSeen} rows of ${e.rows}`).split("; worker output")[0]!;
+  return /heap out of memory|Reached heap limit/.test(e.error ?? "") ? `${seen}; V8 reached its heap limit ("JavaScript heap out of memory")` : seen;
+}
+
 const CPU_LIMIT = { csv: 2, json: 1.5 };
 const RSS_GROWTH_MB = 16;
 
@@ -103,7 +109,7 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   if (small) {
     targets.push({
       name: "A 1,000,000-row JSON export completes under --max-old-space-size=48",
-      detail: ok(small) && small.rowsSeen === small.rows ? `${thousands(small.rowsSeen)} rows in ${fixed(small.wallMs / 1000, 2)} s, peak RSS ${fixed(small.peakMb, 0)} MB.` : `it did not: ${(small.error ?? `${small.rowsSeen} rows`).slice(0, 240).replace(/\.+$/, "")}.`,
+      detail: ok(small) && small.rowsSeen === small.rows ? `${thousands(small.rowsSeen)} rows in ${fixed(small.wallMs / 1000, 2)} s, peak RSS ${fixed(small.peakMb, 0)} MB.` : `it did not: ${failure(small)}.`,
       met: ok(small) && small.rowsSeen === small.rows,
     });
   }
