@@ -1,90 +1,65 @@
-// `npm run bench`: the worker's exports against a synthetic CKAN, beside the floors that bound them.
-// Prints one report and writes it to bench/RESULTS.md. Loopback only; every child is killed at the end.
+// `npm run bench`: the worker's exports against a synthetic CKAN (bench/upstream.ts), in three parts:
+//   check  the cost model's self-check: it replays the runs it is calibrated on (bench/calibrate.ts)
+//   cpu    a zero-cost upstream: the worker's CPU beside the fetch-and-discard floor, and its peak RSS
+//          from a quarter of the rows to all of them, in fresh processes; a second table shape (text[],
+//          json, formula-like texts); the edge cache; a 1,000,000-row JSON export under a 48 MB heap
+//   cost   the upstream costs what CKAN costs: the worker's wall time next to the upstream's own dump
+//          of the same rows, as CKAN 2.12 (keyset) and as CKAN 2.10 (offset)
+// Options are environment variables (README, "Benchmark"). The default run writes bench/RESULTS.md; a
+// subset writes bench/tmp/RESULTS.partial.md. Loopback only; every child is killed at the end.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
-import { get, type IncomingMessage } from "node:http";
-import { createGunzip } from "node:zlib";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { evaluateTargets, render, type ExportResult, type FetchFloor, type ParseFloor, type Report } from "./report.ts";
-import { RESOURCE_ID, startUpstream, type Upstream } from "./upstream.ts";
+import { selfCheck, type CheckRow } from "./calibrate.ts";
+import { calibrate } from "./ckan/cost.ts";
+import { BASE, RICH } from "./ckan/tables.ts";
+import { csvRecordCounter, download, getJson, lineCounter, sleep } from "./http.ts";
+import { render, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
+import { evaluateTargets } from "./targets.ts";
+import { startUpstream, type Resource, type Upstream, type Version } from "./upstream.ts";
 import { buildWorker, killAllNow, sample, startWrangler, watchOtherLoad, type Wrangler } from "./workerd.ts";
 
-const ROWS = 1_000_000;
-const PAGE_SIZE = 32000;
-const SLOW_MS = 150;
+const list = (name: string): string[] | undefined => process.env[name]?.split(",").map((s) => s.trim()).filter(Boolean);
+const options = {
+  only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost"]),
+  modes: (list("BENCH_MODES") ?? ["2.12", "2.10"]) as Version[],
+  costRows: (list("BENCH_ROWS") ?? ["200000", "1000000"]).map(Number),
+  formats: (list("BENCH_FORMATS") ?? ["csv", "json"]) as Format[],
+  workers: Number(process.env.BENCH_CKAN_WORKERS ?? 3),
+  repeat: Number(process.env.BENCH_REPEAT ?? 3),
+  cpuMode: (process.env.BENCH_CPU_MODE ?? "2.10") as Version,
+  extra: process.env.BENCH_EXTRA === "1",
+};
+const SUBSET_VARS = ["BENCH_ONLY", "BENCH_MODES", "BENCH_ROWS", "BENCH_FORMATS", "BENCH_CKAN_WORKERS", "BENCH_REPEAT", "BENCH_CPU_MODE", "BENCH_V8_FLAGS"];
+const subset = SUBSET_VARS.filter((name) => process.env[name] !== undefined);
+
+const MILLION = 1_000_000;
+const QUARTER = MILLION / 4;
+const RICH_ROWS = 500_000;
+const CACHE_ROWS = 100_000;
+const WARM_ROWS = 70_000;
 /**
  * Production isolates stop at 128 MB; wrangler dev sets no limit, so V8 grows its heap instead of
  * collecting and peak RSS would measure V8's heap sizing, not what the worker keeps. Export workers
- * run with this cap unless a case says otherwise (the floor worker holds every page by design: no cap).
- * BENCH_V8_FLAGS overrides it.
+ * run with this cap unless a case says otherwise. BENCH_V8_FLAGS overrides it.
  */
 const HEAP_CAP = process.env.BENCH_V8_FLAGS ?? "--max-old-space-size=128";
+const SMALL_HEAP = "--max-old-space-size=48";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const scratch = join(root, "bench", "tmp", `run-${process.pid}`);
 const started = performance.now();
 
-interface Download {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  bytes: number;
-  ttfbMs: number;
-  wallMs: number;
-  tail: string;
-  /** Set when the connection ended before the response did. */
-  cutOff?: string;
-}
-
-/** Reads a response to the end, handing each chunk to the sink `open` makes for it, keeping none of it. */
-function download(url: string, headers: Record<string, string>, open: (response: IncomingMessage) => (chunk: Buffer) => void): Promise<Download> {
-  return new Promise((resolve) => {
-    const begun = performance.now();
-    const request = get(url, { agent: false, headers }, (response) => {
-      let ttfbMs = Number.NaN;
-      let bytes = 0;
-      let last: Buffer = Buffer.alloc(0);
-      let done = false;
-      const onChunk = open(response);
-      const finish = (cutOff?: string): void => {
-        if (done) return;
-        done = true;
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, bytes, ttfbMs, wallMs: performance.now() - begun, tail: last.subarray(-300).toString(), ...(cutOff ? { cutOff } : {}) });
-      };
-      response.on("data", (chunk: Buffer) => {
-        if (bytes === 0) ttfbMs = performance.now() - begun;
-        bytes += chunk.length;
-        onChunk(chunk);
-        last = chunk;
-      });
-      response.on("end", () => finish());
-      // A cut-off download is a result to report, not a reason to stop the benchmark.
-      response.on("error", (error) => finish(error.message));
-      response.on("close", () => finish(response.complete ? undefined : "the connection closed before the end"));
-    });
-    // No answer at all (the worker crashed or never listened) is also a result to report.
-    request.on("error", (error) =>
-      resolve({ status: 0, headers: {}, bytes: 0, ttfbMs: Number.NaN, wallMs: performance.now() - begun, tail: "", cutOff: error.message }),
-    );
-  });
-}
-
-async function getJson<T>(url: string): Promise<{ body: T; wallMs: number }> {
-  const d = await new Promise<{ text: string; wallMs: number; status: number }>((resolve, reject) => {
-    const begun = performance.now();
-    get(url, { agent: false }, (response) => {
-      let text = "";
-      response.setEncoding("utf8");
-      response.on("data", (c: string) => (text += c));
-      response.on("end", () => resolve({ text, wallMs: performance.now() - begun, status: response.statusCode ?? 0 }));
-      response.on("error", reject);
-    }).on("error", reject);
-  });
-  if (d.status !== 200) throw new Error(`${url} answered ${d.status}: ${d.text.slice(0, 300)}`);
-  return { body: JSON.parse(d.text) as T, wallMs: d.wallMs };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const id = (n: number): string => `be4c0000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+/** The 12-column table at each size the runs use (all one table's rows: sizes share serialised pages), and the rich one. */
+const baseAlias = (rows: number): string => (rows === MILLION ? "base" : `base-${rows}`);
+const baseSizes = [...new Set([MILLION, ...options.costRows])];
+const resources: (Resource & { alias: string })[] = [
+  ...baseSizes.map((rows) => ({ alias: baseAlias(rows), id: id(rows), shape: BASE, rows })),
+  { alias: "rich", id: "51c40000-0000-4000-8000-000000000001", shape: RICH, rows: RICH_ROWS },
+];
+const aliases = JSON.stringify(Object.fromEntries(resources.map((r) => [r.alias, r.id])));
 
 /** Waits until the process stops using CPU, so work after the response (logs, cache writes) is counted. */
 async function settle(pid: number): Promise<void> {
@@ -99,59 +74,16 @@ async function settle(pid: number): Promise<void> {
 /** Module-level only so the final clean-up can close it. */
 let upstream: Upstream | undefined;
 let serial = 0;
-
-async function freshWrangler(build: { config: string; bundle?: string }, vars: Record<string, string>, v8Flags = ""): Promise<Wrangler> {
-  const persistTo = join(scratch, `state-${++serial}`);
-  mkdirSync(persistTo, { recursive: true });
-  return startWrangler({ root, ...build, vars, persistTo, v8Flags });
-}
-
 let built: { bundle: string; config: string } | undefined;
 
-/** A fresh process running the bench's build of the export worker. */
-function exportWorker(up: Upstream, heapCap = true): Promise<Wrangler> {
+/** A fresh wrangler dev running the bench's build of the export worker (or the floor worker). */
+function freshWorker(up: Upstream, v8Flags: string, floor = false): Promise<Wrangler> {
+  const persistTo = join(scratch, `state-${++serial}`);
+  mkdirSync(persistTo, { recursive: true });
+  if (floor) return startWrangler({ root, config: "bench/wrangler.floor.toml", vars: { CKAN_BASE_URL: up.url, RESOURCES: aliases }, persistTo });
   built ??= buildWorker(root, scratch);
-  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: JSON.stringify({ bench: RESOURCE_ID }), SNAPSHOT_JOBS: "[]" };
-  return freshWrangler(built, vars, heapCap ? HEAP_CAP : "");
-}
-
-async function floors(up: Upstream): Promise<{ fetchFloors: FetchFloor[]; parseFloors: ParseFloor[] }> {
-  const floor = await freshWrangler({ config: "bench/wrangler.floor.toml" }, { CKAN_BASE_URL: up.url, RESOURCE_ID });
-  try {
-    const fetchFloors: FetchFloor[] = [];
-    const parseFloors: ParseFloor[] = [];
-    const plan: [number, number][] = [[10_000, 0], [100_000, 0], [500_000, 0], [ROWS, 0], [100_000, SLOW_MS], [ROWS, SLOW_MS]];
-    for (const [rows, latencyMs] of plan) {
-      up.latencyMs = latencyMs;
-      let best: FetchFloor | undefined;
-      // Best of two without latency: the first run also opens connections and warms the floor worker.
-      for (let i = 0; i < (latencyMs === 0 ? 2 : 1); i++) {
-        up.resetStats();
-        await settle(floor.workerPid);
-        const before = sample(floor.workerPid).cpuSeconds;
-        const { body, wallMs } = await getJson<{ pages: number; firstPageMs: number }>(`${floor.url}/fetch?rows=${rows}`);
-        const cpuSeconds = sample(floor.workerPid).cpuSeconds - before;
-        if (!best || wallMs < best.wallMs) best = { rows, latencyMs, wallMs, firstPageMs: body.firstPageMs, pages: body.pages, upstreamBytes: up.stats.bytes, cpuSeconds };
-      }
-      fetchFloors.push(best!);
-    }
-    up.latencyMs = 0;
-    for (const rows of [10_000, 100_000, 500_000, ROWS]) {
-      await getJson(`${floor.url}/load?rows=${rows}`);
-      await settle(floor.workerPid);
-      // CPU is read in 10 ms ticks: repeat small parses so the figure is not mostly rounding.
-      const repeat = Math.max(1, Math.min(20, Math.round(300_000 / rows)));
-      const before = sample(floor.workerPid).cpuSeconds;
-      const { body } = await getJson<{ records: number }>(`${floor.url}/parse?repeat=${repeat}`);
-      const cpu = sample(floor.workerPid).cpuSeconds - before;
-      if (body.records !== rows * repeat) throw new Error(`floor parsed ${body.records} records, expected ${rows * repeat}`);
-      parseFloors.push({ rows, cpuSeconds: cpu / repeat, repeat });
-      await getJson(`${floor.url}/drop`);
-    }
-    return { fetchFloors, parseFloors };
-  } finally {
-    await floor.stop();
-  }
+  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: aliases, SNAPSHOT_JOBS: "[]" };
+  return startWrangler({ root, ...built, vars, persistTo, v8Flags });
 }
 
 /** The worker's own log line for the export that just ran, if it printed one. */
@@ -169,60 +101,48 @@ function workerUpstreamMs(worker: Wrangler, from: number): number | undefined {
   return undefined;
 }
 
-interface ExportCase {
-  format: "csv" | "json";
+interface Case {
+  table: "base" | "rich";
+  format: Format;
   rows: number;
-  latencyMs: number;
-  /** Ask for gzip, as browsers and spreadsheets do; otherwise the worker's uncompressed output is measured. */
+  /** Export the whole table of this alias instead of `limit` rows of the table. */
+  alias?: string;
   gzip?: boolean;
-  /** Run without HEAP_CAP, to show what wrangler dev's own default does to RSS. */
-  uncapped?: boolean;
+  /** Which fresh process, for RSS growth within one process. */
+  proc: string;
+  heap: string;
 }
 
-/** Lines in a body, read through gunzip when it is compressed. */
-function lineCounter(compressed: boolean): { write(chunk: Buffer): void; count(): Promise<number> } {
-  let lines = 0;
-  const tally = (chunk: Buffer): void => {
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
-  };
-  if (!compressed) return { write: tally, count: async () => lines };
-  const gunzip = createGunzip();
-  gunzip.on("data", tally);
-  const ended = new Promise<void>((resolve) => {
-    gunzip.on("end", resolve);
-    gunzip.on("error", () => resolve());
-  });
-  return { write: (chunk) => void gunzip.write(chunk), count: async () => (gunzip.end(), await ended, lines) };
-}
-
-async function measure(up: Upstream, worker: Wrangler, c: ExportCase, run: "cold" | "cached", baselineMb: number): Promise<ExportResult> {
+async function measure(up: Upstream, worker: Wrangler, c: Case, run: "cold" | "cached", baselineMb: number): Promise<ExportResult> {
   up.resetStats();
   const logFrom = worker.output.length;
   const before = sample(worker.workerPid);
   const proxyBefore = sample(worker.proxyPid);
+  const query = c.alias !== undefined ? `resource=${c.alias}` : `resource=${c.table}&limit=${c.rows}`;
   let lines = lineCounter(false);
-  const d = await download(`${worker.url}/export.${c.format}?resource=bench&limit=${c.rows}`, c.gzip ? { "accept-encoding": "gzip" } : {}, (response) => {
-    lines = lineCounter(response.headers["content-encoding"] === "gzip");
+  const d = await download(`${worker.url}/export.${c.format}?${query}`, c.gzip ? { "accept-encoding": "gzip" } : {}, (response) => {
+    const zipped = response.headers["content-encoding"] === "gzip";
+    lines = c.table === "rich" && c.format === "csv" && !zipped ? csvRecordCounter() : lineCounter(zipped);
     return lines.write;
   });
   await settle(worker.workerPid);
   const after = sample(worker.workerPid);
   const framing = c.format === "csv" ? 1 : 2; // CSV: the header line; JSON: the "[" and "]" lines
+  const s = up.stats;
   const result: ExportResult = {
-    format: c.format, gzip: c.gzip === true, uncapped: c.uncapped === true, rows: c.rows, latencyMs: up.latencyMs, run, status: d.status,
-    wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: Math.max(0, (await lines.count()) - framing),
-    upstreamRequests: up.stats.requests, upstreamBytes: up.stats.bytes, upstreamGenerated: up.stats.generated,
-    recordsFormats: { ...up.stats.formats }, requestLog: [...up.stats.log],
+    table: c.table, format: c.format, rows: c.rows, mode: up.version, cost: up.model ? "ckan" : "zero", run, heap: c.heap, gzip: c.gzip === true, proc: c.proc,
+    status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: Math.max(0, (await lines.count()) - framing),
+    upstreamRequests: s.requests, upstreamBytes: s.bytes, upstreamGenerated: s.generated, recordsFormats: { ...s.formats }, requestLog: [...s.log],
+    upstreamModelS: s.modelSeconds, upstreamPeak: s.peakRequests, upstreamQueuedS: s.queuedSeconds, upstreamLateMs: s.lateMs,
     peakMb: after.peakMb, baselineMb, cpuSeconds: after.cpuSeconds - before.cpuSeconds,
     proxyCpuSeconds: sample(worker.proxyPid).cpuSeconds - proxyBefore.cpuSeconds,
-    xCache: String(d.headers["x-cache"] ?? "absent"),
-    contentEncoding: String(d.headers["content-encoding"] ?? "identity"),
+    xCache: String(d.headers["x-cache"] ?? "absent"), contentEncoding: String(d.headers["content-encoding"] ?? "identity"),
   };
   const cacheNote = d.headers["x-cache-note"];
   if (typeof cacheNote === "string") result.cacheNote = cacheNote;
   const upstreamMs = workerUpstreamMs(worker, logFrom);
   if (upstreamMs !== undefined) result.workerUpstreamMs = upstreamMs;
-  const label = `${c.format}${c.gzip ? "+gzip" : ""}${c.uncapped ? " (no heap cap)" : ""} ${c.rows} rows, ${up.latencyMs} ms/page, ${run}`;
+  const label = `${c.table} ${c.format}${c.gzip ? "+gzip" : ""} ${c.rows} rows, CKAN ${up.version}, ${result.cost} cost, heap ${c.heap}, ${run}`;
   if (d.status !== 200 || d.cutOff !== undefined) {
     // Keep the worker's last words: they say why (paths of this machine are cut out).
     const said = worker.output
@@ -242,91 +162,142 @@ async function measure(up: Upstream, worker: Wrangler, c: ExportCase, run: "cold
   return result;
 }
 
-const CASES: ExportCase[] = [
-  { format: "csv", rows: 10_000, latencyMs: 0 },
-  { format: "json", rows: 10_000, latencyMs: 0 },
-  { format: "csv", rows: 100_000, latencyMs: 0 },
-  { format: "json", rows: 100_000, latencyMs: 0 },
-  { format: "csv", rows: 500_000, latencyMs: 0 },
-  { format: "csv", rows: ROWS, latencyMs: 0 },
-  { format: "json", rows: ROWS, latencyMs: 0 },
-  { format: "csv", rows: 100_000, latencyMs: SLOW_MS },
-  { format: "csv", rows: ROWS, latencyMs: SLOW_MS },
-  // Browsers and dashboards ask for gzip; JSON is where the worker (or workerd) then compresses.
-  { format: "json", rows: ROWS, latencyMs: 0, gzip: true },
-  { format: "csv", rows: 500_000, latencyMs: 0, uncapped: true },
-  { format: "csv", rows: ROWS, latencyMs: 0, uncapped: true },
-];
-
-/**
- * Runs every export once, unmeasured, so the upstream has served each page shape the worker asks
- * for before anything is timed (shapes other than all-column lists/csv are serialised on first use).
- */
-async function warmUp(up: Upstream): Promise<void> {
-  const worker = await exportWorker(up);
+/** One fresh worker process running `cases` in order, each cold (and the first cached too, if asked). */
+async function inProcess(up: Upstream, heap: string, cases: Omit<Case, "heap">[], cachedRepeat = false): Promise<ExportResult[]> {
+  const worker = await freshWorker(up, heap === "none" ? "" : heap);
+  const results: ExportResult[] = [];
+  const label = heap === "none" ? "none" : `${/\d+/.exec(heap)?.[0] ?? heap} MB`;
   try {
-    const seen = new Set<string>();
-    for (const c of CASES) {
-      const key = `${c.format} ${c.rows}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      await download(`${worker.url}/export.${c.format}?resource=bench&limit=${c.rows}&_warm=1`, {}, () => () => {});
+    await settle(worker.workerPid);
+    const baselineMb = sample(worker.workerPid).rssMb;
+    for (const c of cases) {
+      results.push(await measure(up, worker, { ...c, heap: label }, "cold", baselineMb));
+      if (cachedRepeat) results.push(await measure(up, worker, { ...c, heap: label }, "cached", baselineMb));
     }
   } finally {
     await worker.stop();
   }
+  return results;
 }
 
-async function exports(up: Upstream): Promise<ExportResult[]> {
-  const results: ExportResult[] = [];
-  for (const c of CASES) {
-    up.latencyMs = c.latencyMs;
-    // A fresh process per export: VmHWM never goes down, and a warm isolate would skip the keyset probe.
-    const worker = await exportWorker(up, c.uncapped !== true);
+/** Every shape of page the runs will ask for, serialised before anything is timed. */
+async function warmUp(up: Upstream): Promise<void> {
+  const modes = new Set<Version>([...(options.only.has("cpu") ? [options.cpuMode] : []), ...(options.only.has("cost") ? options.modes : [])]);
+  for (const mode of modes) {
+    up.version = mode;
+    up.model = undefined;
+    const worker = await freshWorker(up, HEAP_CAP);
     try {
-      await settle(worker.workerPid);
-      const baselineMb = sample(worker.workerPid).rssMb;
-      results.push(await measure(up, worker, c, "cold", baselineMb));
-      results.push(await measure(up, worker, c, "cached", baselineMb));
+      const tables = mode === options.cpuMode && options.only.has("cpu") ? ["base", "rich"] : [];
+      if (options.only.has("cost") && options.modes.includes(mode)) tables.push(...options.costRows.map(baseAlias));
+      for (const alias of new Set(tables)) {
+        for (const format of options.formats) {
+          const d = await download(`${worker.url}/export.${format}?resource=${alias}&limit=${WARM_ROWS}&_warm=1`, {}, () => () => {});
+          if (d.status !== 200) throw new Error(`warm-up export ${alias} ${format} on CKAN ${mode} answered ${d.status}: ${d.tail.slice(0, 200)}`);
+        }
+      }
     } finally {
       await worker.stop();
     }
   }
-  up.latencyMs = 0;
+  if (options.only.has("cost")) up.store.want(BASE, "dump", BASE.fields.map((_, i) => i), Math.max(...options.costRows));
+  const begun = performance.now();
+  const chunks = up.store.prepareSeen();
+  console.log(`  serialised ${chunks} chunks of 10,000 rows in ${((performance.now() - begun) / 1000).toFixed(1)} s`);
+}
+
+async function floors(up: Upstream): Promise<FetchFloor[]> {
+  up.version = options.cpuMode;
+  up.model = undefined;
+  const floor = await freshWorker(up, "", true);
+  const plan: [string, number][] = [["base", QUARTER], ["base", MILLION], ["rich", RICH_ROWS]];
+  try {
+    const results: FetchFloor[] = [];
+    for (const [table, rows] of plan) {
+      for (const format of options.formats) {
+        const records = format === "csv" ? "csv" : "lists";
+        let best: FetchFloor | undefined;
+        // Best of two: the first run also opens connections and warms the floor worker.
+        for (let i = 0; i < 2; i++) {
+          up.resetStats();
+          await settle(floor.workerPid);
+          const before = sample(floor.workerPid).cpuSeconds;
+          const { body, wallMs } = await getJson<{ pages: number; firstPageMs: number }>(`${floor.url}/fetch?resource=${table}&rows=${rows}&format=${records}`);
+          const cpuSeconds = sample(floor.workerPid).cpuSeconds - before;
+          if (!best || cpuSeconds < best.cpuSeconds) best = { table: table as "base" | "rich", format, rows, wallMs, firstPageMs: body.firstPageMs, pages: body.pages, upstreamBytes: up.stats.bytes, cpuSeconds };
+        }
+        results.push(best!);
+        console.log(`  floor ${table} ${records} ${rows}: CPU ${best!.cpuSeconds.toFixed(2)} s, ${(best!.wallMs / 1000).toFixed(2)} s`);
+      }
+    }
+    return results;
+  } finally {
+    await floor.stop();
+  }
+}
+
+async function cpuRuns(up: Upstream): Promise<ExportResult[]> {
+  up.version = options.cpuMode;
+  up.model = undefined;
+  const results: ExportResult[] = [];
+  // A quarter of the rows, then all, in one process: the growth of its peak RSS is what the rows cost.
+  for (let n = 1; n <= options.repeat; n++) {
+    for (const format of options.formats) {
+      const proc = `${format}-${n}`;
+      results.push(...(await inProcess(up, HEAP_CAP, [QUARTER, MILLION].map((rows) => ({ table: "base" as const, format, rows, proc })))));
+    }
+  }
+  results.push(...(await inProcess(up, HEAP_CAP, options.formats.map((format) => ({ table: "rich" as const, format, rows: RICH_ROWS, proc: "rich" })))));
+  const cacheFormat = options.formats.includes("csv") ? "csv" : options.formats[0]!;
+  results.push(...(await inProcess(up, HEAP_CAP, [{ table: "base", format: cacheFormat, rows: CACHE_ROWS, proc: "cache" }], true)));
+  if (options.formats.includes("json")) results.push(...(await inProcess(up, SMALL_HEAP, [{ table: "base", format: "json", rows: MILLION, proc: "small-heap" }])));
+  if (options.extra) {
+    if (options.formats.includes("json")) results.push(...(await inProcess(up, HEAP_CAP, [{ table: "base", format: "json", rows: MILLION, gzip: true, proc: "gzip" }])));
+    if (options.formats.includes("csv")) results.push(...(await inProcess(up, "none", [{ table: "base", format: "csv", rows: MILLION, proc: "uncapped" }])));
+  }
   return results;
 }
 
-/**
- * Peak RSS moves by tens of MB with GC timing, so the memory target takes the median of three fresh
- * processes per size: the main run's plus two cold CSV exports here.
- */
-async function memoryRuns(up: Upstream, exportResults: ExportResult[]): Promise<Report["memory"]> {
-  const memory: Report["memory"] = [];
-  for (const rows of [500_000, ROWS]) {
-    const first = exportResults.find((e) => e.format === "csv" && e.rows === rows && e.latencyMs === 0 && e.run === "cold" && !e.gzip && !e.uncapped);
-    const peaks = first ? [first.peakMb] : [];
-    for (let i = 0; i < 2; i++) {
-      const worker = await exportWorker(up);
-      try {
-        await settle(worker.workerPid);
-        const d = await download(`${worker.url}/export.csv?resource=bench&limit=${rows}`, {}, () => () => {});
-        await settle(worker.workerPid);
-        if (d.status === 200 && d.cutOff === undefined) peaks.push(sample(worker.workerPid).peakMb);
-      } finally {
-        await worker.stop();
+async function dumpRun(up: Upstream, rows: number): Promise<DumpResult> {
+  up.resetStats();
+  const lines = lineCounter(false);
+  const d = await download(`${up.url}/datastore/dump/${id(rows)}`, {}, () => lines.write);
+  const result: DumpResult = { mode: up.version, rows, status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: (await lines.count()) - 1, upstreamModelS: up.stats.modelSeconds, upstreamLateMs: up.stats.lateMs };
+  console.log(`  dump ${rows} rows, CKAN ${up.version}: ${(d.wallMs / 1000).toFixed(2)} s, ${(d.bytes / 1024 ** 2).toFixed(1)} MB`);
+  return result;
+}
+
+async function costRuns(up: Upstream): Promise<{ exports: ExportResult[]; dumps: DumpResult[] }> {
+  const exports: ExportResult[] = [];
+  const dumps: DumpResult[] = [];
+  for (const mode of options.modes) {
+    up.version = mode;
+    up.model = calibrate(undefined, undefined, options.workers);
+    const worker = await freshWorker(up, HEAP_CAP);
+    try {
+      await settle(worker.workerPid);
+      const baselineMb = sample(worker.workerPid).rssMb;
+      for (const rows of options.costRows) {
+        dumps.push(await dumpRun(up, rows));
+        for (const format of options.formats) {
+          exports.push(await measure(up, worker, { table: "base", format, rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" }, "cold", baselineMb));
+        }
       }
+    } finally {
+      await worker.stop();
     }
-    memory.push({ rows, peaksMb: peaks });
   }
-  return memory;
+  up.model = undefined;
+  return { exports, dumps };
 }
 
 /** Bytes the upstream sends for the same pages in each records_format (the worker never asks for objects). */
 async function formatBytes(up: Upstream, rows: number): Promise<Report["formats"]> {
+  up.model = undefined;
   const total = { lists: 0, objects: 0, csv: 0 };
   for (const format of ["lists", "objects", "csv"] as const) {
-    for (let offset = 0; offset < rows; offset += PAGE_SIZE) {
-      const body = { resource_id: RESOURCE_ID, limit: Math.min(PAGE_SIZE, rows - offset), offset, sort: "_id", records_format: format, ...(offset === 0 ? { include_total: true } : {}) };
+    for (let offset = 0; offset < rows; offset += 32000) {
+      const body = { resource_id: id(MILLION), limit: Math.min(32000, rows - offset), offset, sort: "_id", records_format: format, include_total: offset === 0 };
       const response = await fetch(`${up.url}/api/action/datastore_search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       total[format] += (await response.arrayBuffer()).byteLength;
     }
@@ -334,7 +305,7 @@ async function formatBytes(up: Upstream, rows: number): Promise<Report["formats"
   return { rows, listsBytes: total.lists, objectsBytes: total.objects, csvBytes: total.csv };
 }
 
-function machine(): Omit<Report["machine"], "otherLoad" | "heapCap"> {
+function machine(): Omit<Machine, "otherLoad"> {
   let workerd = "unknown";
   try {
     workerd = execFileSync(join(root, "node_modules", ".bin", "workerd"), ["--version"], { encoding: "utf8" }).trim().replace(/^workerd\s+/, "");
@@ -357,32 +328,52 @@ function machine(): Omit<Report["machine"], "otherLoad" | "heapCap"> {
     workerd,
     wrangler,
     code,
+    heapCap: HEAP_CAP,
   };
 }
 
 async function main(): Promise<void> {
   // Other work on the machine skews every figure; the report says how much there was.
   const otherLoad = watchOtherLoad();
-  console.log(`bench: generating ${ROWS.toLocaleString("en-US")} rows`);
-  const up = await startUpstream({ rows: ROWS });
-  upstream = up;
-  console.log(`bench: upstream ready in ${((performance.now() - started) / 1000).toFixed(1)} s; floors`);
-  const { fetchFloors, parseFloors } = await floors(up);
-  console.log("bench: warm-up (every export once, unmeasured)");
-  await warmUp(up);
-  console.log("bench: exports (a fresh wrangler dev per size)");
-  const exportResults = await exports(up);
-  console.log("bench: peak RSS, two more fresh processes per size");
-  const memory = await memoryRuns(up, exportResults);
-  console.log("bench: bytes per records_format");
-  const formats = await formatBytes(up, ROWS);
-  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop(), heapCap: HEAP_CAP }, exports: exportResults, fetchFloors, parseFloors, formats, memory };
+  const model = calibrate(undefined, undefined, options.workers);
+  let check: CheckRow[] | undefined;
+  if (options.only.has("check")) {
+    console.log("bench: cost model self-check (200,000 rows as CKAN 2.12)");
+    check = await selfCheck(model);
+    for (const row of check) console.log(`  ${row.name}: CKAN ${row.ckanS.toFixed(2)} s, model ${row.modelS.toFixed(2)} s, bench upstream ${row.measuredS.toFixed(2)} s`);
+  }
+  let exports: ExportResult[] = [];
+  let fetchFloors: FetchFloor[] = [];
+  let dumps: DumpResult[] = [];
+  let formats: Report["formats"];
+  if (options.only.has("cpu") || options.only.has("cost")) {
+    const up = await startUpstream({ resources });
+    upstream = up;
+    console.log("bench: warm-up (small exports, then every page shape they asked for serialised)");
+    await warmUp(up);
+    if (options.only.has("cpu")) {
+      console.log(`bench: floors (zero cost, CKAN ${options.cpuMode})`);
+      fetchFloors = await floors(up);
+      console.log(`bench: CPU and RSS (zero cost, CKAN ${options.cpuMode}, a fresh wrangler dev per row of processes)`);
+      exports.push(...(await cpuRuns(up)));
+    }
+    if (options.only.has("cost")) {
+      console.log(`bench: against the dump (CKAN's costs, ${options.workers} CKAN workers)`);
+      const cost = await costRuns(up);
+      exports.push(...cost.exports);
+      dumps = cost.dumps;
+    }
+    formats = await formatBytes(up, CACHE_ROWS);
+  }
+  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, model, check, exports, fetchFloors, dumps, formats };
   const { targets, notes } = evaluateTargets(partial);
   const report: Report = { ...partial, targets, notes, totalSeconds: (performance.now() - started) / 1000 };
   const text = render(report);
   console.log(`\n${text}`);
-  writeFileSync(join(root, "bench", "RESULTS.md"), text);
-  console.log("bench: wrote bench/RESULTS.md");
+  const out = subset.length === 0 ? join("bench", "RESULTS.md") : join("bench", "tmp", "RESULTS.partial.md");
+  mkdirSync(join(root, "bench", "tmp"), { recursive: true });
+  writeFileSync(join(root, out), text);
+  console.log(`bench: wrote ${out}`);
 }
 
 const cleanUp = (): void => {
