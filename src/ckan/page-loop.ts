@@ -1,7 +1,7 @@
 import { HttpError } from "../errors.ts";
 import { batchRows, leadingRows, type Batch } from "../format/batch.ts";
 import type { CkanClient } from "./client.ts";
-import type { PageSizer } from "./page-size.ts";
+import { ISOLATE_PAGE_BUDGET, TARGET_PAGE_BYTES, type PageSizer } from "./page-size.ts";
 import type { Filters, SearchRequest, SearchResult } from "./types.ts";
 
 /**
@@ -131,6 +131,12 @@ export function idStretches(after: number, largest: number | undefined, density:
   };
 }
 
+/** Exports paging in this isolate right now: they share ISOLATE_PAGE_BUDGET. */
+let paging = 0;
+
+/** Pages one export may have in flight: its own window, shrunk while other exports share the isolate. */
+const windowNow = (own: number): number => Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (Math.max(1, paging) * TARGET_PAGE_BYTES))));
+
 /**
  * The one paging loop: stretches planned ahead, `window` of them in flight, yielded strictly in
  * table order; what is left of a stretch is fetched next, ahead of the others. The end is found by
@@ -154,13 +160,14 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   };
   let planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
   const fill = (): void => {
-    while (planner !== undefined && inflight.length < plan.window) {
+    while (planner !== undefined && inflight.length < windowNow(plan.window)) {
       const stretch = planner(planned, inflight.length);
       if (stretch === undefined) break;
       inflight.push(start(stretch));
       planned += stretch.count;
     }
   };
+  paging++;
   try {
     for (;;) {
       const count = batchRows(current.page.batch);
@@ -186,6 +193,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       current = await following;
     }
   } finally {
+    paging--;
     inflight.length = 0;
     plan.stop.abort();
   }

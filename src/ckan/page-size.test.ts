@@ -5,7 +5,7 @@ describe("page sizes", () => {
   it("starts small, then sizes pages by the bytes a row costs, up to the cap", () => {
     const sizer = new PageSizer(32000);
     expect(sizer.rows).toBe(FIRST_PAGE_ROWS);
-    sizer.observe(200 * 1000, 1000);
+    sizer.observe(100 * 1000, 1000);
     expect(sizer.rows).toBe(32000);
     sizer.observe(10_000 * 1000, 1000);
     expect(sizer.rows).toBe(Math.floor(TARGET_PAGE_BYTES / 10_000));
