@@ -3,7 +3,7 @@ import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, typ
 import type { Config } from "../config.ts";
 import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
-import { FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
+import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
 import { UUID_PATTERN } from "../settings.ts";
 import { BOUNDS, COMMON_NAMES, DELIMITERS, LINK_NAMES } from "./params.ts";
 import { clip } from "../text.ts";
@@ -233,11 +233,10 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const q = single(params, "q");
   checkLength("q", q, BOUNDS.q);
   const limit = wholeNumber("limit", single(params, "limit"));
-  if (limit !== undefined && limit > config.maxRows) {
-    throw badRequest(
-      "limit",
-      `limit=${limit} is above this worker's maximum of ${config.maxRows} rows per export. Use a smaller limit, add filters, or export in parts with offset.`,
-    );
+  const maxRows = formatMaxRows(format, config.maxRows);
+  if (limit !== undefined && limit > maxRows) {
+    const whose = maxRows < config.maxRows ? `the ${format} format's maximum of ${maxRows} rows (a sheet's rows, less the header)` : `this worker's maximum of ${maxRows} rows per export`;
+    throw badRequest("limit", `limit=${limit} is above ${whose}. Use a smaller limit, add filters, or export in parts with offset.`);
   }
   const given = single(params, "sort");
   checkLength("sort", given, BOUNDS.sort);
