@@ -1,0 +1,50 @@
+// LibreOffice for specs that open what the worker writes as a spreadsheet user would: headless,
+// with a throw-away profile, converting a file to CSV.
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+
+/** LibreOffice's `soffice` (Debian's `libreoffice-calc` or `-nogui`), from SOFFICE_PATH or PATH. */
+export function findOffice(): string | undefined {
+  const fromEnv = process.env.SOFFICE_PATH;
+  if (fromEnv !== undefined && fromEnv !== "") return existsSync(fromEnv) ? fromEnv : undefined;
+  const names = ["soffice", "libreoffice"];
+  const onPath = (process.env.PATH ?? "").split(delimiter).flatMap((dir) => names.map((name) => join(dir, name)));
+  const installed = ["/Applications/LibreOffice.app/Contents/MacOS/soffice", join(process.env.PROGRAMFILES ?? "C:\\Program Files", "LibreOffice", "program", "soffice.exe")];
+  return [...onPath, ...installed].find((path) => existsSync(path));
+}
+
+/** Why a LibreOffice spec cannot run, in one line. */
+export const NO_OFFICE =
+  "no LibreOffice found (set SOFFICE_PATH, or install it, e.g. apt-get install libreoffice-calc); the LibreOffice specs are skipped";
+
+/**
+ * Opens `bytes` (a file named `name`) in LibreOffice and saves it as UTF-8 CSV, comma-separated.
+ * `importFilter`: the CSV import options when the input is CSV itself (a locale's own reading).
+ */
+export async function convertToCsv(name: string, bytes: Uint8Array, importFilter?: string): Promise<string> {
+  const office = findOffice();
+  if (office === undefined) throw new Error(NO_OFFICE);
+  const dir = await mkdtemp(join(tmpdir(), "datastore-export-office-"));
+  try {
+    const input = join(dir, name);
+    await writeFile(input, bytes);
+    const args = [
+      "--headless", "--norestore", "--nolockcheck",
+      `-env:UserInstallation=${pathToFileURL(join(dir, "profile")).href}`,
+      ...(importFilter === undefined ? [] : [`--infilter=${importFilter}`]),
+      // Comma, double quote, UTF-8, from line 1; cells as stored, not as formatted.
+      "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false",
+      "--outdir", join(dir, "out"),
+      input,
+    ];
+    await promisify(execFile)(office, args, { timeout: 120_000 });
+    return await readFile(join(dir, "out", name.replace(/\.[^.]+$/, ".csv")), "utf8");
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
