@@ -5,7 +5,7 @@
 import { crc32 } from "../src/format/zip.ts";
 
 export interface Cell {
-  /** "n" number, "b" boolean, "inlineStr" text, "" an empty cell. */
+  /** "n" number, "b" boolean, "inlineStr" text ("s" a shared string, from other writers), "" an empty cell. */
   type: string;
   /** The `<v>` text, or the inline string unescaped. */
   value: string;
@@ -21,7 +21,7 @@ export interface Workbook {
 }
 
 async function inflate(bytes: Uint8Array): Promise<Uint8Array> {
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+  const stream = new Blob([bytes.slice()]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
@@ -68,13 +68,19 @@ export async function readWorkbook(bytes: Uint8Array): Promise<Workbook> {
   if (/<f[ >]/.test(sheet)) throw new Error("the sheet holds a formula");
   const rows: Cell[][] = [];
   const rowNumbers: number[] = [];
-  for (const [, r, body] of sheet.matchAll(/<row r="(\d+)">(.*?)<\/row>/gs)) {
+  for (const [, r, body] of sheet.matchAll(/<row r="(\d+)"[^>]*>(.*?)<\/row>/gs)) {
     rowNumbers.push(Number(r));
     const cells: Cell[] = [];
-    for (const [, attributes = "", content = ""] of (body ?? "").matchAll(/<c((?: [a-z]+="[^"]*")*)(?:\/>|>(.*?)<\/c>)/gs)) {
+    for (const [, attributes = "", content = ""] of (body ?? "").matchAll(/<c((?: [a-zA-Z]+="[^"]*")*)(?:\/>|>(.*?)<\/c>)/gs)) {
       const type = /t="([^"]+)"/.exec(attributes)?.[1] ?? (content === "" ? "" : "n");
       const style = Number(/s="(\d+)"/.exec(attributes)?.[1] ?? 0);
       const value = type === "inlineStr" ? unescapeXml(/<t[^>]*>(.*?)<\/t>/s.exec(content)?.[1] ?? "") : (/<v>(.*?)<\/v>/.exec(content)?.[1] ?? "");
+      // Other writers (LibreOffice) leave empty cells out and say where each cell is.
+      const column = /r="([A-Z]+)\d+"/.exec(attributes)?.[1];
+      if (column !== undefined) {
+        const index = [...column].reduce((n, letter) => n * 26 + letter.charCodeAt(0) - 64, 0) - 1;
+        while (cells.length < index) cells.push({ type: "", value: "", style: 0 });
+      }
       cells.push({ type, value, style });
     }
     rows.push(cells);

@@ -41,6 +41,7 @@ export const BOUNDS = {
 } as const;
 
 export const DELIMITERS = [",", ";", "|"] as const;
+export const DECIMALS = [".", ","] as const;
 
 const flag = (fallback: boolean): ParameterSchema => ({ type: "string", enum: ["1", "0", "true", "false"], default: fallback ? "1" : "0" });
 
@@ -133,6 +134,13 @@ export const PARAMETERS: readonly Parameter[] = [
     meaning: "CSV: `,` (default), `;` (for semicolon locales, write it `%3B`) or `|`",
     example: "/export.csv?resource=sample&delimiter=%3B",
     schema: { type: "string", enum: DELIMITERS, default: "," },
+  },
+  {
+    name: "decimal",
+    meaning:
+      "CSV/TSV: `,` writes the numbers of numeric columns with a decimal comma (`-0,50`), so a German, French or Dutch import reads them as numbers. Needs `delimiter=;` (or `|`, or TSV): with the comma delimiter it is a 400",
+    example: "/export.csv?resource=sample&delimiter=%3B&decimal=,",
+    schema: { type: "string", enum: DECIMALS, default: "." },
   },
   {
     name: "formula_guard",

@@ -5,7 +5,7 @@ import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
 import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
 import { UUID_PATTERN } from "../settings.ts";
-import { BOUNDS, COMMON_NAMES, DELIMITERS, LINK_NAMES } from "./params.ts";
+import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, LINK_NAMES } from "./params.ts";
 import { clip } from "../text.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
@@ -247,6 +247,13 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   if (format === "csv" && !(DELIMITERS as readonly string[]).includes(delimiter)) {
     throw badRequest("delimiter", `Parameter delimiter must be one of ${DELIMITERS.join(" ")} (got "${clip(delimiter)}").`);
   }
+  const decimal = single(params, "decimal") ?? ".";
+  if (!(DECIMALS as readonly string[]).includes(decimal)) {
+    throw badRequest("decimal", `Parameter decimal must be . or , (got "${clip(decimal)}").`);
+  }
+  if (decimal === "," && delimiter === ",") {
+    throw badRequest("decimal", "decimal=, needs another delimiter: with commas between cells, a decimal comma would split every number in two. Add delimiter=%3B (a semicolon), as semicolon locales expect.");
+  }
   return {
     format,
     resourceId,
@@ -262,6 +269,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
       header: flag("header", single(params, "header"), true),
       delimiter,
       formulaGuard: flag("formula_guard", single(params, "formula_guard"), true),
+      decimal: decimal as CsvOptions["decimal"],
     },
     filename: downloadName(single(params, "filename"), alias ?? resourceId, FORMATS[format].extension),
   };

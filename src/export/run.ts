@@ -27,7 +27,7 @@ export interface ExportRun {
  * parsing every value and writing it again); other delimiters and formats encode rows.
  */
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
-  if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== ",") return undefined;
+  if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== "," || query.csv.decimal !== ".") return undefined;
   return { passthrough: (incoming, dropFrom) => csvPassthrough(incoming, dropFrom, query.csv.formulaGuard) };
 }
 

@@ -22,13 +22,13 @@ export const FORMATS = {
   csv: {
     contentType: "text/csv; charset=utf-8",
     extension: "csv",
-    params: ["bom", "header", "delimiter", "formula_guard"],
+    params: ["bom", "header", "delimiter", "decimal", "formula_guard"],
     encoder: csvEncoder,
   },
   tsv: {
     contentType: "text/tab-separated-values; charset=utf-8",
     extension: "tsv",
-    params: ["bom", "header", "formula_guard"],
+    params: ["bom", "header", "decimal", "formula_guard"],
     encoder: (columns, csv) => csvEncoder(columns, { ...csv, delimiter: "\t" }),
   },
   json: { contentType: "application/json; charset=utf-8", extension: "json", params: [], encoder: jsonEncoder },

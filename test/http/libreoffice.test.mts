@@ -5,7 +5,8 @@ import Papa from "papaparse";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
 import { startEmulatorServer, type EmulatorServer } from "../../emulator/server.ts";
-import { convertToCsv, findOffice, NO_OFFICE } from "./office.mts";
+import { readWorkbook } from "../xlsx-reader.ts";
+import { convert, convertToCsv, findOffice, NO_OFFICE } from "./office.mts";
 import { startWorker, type WorkerProcess } from "./harness.mts";
 
 // A machine without LibreOffice skips this, saying why in one line; CI must have it and fails instead.
@@ -61,5 +62,42 @@ describe.skipIf(skip)("an XLSX export opened in LibreOffice", () => {
       }
     }
     expect(differences.slice(0, 20)).toEqual([]);
+  }, 180_000);
+});
+
+describe.skipIf(skip)("a semicolon CSV with decimal commas, imported by LibreOffice with the de-DE locale", () => {
+  let emulator: EmulatorServer;
+  let worker: WorkerProcess;
+
+  beforeAll(async () => {
+    emulator = await startEmulatorServer({ port: 0 });
+    worker = await startWorker({
+      vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), CACHE_TTL_SECONDS: "0" },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.allSettled([worker?.stop(), emulator?.close()]);
+  }, 30_000);
+
+  /** The numeric cells of the amount and ratio columns, as LibreOffice read them: [type, value, the CSV's text]. */
+  async function imported(link: string): Promise<Array<[string, string, string]>> {
+    const csv = await (await fetch(`${worker.url}${link}`)).text();
+    // Semicolons, double quotes, UTF-8, from line 1, the de-DE locale (1031), special numbers (1e-07) detected.
+    const book = await readWorkbook(await convert("amounts.csv", new TextEncoder().encode(csv), "xlsx", "CSV:59,34,76,1,,1031,false,true"));
+    const texts = parse(csv, "\r\n");
+    return book.rows.slice(1).flatMap((row, r) => [1, 2].filter((c) => texts[r + 1]![c] !== "").map((c): [string, string, string] => [row[c]!.type, row[c]!.value, texts[r + 1]![c]!]));
+  }
+
+  it("reads every amount and ratio as a number, of the exported value", async () => {
+    const cells = await imported("/export.csv?resource=edge&fields=id,amount,ratio&limit=300&delimiter=%3B&decimal=,");
+    expect(cells.length).toBeGreaterThan(400);
+    const wrong = cells.filter(([type, value, text]) => type !== "n" || !sameValue(value, text.replace(",", ".")));
+    expect(wrong.slice(0, 10)).toEqual([]);
+  }, 180_000);
+
+  it("reads most of them as text without decimal=, (the reason it exists)", async () => {
+    const cells = await imported("/export.csv?resource=edge&fields=id,amount,ratio&limit=300&delimiter=%3B");
+    expect(cells.filter(([type]) => type !== "n").length).toBeGreaterThan(cells.length / 2);
   }, 180_000);
 });

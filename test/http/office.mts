@@ -22,11 +22,18 @@ export function findOffice(): string | undefined {
 export const NO_OFFICE =
   "no LibreOffice found (set SOFFICE_PATH, or install it, e.g. apt-get install libreoffice-calc); the LibreOffice specs are skipped";
 
+/** LibreOffice's export filters: UTF-8 CSV, comma-separated, cells as stored (not as formatted); a workbook. */
+const TARGETS = {
+  csv: "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false",
+  xlsx: "xlsx:Calc MS Excel 2007 XML",
+} as const;
+
 /**
- * Opens `bytes` (a file named `name`) in LibreOffice and saves it as UTF-8 CSV, comma-separated.
- * `importFilter`: the CSV import options when the input is CSV itself (a locale's own reading).
+ * Opens `bytes` (a file named `name`) in LibreOffice and saves it as `target`. `importFilter`: how
+ * to read the input when it is CSV (delimiter, locale: a user's own import), e.g.
+ * `CSV:59,34,76,1,,1031` for semicolons read with the de-DE locale.
  */
-export async function convertToCsv(name: string, bytes: Uint8Array, importFilter?: string): Promise<string> {
+export async function convert(name: string, bytes: Uint8Array, target: keyof typeof TARGETS, importFilter?: string): Promise<Uint8Array> {
   const office = findOffice();
   if (office === undefined) throw new Error(NO_OFFICE);
   const dir = await mkdtemp(join(tmpdir(), "datastore-export-office-"));
@@ -37,14 +44,16 @@ export async function convertToCsv(name: string, bytes: Uint8Array, importFilter
       "--headless", "--norestore", "--nolockcheck",
       `-env:UserInstallation=${pathToFileURL(join(dir, "profile")).href}`,
       ...(importFilter === undefined ? [] : [`--infilter=${importFilter}`]),
-      // Comma, double quote, UTF-8, from line 1; cells as stored, not as formatted.
-      "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false",
+      "--convert-to", TARGETS[target],
       "--outdir", join(dir, "out"),
       input,
     ];
     await promisify(execFile)(office, args, { timeout: 120_000 });
-    return await readFile(join(dir, "out", name.replace(/\.[^.]+$/, ".csv")), "utf8");
+    return new Uint8Array(await readFile(join(dir, "out", name.replace(/\.[^.]+$/, `.${target}`))));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/** `convert` to CSV, as text. */
+export const convertToCsv = async (name: string, bytes: Uint8Array): Promise<string> => new TextDecoder().decode(await convert(name, bytes, "csv"));
