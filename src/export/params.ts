@@ -42,6 +42,7 @@ export const BOUNDS = {
 
 export const DELIMITERS = [",", ";", "|"] as const;
 export const DECIMALS = [".", ","] as const;
+export const ERROR_MODES = ["inline", "status"] as const;
 
 const flag = (fallback: boolean): ParameterSchema => ({ type: "string", enum: ["1", "0", "true", "false"], default: fallback ? "1" : "0" });
 
@@ -147,6 +148,13 @@ export const PARAMETERS: readonly Parameter[] = [
     meaning: "CSV/TSV: `0` turns off the formula-injection guard (below) for this link",
     example: "/export.csv?resource=sample&formula_guard=0",
     schema: flag(true),
+  },
+  {
+    name: "errors",
+    meaning:
+      "CSV/TSV/XLSX: `inline` answers an error before the first byte as a one-cell table `#ERROR: <message>` with HTTP 200 (and `X-Export-Error: <status>`, never cached), which a spreadsheet shows; `status` gives the JSON error and its status. Default: inline for Google Sheets' and Power Query's fetchers, status for everyone else",
+    example: "/export.csv?resource=sample&errors=inline",
+    schema: { type: "string", enum: ERROR_MODES },
   },
   {
     name: "exp",

@@ -5,7 +5,7 @@ import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
 import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
 import { UUID_PATTERN } from "../settings.ts";
-import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, LINK_NAMES } from "./params.ts";
+import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES } from "./params.ts";
 import { clip } from "../text.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
@@ -246,6 +246,10 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const delimiter = single(params, "delimiter") ?? (format === "tsv" ? "\t" : ",");
   if (format === "csv" && !(DELIMITERS as readonly string[]).includes(delimiter)) {
     throw badRequest("delimiter", `Parameter delimiter must be one of ${DELIMITERS.join(" ")} (got "${clip(delimiter)}").`);
+  }
+  const errors = single(params, "errors");
+  if (errors !== undefined && !(ERROR_MODES as readonly string[]).includes(errors)) {
+    throw badRequest("errors", `Parameter errors must be inline or status (got "${clip(errors)}").`);
   }
   const decimal = single(params, "decimal") ?? ".";
   if (!(DECIMALS as readonly string[]).includes(decimal)) {

@@ -22,13 +22,13 @@ export const FORMATS = {
   csv: {
     contentType: "text/csv; charset=utf-8",
     extension: "csv",
-    params: ["bom", "header", "delimiter", "decimal", "formula_guard"],
+    params: ["bom", "header", "delimiter", "decimal", "formula_guard", "errors"],
     encoder: csvEncoder,
   },
   tsv: {
     contentType: "text/tab-separated-values; charset=utf-8",
     extension: "tsv",
-    params: ["bom", "header", "decimal", "formula_guard"],
+    params: ["bom", "header", "decimal", "formula_guard", "errors"],
     encoder: (columns, csv) => csvEncoder(columns, { ...csv, delimiter: "\t" }),
   },
   json: { contentType: "application/json; charset=utf-8", extension: "json", params: [], encoder: jsonEncoder },
@@ -36,7 +36,7 @@ export const FORMATS = {
   xlsx: {
     contentType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     extension: "xlsx",
-    params: [],
+    params: ["errors"],
     encoder: (columns) => xlsxEncoder(columns, { header: columns.map((c) => c.id) }),
     // One sheet, its first row the header.
     maxRows: SHEET_ROWS - 1,
