@@ -12,6 +12,7 @@ import { signLinkRoute } from "./discovery/signed-links.ts";
 import { parameterAnchor, parameterEntry } from "./export/params.ts";
 import { wantsFresh } from "./http/edge-cache.ts";
 import { exportRoute } from "./http/export-route.ts";
+import { inlineErrorResponse, wantsInlineError } from "./http/inline-error.ts";
 import { logRequest, requestInfo } from "./http/request-log.ts";
 import { log } from "./log.ts";
 import { redactor } from "./secrets.ts";
@@ -101,14 +102,22 @@ export function createApp(deps: AppDeps) {
 
   router.options("*", (request: IRequest) => preflight(request as unknown as Request));
   router.all("/export.:format", async (request: IRequest, env: Env, ctx: ExecutionContext) => {
-    const config = await guardLink(request, env);
     const format = String(request.params.format ?? "");
-    return exportRoute(request as unknown as Request, format, {
-      config,
-      upstreamFetch: deps.upstreamFetch,
-      info: requestInfo(request),
-      waitUntil: (promise) => ctx.waitUntil(promise),
-    }).catch((error: unknown) => withColumnHint(error, new URL(request.url), format, config, deps.upstreamFetch));
+    const url = new URL(request.url);
+    try {
+      const config = await guardLink(request, env);
+      return await exportRoute(request as unknown as Request, format, {
+        config,
+        upstreamFetch: deps.upstreamFetch,
+        info: requestInfo(request),
+        waitUntil: (promise) => ctx.waitUntil(promise),
+      }).catch((error: unknown) => withColumnHint(error, url, format, config, deps.upstreamFetch));
+    } catch (error) {
+      // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
+      if (!wantsInlineError(url, format, request.headers.get("user-agent"))) throw error;
+      log({ event: "error", id: requestInfo(request).id, message: toHttpError(error).message, inline: true }, redactor(env));
+      return inlineErrorResponse(error, format, redactor(env));
+    }
   });
   router.get("/resources", async (request: IRequest, env: Env) => {
     const discovery = await guardDiscovery(request, env);

@@ -168,7 +168,7 @@ describe("scheduled snapshots", () => {
         { name: "unknown-alias", resource: "nope" },
         { name: "good", resource: "sample" },
         { name: "Bad Name", resource: "sample" },
-        { name: "bad-format", resource: "sample", formats: ["xlsx"] },
+        { name: "bad-format", resource: "sample", formats: ["parquet"] },
         { name: "other-trigger", resource: "sample", limit: 5, cron: "0 * * * *" },
       ),
     });

@@ -41,6 +41,8 @@ export const BOUNDS = {
 } as const;
 
 export const DELIMITERS = [",", ";", "|"] as const;
+export const DECIMALS = [".", ","] as const;
+export const ERROR_MODES = ["inline", "status"] as const;
 
 const flag = (fallback: boolean): ParameterSchema => ({ type: "string", enum: ["1", "0", "true", "false"], default: fallback ? "1" : "0" });
 
@@ -135,10 +137,24 @@ export const PARAMETERS: readonly Parameter[] = [
     schema: { type: "string", enum: DELIMITERS, default: "," },
   },
   {
+    name: "decimal",
+    meaning:
+      "CSV/TSV: `,` writes the numbers of numeric columns with a decimal comma (`-0,50`), so a German, French or Dutch import reads them as numbers. Needs `delimiter=;` (or `|`, or TSV): with the comma delimiter it is a 400",
+    example: "/export.csv?resource=sample&delimiter=%3B&decimal=,",
+    schema: { type: "string", enum: DECIMALS, default: "." },
+  },
+  {
     name: "formula_guard",
     meaning: "CSV/TSV: `0` turns off the formula-injection guard (below) for this link",
     example: "/export.csv?resource=sample&formula_guard=0",
     schema: flag(true),
+  },
+  {
+    name: "errors",
+    meaning:
+      "CSV/TSV/XLSX: `inline` answers an error before the first byte as a one-cell table `#ERROR: <message>` with HTTP 200 (and `X-Export-Error: <status>`, never cached), which a spreadsheet shows; `status` gives the JSON error and its status. Default: inline for Google Sheets' and Power Query's fetchers, status for everyone else",
+    example: "/export.csv?resource=sample&errors=inline",
+    schema: { type: "string", enum: ERROR_MODES },
   },
   {
     name: "exp",

@@ -32,7 +32,7 @@ describe("export query", () => {
       limit: undefined,
       offset: 0,
       filename: "sample.csv",
-      csv: { bom: false, header: true, delimiter: ",", formulaGuard: true },
+      csv: { bom: false, header: true, delimiter: ",", formulaGuard: true, decimal: "." },
     });
   });
 
@@ -96,9 +96,17 @@ describe("export query", () => {
 
   it("reads CSV switches and a download name", () => {
     const q = parse("resource=sample&bom=1&header=0&delimiter=;&formula_guard=0&filename=../My report\"x");
-    expect(q.csv).toEqual({ bom: true, header: false, delimiter: ";", formulaGuard: false });
+    expect(q.csv).toEqual({ bom: true, header: false, delimiter: ";", formulaGuard: false, decimal: "." });
     expect(q.filename).toBe(".._My report_x.csv");
     rejects("resource=sample&bom=yes", "bom");
+  });
+
+  it("takes a decimal comma beside a semicolon, a pipe or a tab, never beside the comma delimiter", () => {
+    expect(parse("resource=sample&delimiter=;&decimal=,").csv.decimal).toBe(",");
+    expect(parse("resource=sample&decimal=,", "tsv").csv.decimal).toBe(",");
+    expect(rejects("resource=sample&decimal=,", "decimal")).toMatch(/decimal=, needs another delimiter.*delimiter=%3B/);
+    rejects("resource=sample&delimiter=;&decimal=;", "decimal");
+    rejects("resource=sample&decimal=,", "decimal", 400, "json");
   });
 });
 

@@ -3,9 +3,9 @@ import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, typ
 import type { Config } from "../config.ts";
 import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
-import { FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
+import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
 import { UUID_PATTERN } from "../settings.ts";
-import { BOUNDS, COMMON_NAMES, DELIMITERS, LINK_NAMES } from "./params.ts";
+import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES } from "./params.ts";
 import { clip } from "../text.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
@@ -233,11 +233,10 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const q = single(params, "q");
   checkLength("q", q, BOUNDS.q);
   const limit = wholeNumber("limit", single(params, "limit"));
-  if (limit !== undefined && limit > config.maxRows) {
-    throw badRequest(
-      "limit",
-      `limit=${limit} is above this worker's maximum of ${config.maxRows} rows per export. Use a smaller limit, add filters, or export in parts with offset.`,
-    );
+  const maxRows = formatMaxRows(format, config.maxRows);
+  if (limit !== undefined && limit > maxRows) {
+    const whose = maxRows < config.maxRows ? `the ${format} format's maximum of ${maxRows} rows (a sheet's rows, less the header)` : `this worker's maximum of ${maxRows} rows per export`;
+    throw badRequest("limit", `limit=${limit} is above ${whose}. Use a smaller limit, add filters, or export in parts with offset.`);
   }
   const given = single(params, "sort");
   checkLength("sort", given, BOUNDS.sort);
@@ -247,6 +246,17 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const delimiter = single(params, "delimiter") ?? (format === "tsv" ? "\t" : ",");
   if (format === "csv" && !(DELIMITERS as readonly string[]).includes(delimiter)) {
     throw badRequest("delimiter", `Parameter delimiter must be one of ${DELIMITERS.join(" ")} (got "${clip(delimiter)}").`);
+  }
+  const errors = single(params, "errors");
+  if (errors !== undefined && !(ERROR_MODES as readonly string[]).includes(errors)) {
+    throw badRequest("errors", `Parameter errors must be inline or status (got "${clip(errors)}").`);
+  }
+  const decimal = single(params, "decimal") ?? ".";
+  if (!(DECIMALS as readonly string[]).includes(decimal)) {
+    throw badRequest("decimal", `Parameter decimal must be . or , (got "${clip(decimal)}").`);
+  }
+  if (decimal === "," && delimiter === ",") {
+    throw badRequest("decimal", "decimal=, needs another delimiter: with commas between cells, a decimal comma would split every number in two. Add delimiter=%3B (a semicolon), as semicolon locales expect.");
   }
   return {
     format,
@@ -263,6 +273,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
       header: flag("header", single(params, "header"), true),
       delimiter,
       formulaGuard: flag("formula_guard", single(params, "formula_guard"), true),
+      decimal: decimal as CsvOptions["decimal"],
     },
     filename: downloadName(single(params, "filename"), alias ?? resourceId, FORMATS[format].extension),
   };

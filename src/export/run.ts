@@ -1,11 +1,12 @@
 import type { CkanClient } from "../ckan/client.ts";
 import { describeTable, openTable, type Table } from "../ckan/pages.ts";
 import type { Config } from "../config.ts";
-import type { HttpError } from "../errors.ts";
+import { HttpError } from "../errors.ts";
 import type { PassthroughFactory } from "../format/batch.ts";
 import { csvPassthrough } from "../format/csv-passthrough.ts";
-import { FORMATS } from "../format/index.ts";
-import { encodeTable, toByteStream } from "./encode.ts";
+import { formatMaxRows, FORMATS, type Format, type FormatName } from "../format/index.ts";
+import { encodeTable, toByteStream, type ByteStreamHooks } from "./encode.ts";
+import { packing } from "./pack.ts";
 import type { ExportQuery } from "./query.ts";
 
 /** Live counters of one export, final once its byte stream has ended. */
@@ -26,7 +27,7 @@ export interface ExportRun {
  * parsing every value and writing it again); other delimiters and formats encode rows.
  */
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
-  if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== ",") return undefined;
+  if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== "," || query.csv.decimal !== ".") return undefined;
   return { passthrough: (incoming, dropFrom) => csvPassthrough(incoming, dropFrom, query.csv.formulaGuard) };
 }
 
@@ -40,19 +41,19 @@ export async function runExport(
   client: CkanClient,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<ExportRun> {
-  const format = FORMATS[query.format];
+  const format: Format = FORMATS[query.format];
   const abort = new AbortController();
-  const table = await openTable(client, config.datastoreSearchUrl, query, {
+  const table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
     pageSize: config.pageSize,
-    maxRows: config.maxRows,
+    maxRows: formatMaxRows(query.format, config.maxRows),
     subrequestLimit: config.subrequestLimit,
     concurrency: config.upstreamConcurrency,
     ...(passthroughFor(query, config) ?? {}),
     signal: abort.signal,
-  });
+  }));
   const encoder = format.encoder(table.columns, query.csv);
   const progress: ExportProgress = { rows: 0, bytes: 0 };
-  const body = toByteStream(encodeTable(table, encoder, progress), {
+  const hooks: Required<ByteStreamHooks> = {
     failure: (reason) => encoder.failure(reason),
     cancel: () => abort.abort(),
     done: (outcome) => {
@@ -60,10 +61,23 @@ export async function runExport(
       if (outcome.error) progress.error = outcome.error;
       onDone?.(progress);
     },
-  });
-  return { table, body, progress };
+  };
+  const pack = format.package === undefined ? undefined : packing(hooks, format.package());
+  const encoded = toByteStream(encodeTable(table, encoder, progress), pack?.hooks ?? hooks);
+  return { table, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
 /** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
 export const describeExport = (query: ExportQuery, config: Config, client: CkanClient): Promise<Pick<Table, "columns" | "total">> =>
-  describeTable(client, config.datastoreSearchUrl, query, config.maxRows);
+  withFormatLimit(query.format, config, describeTable(client, config.datastoreSearchUrl, query, formatMaxRows(query.format, config.maxRows)));
+
+/** Too many rows for a format with a limit below the worker's (a spreadsheet's rows): the 400 says so. */
+async function withFormatLimit<T>(format: FormatName, config: Config, opening: Promise<T>): Promise<T> {
+  try {
+    return await opening;
+  } catch (error) {
+    const max = formatMaxRows(format, config.maxRows);
+    if (!(error instanceof HttpError) || error.status !== 400 || error.parameter !== "limit" || max === config.maxRows) throw error;
+    throw new HttpError(400, `${error.message} A ${format} sheet holds ${max} rows below its header: export CSV for more.`, { parameter: "limit", cause: error });
+  }
+}

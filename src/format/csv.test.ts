@@ -9,7 +9,7 @@ const columns: Column[] = [
   { id: "active", type: "bool" },
   { id: "tags", type: "_text" },
 ];
-const defaults: CsvOptions = { bom: false, header: true, delimiter: ",", formulaGuard: true };
+const defaults: CsvOptions = { bom: false, header: true, delimiter: ",", formulaGuard: true, decimal: "." };
 
 /** Rows given as JavaScript values, handed to the encoder as the JSON text CKAN would write for them. */
 function write(rows: unknown[][], options: Partial<CsvOptions> = {}, cols = columns): string {
@@ -78,5 +78,22 @@ describe("CSV encoder", () => {
 
   it("writes the header even when there are no rows", () => {
     expect(write([])).toBe("id,name,amount,active,tags\r\n");
+  });
+
+  it("writes numbers of numeric columns with a decimal comma on request, and nothing else", () => {
+    const cols: Column[] = [
+      { id: "amount", type: "numeric" },
+      { id: "ratio", type: "float8" },
+      { id: "name", type: "text" },
+      { id: "tags", type: "_text" },
+    ];
+    const raw = [
+      ["-0.50", "1.738914190048968e+16", '"1.5"', '["2.5"]'],
+      ["12345678901234567890.123456789", "-3.6762611479600606e-10", "null", "null"],
+      ['"7.25"', "3", '"a.b"', "[]"],
+    ];
+    expect(writeRaw(raw, { header: false, delimiter: ";", decimal: "," }, cols)).toBe(
+      '-0,50;1,738914190048968e+16;1.5;"[""2.5""]"\r\n' + "12345678901234567890,123456789;-3,6762611479600606e-10;;\r\n" + "7,25;3;a.b;[]\r\n",
+    );
   });
 });

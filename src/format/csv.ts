@@ -33,6 +33,9 @@ function cellText(raw: string | undefined, json: boolean, guarded: boolean): str
   return guarded ? guardFormula(text) : text;
 }
 
+/** A number's text with a decimal comma: `-0.50` -> `-0,50`, `1.5e-07` -> `1,5e-07`; other text as is. */
+const decimalComma = (text: string | null): string | null => (text === null ? null : text.replace(".", ","));
+
 /**
  * RFC 4180 CSV (or TSV with the tab delimiter) written by papaparse: CRLF after every row, quotes
  * only where a cell needs them. Cells are rewritten in place before papaparse sees them, so each
@@ -41,6 +44,7 @@ function cellText(raw: string | undefined, json: boolean, guarded: boolean): str
 export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
   const guarded = columns.map((c) => options.formulaGuard && !isNumericType(c.type));
   const json = columns.map((c) => isJsonType(c.type));
+  const comma = columns.map((c) => options.decimal === "," && isNumericType(c.type));
   const writer = writerOptions(options.delimiter);
   const unparse = (rows: (string | null)[][]): string => Papa.unparse(rows, writer) + CRLF;
 
@@ -57,7 +61,10 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
       for (const row of cells) {
         // Trailing cells beyond the columns (`_id` kept for keyset paging) are dropped here, in place.
         row.length = columns.length;
-        for (let i = 0; i < row.length; i++) row[i] = cellText(row[i] ?? undefined, json[i]!, guarded[i]!);
+        for (let i = 0; i < row.length; i++) {
+          const text = cellText(row[i] ?? undefined, json[i]!, guarded[i]!);
+          row[i] = comma[i] ? decimalComma(text) : text;
+        }
       }
       return unparse(cells);
     },

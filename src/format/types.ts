@@ -17,6 +17,8 @@ export interface CsvOptions {
   header: boolean;
   delimiter: string;
   formulaGuard: boolean;
+  /** The decimal mark of numbers in numeric columns: "," for locales that read `-0,50` as a number. */
+  decimal: "." | ",";
 }
 
 /**

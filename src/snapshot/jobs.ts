@@ -1,7 +1,7 @@
 import type { Config } from "../config.ts";
 import { structuredSetting } from "../settings.ts";
 import { HttpError } from "../errors.ts";
-import { isFormatName, type FormatName } from "../format/index.ts";
+import { FORMATS, isFormatName, type FormatName } from "../format/index.ts";
 import { parseExportQuery, type ExportQuery } from "../export/query.ts";
 
 /** A validated snapshot job: one export query per format, written to R2 under `<name>/`. */
@@ -61,7 +61,7 @@ function parseJob(raw: unknown, config: Config, seen: Set<string>): SnapshotJob 
   if (seen.has(name)) throw new JobError(`uses the name "${name}" twice`);
   const formats = job.formats ?? ["csv"];
   if (!Array.isArray(formats) || formats.length === 0 || !formats.every((f) => typeof f === "string" && isFormatName(f))) {
-    throw new JobError('"formats" must be a list of csv, json, ndjson, tsv');
+    throw new JobError(`"formats" must be a list of ${Object.keys(FORMATS).join(", ")}`);
   }
   const keep = job.keep ?? 30;
   if (typeof keep !== "number" || !Number.isInteger(keep) || keep < 1 || keep > 1000) throw new JobError('"keep" must be a whole number from 1 to 1000');

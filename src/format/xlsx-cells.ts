@@ -1,0 +1,120 @@
+import { isJsonType } from "./csv.ts";
+import { isNumericType } from "./guard.ts";
+import { STYLE } from "./xlsx-parts.ts";
+
+/** How a column's values become cells; a value that does not fit its column's kind is text. */
+export type CellKind = "number" | "bool" | "date" | "timestamp" | "json" | "text";
+
+export function cellKind(type: string): CellKind {
+  if (isNumericType(type)) return "number";
+  if (type === "bool" || type === "boolean") return "bool";
+  if (type === "date") return "date";
+  if (/^timestamp(?!tz)/.test(type)) return "timestamp";
+  if (isJsonType(type)) return "json";
+  return "text";
+}
+
+/** Excel's limit on a cell's text: a longer text makes Excel repair (and empty) the file. */
+export const MAX_CELL_TEXT = 32767;
+
+/** A number text as digits and a power of ten, without zeros that carry no value ("-0.50" -> -5e-1). */
+function canonical(text: string): string {
+  const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (match === null) return "";
+  const [, sign = "", whole = "", fraction = "", exponent = "0"] = match;
+  let digits = (whole + fraction).replace(/^0+/, "");
+  let power = Number(exponent) - fraction.length;
+  const trimmed = digits.replace(/0+$/, "");
+  power += digits.length - trimmed.length;
+  digits = trimmed;
+  return digits === "" ? "0" : `${sign === "-" ? "-" : ""}${digits}e${power}`;
+}
+
+const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/**
+ * The text of the double that is exactly this number, or undefined when a double cannot hold it
+ * (more significant digits than a double keeps, or past its range): such a number is written as text.
+ */
+export function exactDouble(text: string): string | undefined {
+  if (!PLAIN_NUMBER.test(text)) return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value)) return undefined;
+  const shortest = String(value);
+  return canonical(shortest) === canonical(text) ? shortest : undefined;
+}
+
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?$/;
+/** Excel's day 0 is 1899-12-30 (for dates from 1900-03-01, past its 1900 leap-year bug). */
+const EXCEL_EPOCH = Date.UTC(1899, 11, 30);
+const FIRST_DAY = Date.UTC(1900, 2, 1);
+
+/** An Excel date serial and its style, or undefined: a value Excel cannot hold exactly stays text. */
+export function excelDate(text: string): { serial: string; style: number } | undefined {
+  const m = DATE_TIME.exec(text);
+  if (m === null) return undefined;
+  const [, y, mo, d, h = "0", mi = "0", s = "0", fraction = ""] = m;
+  // Below a millisecond, Excel shows nothing: such a timestamp keeps its text.
+  if (/[1-9]/.test(fraction.slice(3))) return undefined;
+  // Date.UTC reads years 0 to 99 as 1900 to 1999: such years are before Excel's first day anyway.
+  if (Number(y) < 1900) return undefined;
+  const day = Date.UTC(Number(y), Number(mo) - 1, Number(d));
+  const date = new Date(day);
+  if (date.getUTCDate() !== Number(d) || date.getUTCMonth() !== Number(mo) - 1 || day < FIRST_DAY) return undefined;
+  const ms = Number(h) * 3_600_000 + Number(mi) * 60_000 + Number(s) * 1000 + Number(fraction.slice(0, 3).padEnd(3, "0"));
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
+  const serial = String((day - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000);
+  const style = m[4] === undefined ? STYLE.date : /[1-9]/.test(fraction) ? STYLE.dateTimeMs : STYLE.dateTime;
+  return { serial, style };
+}
+
+const XML_SPECIAL = /[&<>\r\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|_(?=x[0-9a-fA-F]{4}_)/g;
+
+/**
+ * Text as cell XML content: markup escaped, CR as a character reference (XML would read it as LF),
+ * characters XML cannot carry as Excel's `_xHHHH_`, and a literal `_xHHHH_` escaped as `_x005F_`.
+ */
+export function xmlText(text: string): string {
+  return text.replace(XML_SPECIAL, (c) => {
+    if (c === "&") return "&amp;";
+    if (c === "<") return "&lt;";
+    if (c === ">") return "&gt;";
+    if (c === "\r") return "&#13;";
+    if (c === "_") return "_x005F_";
+    return `_x${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}_`;
+  });
+}
+
+/** A text cell: an inline string, which a spreadsheet shows as it is and never runs as a formula. */
+export function textCell(text: string, style = 0): string {
+  let shown = text;
+  if (shown.length > MAX_CELL_TEXT) {
+    const note = ` [cut: ${text.length} characters; an Excel cell holds ${MAX_CELL_TEXT}]`;
+    shown = shown.slice(0, MAX_CELL_TEXT - note.length) + note;
+  }
+  const space = /^\s|\s$/.test(shown) ? ' xml:space="preserve"' : "";
+  return `<c${style === 0 ? "" : ` s="${style}"`} t="inlineStr"><is><t${space}>${xmlText(shown)}</t></is></c>`;
+}
+
+/** CKAN's JSON text of a string value, unquoted. */
+const unquote = (raw: string): string => (raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1));
+
+/**
+ * One cell from CKAN's exact JSON text for the value, by the column's kind, and the width it shows
+ * at (characters). Null and a missing value are an empty cell.
+ */
+export function cellXml(raw: string | undefined, kind: CellKind): [xml: string, width: number] {
+  if (raw === undefined || raw === "null") return ["<c/>", 0];
+  if (kind === "json") return [textCell(raw), raw.length];
+  const text = raw.charCodeAt(0) === 34 ? unquote(raw) : raw;
+  if (kind === "number") {
+    const value = exactDouble(text);
+    if (value !== undefined) return [`<c><v>${value}</v></c>`, text.length];
+  } else if (kind === "bool") {
+    if (text === "true" || text === "false") return [`<c t="b"><v>${text === "true" ? 1 : 0}</v></c>`, 5];
+  } else if (kind === "date" || kind === "timestamp") {
+    const date = excelDate(text);
+    if (date !== undefined) return [`<c s="${date.style}"><v>${date.serial}</v></c>`, date.style === STYLE.date ? 10 : date.style === STYLE.dateTime ? 19 : 23];
+  }
+  return [textCell(text), text.length];
+}

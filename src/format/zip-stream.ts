@@ -1,0 +1,41 @@
+import { concatBytes, crc32, DEFLATED, ZipWriter } from "./zip.ts";
+
+const utf8 = new TextEncoder();
+
+/**
+ * A byte stream packed as the last entry of a ZIP, deflated as it passes: `[path, bytes]` parts
+ * stored first, then `entry` compressed by the runtime's native `CompressionStream("deflate-raw")`
+ * (zlib), its CRC-32 and sizes in a data descriptor, then the central directory.
+ *
+ * It is a chain of streams, so backpressure holds end to end: the compressor takes input only as
+ * its output is read, and memory stays at a few chunks and zlib's window whatever the size. When
+ * the input errors, the output errors without the central directory: no reader takes it as whole.
+ */
+export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entry: string): ReadableWritablePair<Uint8Array, Uint8Array> {
+  const zip = new ZipWriter();
+  let crc = 0;
+  let size = 0;
+  let compressed = 0;
+  const measure = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      crc = crc32(chunk, crc);
+      size += chunk.byteLength;
+      controller.enqueue(chunk);
+    },
+  });
+  const frame = new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      controller.enqueue(concatBytes([...stored.map(([path, text]) => zip.stored(path, utf8.encode(text))), zip.startEntry(entry, DEFLATED)]));
+    },
+    transform(chunk, controller) {
+      compressed += chunk.byteLength;
+      controller.enqueue(zip.data(chunk));
+    },
+    flush(controller) {
+      controller.enqueue(concatBytes([zip.finishEntry(crc, compressed, size), zip.close()]));
+    },
+  });
+  // Node's typings (the specs run this code there too) declare its writable side as BufferSource.
+  const deflate = new CompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
+  return { writable: measure.writable, readable: measure.readable.pipeThrough(deflate).pipeThrough(frame) };
+}
