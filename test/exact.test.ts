@@ -59,6 +59,16 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
     expect(viaCsv).toContain(",12345678901234567890.123456789,");
   });
 
+  it("CSV: a text column last, with nulls, reads the same on CKAN's CSV pages as on its JSON pages", async () => {
+    const path = "/export.csv?resource=edge&fields=id,tags,note";
+    const [viaCsv, viaJson] = await Promise.all([
+      harness({ emulator: { version }, env }).get(path).then((r) => r.text()),
+      harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } }).get(path).then((r) => r.text()),
+    ]);
+    expect(viaCsv).toBe(viaJson);
+    expect(viaCsv).toMatch(/\r\n11,[^\r\n]*,\r\n/);
+  });
+
   it("TSV: the same cells as the CSV", async () => {
     const h = harness({ emulator: { version }, env });
     const csv = Papa.parse<string[]>((await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(), { newline: "\r\n" }).data;

@@ -65,6 +65,17 @@ describe("CSV pass-through", () => {
 });
 
 describe("pass-through edge cases", () => {
+  it("keeps a null in the last column an empty cell, guard on or off (not a quoted empty string)", () => {
+    const cols: Column[] = [
+      { id: "id", type: "int4" },
+      { id: "note", type: "text" },
+    ];
+    for (const guard of [true, false]) {
+      expect(csvPassthrough(cols, 2, guard)("1,\n2,x\n3,\n").text).toBe("1,\r\n2,x\r\n3,\r\n");
+      expect(csvPassthrough(cols, 2, guard)('1,""\n').text).toBe('1,""\r\n');
+    }
+  });
+
   it("rewrites a one-column CSV page without commas", () => {
     const rewrite = csvPassthrough([{ id: "name", type: "text" }], 1, true);
     const lines = Array.from({ length: 2000 }, (_, i) => (i % 2 ? `=x${i}` : `name ${i}`)).join("\n") + "\n";

@@ -99,8 +99,10 @@ const startsFormula = (c: number): boolean =>
  */
 function mayChange(action: Action, page: string, start: number, end: number, quoted: boolean, bom: boolean): boolean {
   if (action === "bool" || action === "drop") return true;
+  // An empty cell is null (the character after it is the next delimiter or the row's LF, not its start).
+  if (end === start) return false;
   if (action === "guarded" && startsFormula(page.charCodeAt(quoted ? start + 1 : start))) return true;
-  if (quoted || end === start) return false;
+  if (quoted) return false;
   if (action === "json" && page.charCodeAt(start) === 0x6e) return true; // n: null
   return page.charCodeAt(start) === SPACE || page.charCodeAt(end - 1) === SPACE || (bom && page.slice(start, end).includes("\ufeff"));
 }

@@ -8,7 +8,7 @@ import type { ExportProgress } from "../export/run.ts";
  * Bumped whenever a release changes what an export's bytes are for the same link and settings, so
  * an entry written by an older release is never served by a newer one.
  */
-const OUTPUT_REVISION = "2";
+const OUTPUT_REVISION = "3";
 
 /**
  * The cache key: route plus canonical query, so reordered parameters, signatures, expiries and `_`
