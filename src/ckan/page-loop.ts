@@ -111,22 +111,32 @@ export function offsetStretches(offset: number, counted: number, wanted: number,
  * depends on the density: a range with more rows than a page continues, one with fewer costs a
  * short request.
  */
-export function idStretches(after: number, largest: number | undefined, density: number, wanted: number, sizer: PageSizer): StretchPlanner {
+export function idStretches(
+  after: number,
+  largest: number | undefined,
+  density: number,
+  wanted: number,
+  sizer: PageSizer,
+  maxRanges: number,
+): StretchPlanner {
   let next = after;
   let open = false;
+  let ranges = 0;
   return (planned, inflight) => {
     if (open) return undefined;
     const rows = Math.min(sizer.rows, wanted - planned);
     // Ranges enough for the rows wanted are out: more only if they come back emptier than foreseen.
     if (rows <= 0 && inflight > 0) return undefined;
     const span = Math.max(1, Math.ceil(rows / Math.max(density, 1e-9)));
-    // The open-ended range always comes last: ranges emptier than foreseen must never end the export.
-    if (rows <= 0 || largest === undefined || next + span >= largest) {
+    // The open-ended range always comes last: ranges emptier than foreseen must never end the export,
+    // nor multiply requests past what the export was allowed (its full pages read the rest).
+    if (rows <= 0 || largest === undefined || next + span >= largest || ranges >= maxRanges) {
       open = true;
       return { after: next, upTo: undefined, count: rows > 0 ? rows : sizer.rows };
     }
     const stretch = { after: next, upTo: next + span, count: rows };
     next += span;
+    ranges++;
     return stretch;
   };
 }

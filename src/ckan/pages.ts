@@ -75,13 +75,17 @@ function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string):
  * half-way: it is refused before the first byte, with what fits. Counted: the first page, the
  * pages at the size the first one suggests, the probe and the check after the last page.
  */
-function checkSubrequests(first: SearchResult, firstCount: number, rows: number, options: PagingOptions): void {
-  if (rows <= firstCount) return;
-  const cap = Math.max(1, typeof first.limit === "number" ? Math.min(first.limit, options.pageSize) : options.pageSize);
+function checkSubrequests(first: SearchResult, firstCount: number, firstLimit: number, rows: number, byId: boolean, options: PagingOptions): number {
+  // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
+  const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
   const perPage = rowsPerPage(cap, first.responseBytes, firstCount);
-  const needed = 1 + Math.ceil(Math.max(0, rows - firstCount) / perPage) + 2;
-  if (needed <= options.subrequestLimit) return;
-  const fits = firstCount + (options.subrequestLimit - 3) * perPage;
+  const pages = Math.ceil(Math.max(0, rows - firstCount) / perPage);
+  if (pages === 0) return 0;
+  // `_id` ranges may each end on a part page: at most as many ranges as pages, so twice the pages.
+  const perRow = byId ? 2 : 1;
+  const needed = 1 + perRow * pages + 2;
+  if (needed <= options.subrequestLimit) return pages;
+  const fits = firstCount + Math.floor((options.subrequestLimit - 3) / perRow) * perPage;
   throw new HttpError(
     400,
     `This export needs about ${needed} requests to CKAN (${perPage} rows each), more than the ${options.subrequestLimit} one request to this worker may make (SUBREQUEST_LIMIT). Add limit=${Math.max(1, fits)} or less, narrow with filters or q, or export in parts with offset.`,
@@ -219,8 +223,9 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   });
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
-  if (full) checkSubrequests(first, firstRows.length, available === undefined ? wanted : Math.min(available, wanted), options);
+
   const after = byId && full ? lastIdOf(first) : undefined;
+  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, available === undefined ? wanted : Math.min(available, wanted), after !== undefined, options) : 0;
 
   let stretches: StretchPlanner | Promise<StretchPlanner>;
   let window: number;
@@ -230,10 +235,10 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     const rowsAfter = available === undefined ? undefined : Math.max(0, available - firstRows.length);
     stretches =
       window === 1
-        ? idStretches(after, undefined, 1, wanted, sizer)
+        ? idStretches(after, undefined, 1, wanted, sizer, 0)
         : largestId(client, query, signal).then((largest) => {
             const density = largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
-            return idStretches(after, largest, density, wanted, sizer);
+            return idStretches(after, largest, density, wanted, sizer, Math.max(1, pagesPlanned));
           });
   } else {
     // An estimated total may be short: planning by it could stop early, so count instead.
