@@ -132,6 +132,15 @@ describe("range filters", () => {
     expect(await json.json()).toEqual([{ id: 4320 }, { id: 4321 }]);
   });
 
+  it("match numbers a double cannot hold exactly as written", async () => {
+    const { get, calls } = harness({ emulator: { version: "2.12" } });
+    const res = await get('/export.csv?resource=edge&fields=id,amount&filters={"amount":12345678901234567890.123456789}');
+    const rows = (await res.text()).trimEnd().split("\r\n").slice(1);
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((row) => row.endsWith(",12345678901234567890.123456789"))).toBe(true);
+    expect(JSON.stringify(calls[0]!.body.filters)).toBe('{"amount":"12345678901234567890.123456789"}');
+  });
+
   it("get a 400 that says why on a CKAN older than 2.12", async () => {
     const { get } = harness({ emulator: { version: "2.10" } });
     const res = await get("/export.csv?resource=sample&filter.id[gte]=100");

@@ -48,6 +48,11 @@ describe("export query", () => {
     expect(q.filters).toEqual({ category: ["alpha", "beta"], id: 3, active: "true", name: ["a", "b"] });
   });
 
+  it("keeps filter numbers a double would round as their exact text", () => {
+    const q = parse('resource=sample&filters={"amount":12345678901234567890.123456789,"id":[9007199254740993,3],"ratio":{"gte":-0.5}}');
+    expect(q.filters).toEqual({ amount: "12345678901234567890.123456789", id: ["9007199254740993", 3], ratio: { gte: -0.5 } });
+  });
+
   it("reads range filters (CKAN 2.12) from filters JSON and from filter.<field>[gt|gte|lt|lte]", () => {
     expect(parse('resource=sample&filters={"amount":{"gte":10,"lt":20.5}}').filters).toEqual({ amount: { gte: 10, lt: 20.5 } });
     expect(parse("resource=sample&filter.created[gte]=2020-01-01&filter.created[lt]=2021-01-01&filter.a.b=x").filters).toEqual({

@@ -117,6 +117,16 @@ function filterValue(field: string, value: unknown, parameter: string): Filters[
 /** `filter.<field>` (exact values) or `filter.<field>[gte]` (a bound of a range): the field and operator. */
 const FILTER_NAME = /^filter\.(.*?)(?:\[(gt|gte|lt|lte)\])?$/s;
 
+/**
+ * A filter number with more digits than a double holds is passed on as its text (CKAN casts it to
+ * the column's type): rounded, `12345678901234567890.5` would match another value, or none.
+ */
+function exactNumbers(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== "number" || context?.source === undefined) return value;
+  const digits = context.source.replace(/^-/, "").replace(/[eE].*$/, "").replace(".", "").replace(/^0+/, "");
+  return digits.length > 15 ? context.source : value;
+}
+
 function parseFilters(params: URLSearchParams): Filters {
   // No prototype: a column may be called "constructor" or "__proto__".
   const filters: Filters = Object.create(null) as Filters;
@@ -125,7 +135,7 @@ function parseFilters(params: URLSearchParams): Filters {
   if (raw !== undefined && raw.trim() !== "") {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(raw);
+      parsed = JSON.parse(raw, exactNumbers);
     } catch {
       throw badRequest("filters", 'Parameter filters must be a JSON object, e.g. filters={"category":["alpha","beta"]}.');
     }
