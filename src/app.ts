@@ -125,7 +125,12 @@ export function createApp(deps: AppDeps) {
   });
   router.get("/resources/:alias", async (request: IRequest, env: Env) => {
     const discovery = await guardDiscovery(request, env);
-    const alias = decodeURIComponent(String(request.params.alias));
+    let alias: string;
+    try {
+      alias = decodeURIComponent(String(request.params.alias));
+    } catch {
+      throw new HttpError(404, "No resource has that name: the name in the link is not valid URL encoding.", { parameter: "resource" });
+    }
     return cachedJson(new URL(request.url), discovery.config, () => describeResource(alias, discovery), wantsFresh(request as unknown as Request));
   });
   router.get("/openapi.json", async (request: IRequest, env: Env) => {

@@ -153,10 +153,24 @@ describe("discovery with signed links", () => {
   });
 });
 
+describe("names that are not valid URL encoding", () => {
+  it("answers /resources/<alias> with a 404, not a 500", async () => {
+    const { get } = harness();
+    for (const path of ["/resources/a%", "/resources/%E0%A4%A"]) expect((await get(path)).status, path).toBe(404);
+  });
+});
+
 describe("POST /links", () => {
   const env = { LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: ADMIN };
   const post = (get: ReturnType<typeof harness>["get"], body: unknown, token = ADMIN) =>
     get("/links", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+
+  it("answers a link that is not a URL with a 400", async () => {
+    const { get } = harness({ env });
+    const res = await post(get, { link: "https://" });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { parameter: string } }).error.parameter).toBe("link");
+  });
 
   it("signs an export link for an operator, with an expiry", async () => {
     const { get } = harness({ env });

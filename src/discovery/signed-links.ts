@@ -25,7 +25,12 @@ export async function signLinkRoute(request: Request, config: Config, now = Date
   }
   if (typeof body.link !== "string" || body.link.length > 8192) throw badRequest("link", "link must be the link to sign: a path with its query, or a URL on this worker.");
   const origin = new URL(request.url).origin;
-  const url = new URL(body.link, origin);
+  let url: URL;
+  try {
+    url = new URL(body.link, origin);
+  } catch {
+    throw badRequest("link", "link is not a path or URL.");
+  }
   if (url.origin !== origin) throw badRequest("link", `link must point at this worker (${origin}).`);
   url.searchParams.delete("sig");
   url.searchParams.delete("exp");

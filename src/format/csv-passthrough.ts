@@ -1,5 +1,5 @@
-import { csvCell, isJsonType } from "./csv.ts";
-import { guardFormula, isNumericType } from "./guard.ts";
+import { csvCell } from "./csv.ts";
+import { guardFormula, isJsonType, isNumericType } from "./guard.ts";
 import type { PassedPage } from "./batch.ts";
 import type { Column } from "./types.ts";
 

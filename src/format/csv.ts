@@ -1,5 +1,5 @@
 import Papa from "papaparse";
-import { guardFormula, isNumericType } from "./guard.ts";
+import { guardFormula, isJsonType, isNumericType } from "./guard.ts";
 import type { Column, CsvOptions, Encoder, Row } from "./types.ts";
 
 const CRLF = "\r\n";
@@ -18,9 +18,6 @@ const COMMA_WRITER = writerOptions(",");
 
 /** One cell as the CSV writer quotes it: for the few cells the pass-through rewrites. */
 export const csvCell = (text: string): string => Papa.unparse([[text]], COMMA_WRITER);
-
-/** Whether a column's values are JSON text (arrays and json), written in CSV as CKAN writes them. */
-export const isJsonType = (type: string): boolean => type.startsWith("_") || type === "json" || type === "jsonb";
 
 /**
  * A cell's CSV text from CKAN's JSON text for it: null is an empty cell, text is unescaped (and

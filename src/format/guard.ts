@@ -17,3 +17,6 @@ const NUMERIC_TYPES = /^(int|int2|int4|int8|integer|bigint|smallint|numeric|deci
 
 /** Columns whose values are numbers are never altered, even when a value arrives as text. */
 export const isNumericType = (type: string): boolean => NUMERIC_TYPES.test(type);
+
+/** Whether a column's values are JSON text (arrays and json), written in CSV as CKAN writes them. */
+export const isJsonType = (type: string): boolean => type.startsWith("_") || type === "json" || type === "jsonb";

@@ -1,5 +1,4 @@
-import { isJsonType } from "./csv.ts";
-import { isNumericType } from "./guard.ts";
+import { isJsonType, isNumericType } from "./guard.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 /** How a column's values become cells; a value that does not fit its column's kind is text. */
