@@ -259,6 +259,17 @@ describe("serving snapshots", () => {
     expect(await changed.text()).toBe(body);
   });
 
+  it("answers a range on an empty snapshot with 416, and serves the empty file whole", async () => {
+    const h = harness({ env: { ...jobs({ name: "empty", resource: "sample", filters: { category: "no-such" }, formats: ["ndjson"] }) } });
+    await h.scheduled("0 3 * * *", T1);
+    const whole = await h.get("/snapshots/empty/latest.ndjson");
+    expect(whole.status).toBe(200);
+    expect(await whole.text()).toBe("");
+    const ranged = await h.get("/snapshots/empty/latest.ndjson", { headers: { range: "bytes=0-" } });
+    expect(ranged.status).toBe(416);
+    expect(ranged.headers.get("content-range")).toBe("bytes */0");
+  });
+
   it("answers unknown jobs, stamps and files with a 404 JSON error", async () => {
     const h = await published();
     for (const path of ["/snapshots/nope/latest.csv", "/snapshots/daily/20990101T000000Z.csv", "/snapshots/daily/latest.tsv", "/snapshots/daily/.staging", "/snapshots/daily/secret.txt"]) {

@@ -74,7 +74,8 @@ export async function serveSnapshotFile(request: IRequest, config: Config, bucke
   // Preconditions (If-None-Match, If-Match, If-Modified-Since...) are R2's to judge; the range is ours.
   const object = await bucket.get(key, {
     onlyIf: new Headers(request.headers),
-    ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : range.kind === "unsatisfiable" ? { range: { offset: 0, length: 1 } } : {}),
+    // Unsatisfiable: the body (an empty file's too) is never read, only the preconditions are judged.
+    ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : {}),
   });
   if (object === null) throw notFound;
   const out = new Headers();
