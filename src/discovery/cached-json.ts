@@ -3,13 +3,16 @@ import type { Config } from "../config.ts";
 /**
  * A discovery answer, kept in the edge cache like exports (CACHE_TTL_SECONDS; 0: not kept): the page
  * asks for a resource's columns and values each time someone picks it, and each probe costs CKAN a
- * scan. The key names the CKAN site, so pointing the worker elsewhere never serves the old site's
- * columns. With signing on the answer is for operators: never stored where a proxy could share it.
+ * scan. The key holds the settings that shape the answer, so a settings change (another site, an alias
+ * moved to another table) never serves an old answer. With signing on the answer is for operators: never stored where a proxy could share it.
  */
 export async function cachedJson(url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
   const ttl = config.cacheTtlSeconds;
   const operatorsOnly = config.linkSigningKey !== undefined;
-  const key = `${url.origin}${url.pathname}?site=${encodeURIComponent(config.datastoreSearchUrl)}`;
+  // The settings that shape the answer: the site, what each alias stands for, the row maximum, whether
+  // a token is set (what is readable; never the token), the allow-list rule.
+  const settings = JSON.stringify([config.datastoreSearchUrl, [...config.resources], config.maxRows, config.apiToken !== undefined, config.allowUnlisted]);
+  const key = `${url.origin}${url.pathname}?settings=${encodeURIComponent(settings)}`;
   if (ttl > 0 && !operatorsOnly && !fresh) {
     const hit = await caches.default.match(key);
     if (hit !== undefined) {
