@@ -233,8 +233,9 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     // In `_id` order on CKAN 2.12: ranges of `_id`, side by side, sized by the table's density.
     window = Math.max(1, options.concurrency);
     const rowsAfter = available === undefined ? undefined : Math.max(0, available - firstRows.length);
+    // With one page left to fetch (or one in flight at a time), ranges side by side gain nothing: no probe.
     stretches =
-      window === 1
+      window === 1 || pagesPlanned <= 1
         ? idStretches(after, undefined, 1, wanted, sizer, 0)
         : largestId(client, query, signal).then((largest) => {
             const density = largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
