@@ -1,6 +1,7 @@
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { asCsvText, exactJson, ExactNumber, harness, isProbe, pageCalls, readAll } from "./harness.ts";
+import { readWorkbook } from "./xlsx-reader.ts";
 
 const SAMPLE = "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2";
 const HEADER = "id,amount,ratio,category,name,note,formula,created,active";
@@ -182,6 +183,34 @@ describe("row budget", () => {
     const text = await (await get("/export.csv?resource=sample&limit=1000&fields=id")).text();
     expect(text.trimEnd().split("\r\n").slice(1).map(Number)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
     expect(pageCalls(calls).map((c) => c.body.limit)).toEqual([1000, 300, 300, 100]);
+  });
+});
+
+describe("header=label", () => {
+  it("heads each column with its data dictionary label, its id where it has none, in CSV, TSV and XLSX", async () => {
+    const { get } = harness({
+      fault: async (_n, body) => {
+        // CKAN answers with the data dictionary in fields[].info, which the emulator does not keep.
+        const answer = await harness().emulator.fetch(new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }));
+        const json = (await answer.json()) as { result: { fields: { id: string; info?: unknown }[] } };
+        for (const field of json.result.fields) if (field.id === "amount") field.info = { label: "Amount (CAD)", notes: "Taxes included." };
+        return Response.json(json);
+      },
+    });
+    const csv = await (await get("/export.csv?resource=sample&fields=id,amount&limit=2&header=label")).text();
+    expect(csv.split("\r\n")[0]).toBe("id,Amount (CAD)");
+    const tsv = await (await get("/export.tsv?resource=sample&fields=id,amount&limit=2&header=label")).text();
+    expect(tsv.split("\r\n")[0]).toBe("id\tAmount (CAD)");
+    const ids = await (await get("/export.csv?resource=sample&fields=id,amount&limit=2")).text();
+    expect(ids.split("\r\n")[0]).toBe("id,amount");
+    const xlsx = await get("/export.xlsx?resource=sample&fields=id,amount&limit=2&header=label");
+    expect(xlsx.status).toBe(200);
+    const sheet = await readWorkbook(new Uint8Array(await xlsx.arrayBuffer()));
+    expect(sheet.rows[0]!.map((cell) => cell.value)).toEqual(["id", "Amount (CAD)"]);
+    expect((await get("/export.xlsx?resource=sample&limit=2&header=0")).status).toBe(400);
+    const bad = await get("/export.csv?resource=sample&limit=2&header=labels");
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toContain("1, 0 or label");
   });
 });
 

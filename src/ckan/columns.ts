@@ -5,12 +5,19 @@ import type { SearchResult, TableQuery } from "./types.ts";
 /** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
 const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
+/** A column as CKAN describes it in `fields`, with the data dictionary's label (`info.label`) when set. */
+function column(field: Column & { info?: unknown }): Column {
+  const info = field.info;
+  const label = info !== null && typeof info === "object" ? (info as { label?: unknown }).label : undefined;
+  return typeof label === "string" && label.trim() !== "" ? { id: field.id, type: field.type, label: label.trim() } : { id: field.id, type: field.type };
+}
+
 export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[]): Column[] {
-  if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id));
+  if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id)).map(column);
   return query.fields.map((id) => {
     const field = fields.find((f) => f.id === id);
     if (field === undefined) throw new HttpError(400, `CKAN rejected fields: invalid value "${id}".`, { parameter: "fields" });
-    return field;
+    return column(field);
   });
 }
 

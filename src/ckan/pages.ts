@@ -205,7 +205,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   // The first page told us the columns: later pages are asked for exactly those, in output order (plus
   // `_id` last for keyset paging), so their rows need no rearranging, and CSV ones can be rewritten as text.
   const idColumn = first.fields.find((f) => f.id === "_id");
-  const incoming = keyset && idColumn !== undefined && !columns.includes(idColumn) ? [...columns, idColumn] : columns;
+  const incoming = keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
   // `fields` order), pages go by offset, which CKAN 2.12 serves as well.
   const byId = keyset && incoming.at(-1)?.id === "_id";

@@ -126,9 +126,9 @@ export const PARAMETERS: readonly Parameter[] = [
   },
   {
     name: "header",
-    meaning: "CSV/TSV: `0` leaves out the header row",
-    example: "/export.csv?resource=sample&header=0",
-    schema: flag(true),
+    meaning: "CSV/TSV/XLSX: `label` heads each column with its data dictionary label (its id where it has none); CSV/TSV: `0` leaves out the header row",
+    example: "/export.csv?resource=sample&header=label",
+    schema: { type: "string", enum: ["1", "0", "true", "false", "label"], default: "1" },
   },
   {
     name: "delimiter",

@@ -32,7 +32,7 @@ describe("export query", () => {
       limit: undefined,
       offset: 0,
       filename: "sample.csv",
-      csv: { bom: false, header: true, delimiter: ",", formulaGuard: true, decimal: "." },
+      csv: { bom: false, header: "id", delimiter: ",", formulaGuard: true, decimal: "." },
     });
   });
 
@@ -101,7 +101,7 @@ describe("export query", () => {
 
   it("reads CSV switches and a download name", () => {
     const q = parse("resource=sample&bom=1&header=0&delimiter=;&formula_guard=0&filename=../My report\"x");
-    expect(q.csv).toEqual({ bom: true, header: false, delimiter: ";", formulaGuard: false, decimal: "." });
+    expect(q.csv).toEqual({ bom: true, header: "none", delimiter: ";", formulaGuard: false, decimal: "." });
     expect(q.filename).toBe(".._My report_x.csv");
     rejects("resource=sample&bom=yes", "bom");
   });

@@ -68,6 +68,16 @@ function flag(name: string, value: string | undefined, fallback: boolean): boole
   throw badRequest(name, `Parameter ${name} must be 1 or 0 (got "${clip(value)}").`);
 }
 
+function headerOption(value: string | undefined, format: FormatName): CsvOptions["header"] {
+  if (value === "label") return "label";
+  if (value !== undefined && !["1", "0", "true", "false"].includes(value)) {
+    throw badRequest("header", `Parameter header must be 1, 0 or label (got "${clip(value)}").`);
+  }
+  if (flag("header", value, true)) return "id";
+  if (format === "xlsx") throw badRequest("header", "An XLSX sheet always has its header row (frozen above the data): use header=1 or header=label.");
+  return "none";
+}
+
 /** Column names as PostgreSQL allows them, minus what only a hostile link would send. */
 function checkFieldName(parameter: string, name: string): void {
   if (/[\u0000-\u001f\u007f"]/.test(name)) {
@@ -280,7 +290,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
     sort,
     csv: {
       bom: flag("bom", single(params, "bom"), false),
-      header: flag("header", single(params, "header"), true),
+      header: headerOption(single(params, "header"), format),
       delimiter,
       formulaGuard: flag("formula_guard", single(params, "formula_guard"), true),
       decimal: decimal as CsvOptions["decimal"],

@@ -14,7 +14,7 @@ const lists = parseAnswer(listsAnswer.raw_body_text) as { result: { records: Raw
 const fields = lists.result.fields;
 
 const viaRows = (guard: boolean): string =>
-  csvEncoder(fields, { bom: false, header: false, delimiter: ",", formulaGuard: guard, decimal: "." }).page(
+  csvEncoder(fields, { bom: false, header: "none", delimiter: ",", formulaGuard: guard, decimal: "." }).page(
     lists.result.records.map((row) => [...(row as string[])]),
   );
 

@@ -9,7 +9,7 @@ const columns: Column[] = [
   { id: "active", type: "bool" },
   { id: "tags", type: "_text" },
 ];
-const defaults: CsvOptions = { bom: false, header: true, delimiter: ",", formulaGuard: true, decimal: "." };
+const defaults: CsvOptions = { bom: false, header: "id", delimiter: ",", formulaGuard: true, decimal: "." };
 
 /** Rows given as JavaScript values, handed to the encoder as the JSON text CKAN would write for them. */
 function write(rows: unknown[][], options: Partial<CsvOptions> = {}, cols = columns): string {
@@ -49,11 +49,11 @@ describe("CSV encoder", () => {
   });
 
   it("writes a BOM, no header, and other delimiters on request", () => {
-    expect(write([[1, "a;b", 2, true, null]], { bom: true, header: false, delimiter: ";" })).toBe('\ufeff1;"a;b";2;true;\r\n');
+    expect(write([[1, "a;b", 2, true, null]], { bom: true, header: "none", delimiter: ";" })).toBe('\ufeff1;"a;b";2;true;\r\n');
   });
 
   it("writes TSV with a tab delimiter", () => {
-    expect(write([[1, "a\tb", 2, true, null]], { delimiter: "\t", header: false })).toBe('1\t"a\tb"\t2\ttrue\t\r\n');
+    expect(write([[1, "a\tb", 2, true, null]], { delimiter: "\t", header: "none" })).toBe('1\t"a\tb"\t2\ttrue\t\r\n');
   });
 
   it("writes numbers, arrays and json exactly as CKAN wrote them, null as an empty cell and an empty string as \"\"", () => {
@@ -69,7 +69,7 @@ describe("CSV encoder", () => {
       ["-0.50", "-3.6762611479600606e-10", "null", "null", "null"],
       [undefined, "0.1", '"\\u00d1and\\u00fa  "', "[]", '"just text"'],
     ];
-    expect(writeRaw(raw, { header: false }, cols)).toBe(
+    expect(writeRaw(raw, { header: "none" }, cols)).toBe(
       '12345678901234567890.123456789,1.738914190048968e+16,"","[""a,b"",""say \\""hi\\""""]","{""k"": 1, ""big"": 12345678901234567890}"\r\n' +
         "-0.50,-3.6762611479600606e-10,,,\r\n" +
         ',0.1,"\u00d1and\u00fa  ",[],"""just text"""\r\n',
@@ -92,7 +92,7 @@ describe("CSV encoder", () => {
       ["12345678901234567890.123456789", "-3.6762611479600606e-10", "null", "null"],
       ['"7.25"', "3", '"a.b"', "[]"],
     ];
-    expect(writeRaw(raw, { header: false, delimiter: ";", decimal: "," }, cols)).toBe(
+    expect(writeRaw(raw, { header: "none", delimiter: ";", decimal: "," }, cols)).toBe(
       '-0,50;1,738914190048968e+16;1.5;"[""2.5""]"\r\n' + "12345678901234567890,123456789;-3,6762611479600606e-10;;\r\n" + "7,25;3;a.b;[]\r\n",
     );
   });

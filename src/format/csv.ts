@@ -33,6 +33,10 @@ function cellText(raw: string | undefined, json: boolean, guarded: boolean): str
 /** A number's text with a decimal comma: `-0.50` -> `-0,50`, `1.5e-07` -> `1,5e-07`; other text as is. */
 const decimalComma = (text: string | null): string | null => (text === null ? null : text.replace(".", ","));
 
+/** The header row's text: each column's id, or its data dictionary label where it has one. */
+export const headerText = (columns: Column[], header: CsvOptions["header"]): string[] =>
+  columns.map((c) => (header === "label" && c.label !== undefined ? c.label : c.id));
+
 /**
  * RFC 4180 CSV (or TSV with the tab delimiter) written by papaparse: CRLF after every row, quotes
  * only where a cell needs them. Cells are rewritten in place before papaparse sees them, so each
@@ -48,8 +52,8 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
   return {
     begin() {
       const prefix = options.bom ? BOM : "";
-      if (!options.header) return prefix;
-      const header = columns.map((c) => (options.formulaGuard ? guardFormula(c.id) : c.id));
+      if (options.header === "none") return prefix;
+      const header = headerText(columns, options.header).map((text) => (options.formulaGuard ? guardFormula(text) : text));
       return prefix + unparse([header]);
     },
     page(rows: Row[]) {

@@ -1,4 +1,4 @@
-import { csvEncoder } from "./csv.ts";
+import { csvEncoder, headerText } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
 import type { Column, CsvOptions, Encoder } from "./types.ts";
 import { SHEET_ROWS, xlsxEncoder, xlsxPackage } from "./xlsx.ts";
@@ -36,8 +36,8 @@ export const FORMATS = {
   xlsx: {
     contentType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     extension: "xlsx",
-    params: ["errors"],
-    encoder: (columns) => xlsxEncoder(columns, { header: columns.map((c) => c.id) }),
+    params: ["header", "errors"],
+    encoder: (columns, csv) => xlsxEncoder(columns, { header: headerText(columns, csv.header === "label" ? "label" : "id") }),
     // One sheet, its first row the header.
     maxRows: SHEET_ROWS - 1,
     package: xlsxPackage,

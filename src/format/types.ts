@@ -2,6 +2,8 @@
 export interface Column {
   id: string;
   type: string;
+  /** The data dictionary's label for the column (CKAN's `fields[].info.label`), when it has one. */
+  label?: string;
 }
 
 /**
@@ -14,7 +16,8 @@ export type Row = (string | undefined)[];
 /** How a CSV or TSV export is written. */
 export interface CsvOptions {
   bom: boolean;
-  header: boolean;
+  /** The header row: column ids, the data dictionary's labels (ids where a column has none), or none. */
+  header: "id" | "label" | "none";
   delimiter: string;
   formulaGuard: boolean;
   /** The decimal mark of numbers in numeric columns: "," for locales that read `-0,50` as a number. */
