@@ -3,6 +3,7 @@
 // in-process spec reads the stream inside workerd itself and cannot see what a client receives.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer, type EmulatorServer } from "../../emulator/server.ts";
+import { unzip } from "../xlsx-reader.ts";
 import { getRaw, startWorker, type WireResponse, type WorkerProcess } from "./harness.mts";
 
 const PAGE_SIZE = 200;
@@ -13,7 +14,7 @@ const WHERE = [
   { page: "the last page", offset: LIMIT - PAGE_SIZE },
 ] as const;
 
-type Format = "csv" | "tsv" | "ndjson" | "json";
+type Format = "csv" | "tsv" | "ndjson" | "json" | "xlsx";
 
 /** Ids 1..n: the rows of every page before the failed one, none missing. */
 const firstIds = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
@@ -81,6 +82,16 @@ describe("a streamed export cut off by an upstream failure, read with node:http"
             expectBrokenTransfer(res);
           });
         }
+
+        it(`XLSX, failing on ${page}: no ZIP a spreadsheet would open, then a broken transfer`, async () => {
+          const res = await exportFailingAt(worker, "xlsx", offset);
+
+          expect(res.status).toBe(200);
+          expect(res.body.subarray(0, 2).toString("latin1")).toBe("PK");
+          // A ZIP is read from its end (the central directory), which a cut-off workbook never has.
+          await expect(unzip(new Uint8Array(res.body))).rejects.toThrow();
+          expectBrokenTransfer(res);
+        });
 
         it(`JSON, failing on ${page}: every record before it, no closing ], then a broken transfer`, async () => {
           const res = await exportFailingAt(worker, "json", offset);
