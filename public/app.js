@@ -56,9 +56,12 @@ function exportParams({ preview = false } = {}) {
   if (state.format === "csv" || state.format === "tsv") {
     if (state.format === "csv" && $("delimiter").value !== ",") params.push(["delimiter", $("delimiter").value]);
     if (!$("header").checked) params.push(["header", "0"]);
+    else if ($("labels").checked) params.push(["header", "label"]);
     if ($("bom").checked) params.push(["bom", "1"]);
     if (!$("formula-guard").checked) params.push(["formula_guard", "0"]);
+    if (!$("decimal").disabled && $("decimal").checked) params.push(["decimal", ","]);
   }
+  if (state.format === "xlsx" && $("labels").checked) params.push(["header", "label"]);
   const filename = $("filename").value.trim();
   if (filename) params.push(["filename", filename]);
   return params;
@@ -287,18 +290,23 @@ async function renderReference() {
 
 async function start() {
   renderReference().catch(() => {});
-  for (const format of ["csv", "tsv", "json", "ndjson"]) {
+  // A decimal comma needs a separator other than the comma (CSV with ; or |, or TSV).
+  const decimalAllowed = () => state.format === "tsv" || (state.format === "csv" && $("delimiter").value !== ",");
+  $("delimiter").addEventListener("change", () => ($("decimal").disabled = !decimalAllowed()));
+  for (const format of ["csv", "tsv", "xlsx", "json", "ndjson"]) {
     const radio = el("input", { type: "radio", name: "format", value: format, checked: format === state.format, id: `format-${format}` });
     radio.addEventListener("change", () => {
       state.format = format;
-      $("csv-options").disabled = format === "json" || format === "ndjson";
+      $("csv-options").disabled = format !== "csv" && format !== "tsv";
       $("delimiter").disabled = format !== "csv";
+      $("decimal").disabled = !decimalAllowed();
+      $("labels").disabled = format === "json" || format === "ndjson";
       refreshLink();
     });
     $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, format.toUpperCase()));
   }
   for (const id of ["q", "limit", "offset", "filename"]) $(id).addEventListener("input", refreshLink);
-  for (const id of ["sort-column", "sort-direction", "delimiter", "header", "bom", "formula-guard"]) $(id).addEventListener("change", refreshLink);
+  for (const id of ["sort-column", "sort-direction", "delimiter", "header", "bom", "formula-guard", "decimal", "labels"]) $(id).addEventListener("change", refreshLink);
   $("add-filter").addEventListener("click", () => {
     state.filters.push({ column: "", op: "eq", value: "" });
     renderFilters();

@@ -9,7 +9,7 @@ const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
 
 /** Google Sheets: IMPORTDATA reads comma- or tab-separated text only. */
 export function sheets(link, choice) {
-  if (choice.format === "json" || choice.format === "ndjson") {
+  if (choice.format === "json" || choice.format === "ndjson" || choice.format === "xlsx") {
     return { text: "", note: "Google Sheets imports CSV or TSV: pick one of those formats for =IMPORTDATA." };
   }
   const text = `=IMPORTDATA(${quoteM(link)})`;
@@ -25,6 +25,9 @@ export function powerQuery(link, choice) {
     return { text: `let\n    Source = Json.Document(Web.Contents(${quoteM(link)})),\n    Rows = Table.FromRecords(Source)\nin\n    Rows`, note: "" };
   }
   if (choice.format === "ndjson") return { text: "", note: "Power Query reads CSV, TSV or JSON links; pick one of those." };
+  if (choice.format === "xlsx") {
+    return { text: `let\n    Source = Excel.Workbook(Web.Contents(${quoteM(link)}), true),\n    Sheet = Source{0}[Data]\nin\n    Sheet`, note: "Or open the downloaded .xlsx in Excel directly: numbers, dates and booleans arrive typed." };
+  }
   const delimiter = choice.format === "tsv" ? "#(tab)" : choice.delimiter;
   const source = `Csv.Document(Web.Contents(${quoteM(link)}), [Delimiter=${quoteM(delimiter)}, Encoding=65001, QuoteStyle=QuoteStyle.Csv])`;
   const body = choice.header
@@ -37,6 +40,7 @@ export function pandas(link, choice) {
   const url = quotePy(link);
   if (choice.format === "json") return { text: `import pandas as pd\n\ndf = pd.read_json(${url})`, note: "" };
   if (choice.format === "ndjson") return { text: `import pandas as pd\n\ndf = pd.read_json(${url}, lines=True)`, note: "" };
+  if (choice.format === "xlsx") return { text: `import pandas as pd\n\ndf = pd.read_excel(${url})`, note: "pandas reads .xlsx with openpyxl installed." };
   const sep = choice.format === "tsv" ? "\\t" : choice.delimiter;
   const header = choice.header ? "" : ", header=None";
   return { text: `import pandas as pd\n\ndf = pd.read_csv(${url}, sep=${quotePy(sep).replace("\\\\t", "\\t")}${header})`, note: "" };
@@ -46,6 +50,7 @@ export function r(link, choice) {
   const url = quotePy(link);
   if (choice.format === "json") return { text: `library(jsonlite)\ndf <- fromJSON(${url})`, note: "" };
   if (choice.format === "ndjson") return { text: `library(jsonlite)\ndf <- stream_in(url(${url}))`, note: "" };
+  if (choice.format === "xlsx") return { text: `library(readxl)\ntmp <- tempfile(fileext = ".xlsx")\ndownload.file(${url}, tmp, mode = "wb")\ndf <- read_excel(tmp)`, note: "" };
   const sep = choice.format === "tsv" ? "\\t" : choice.delimiter;
   return { text: `df <- read.csv(${url}, sep = "${sep}", header = ${choice.header ? "TRUE" : "FALSE"}, encoding = "UTF-8")`, note: "" };
 }

@@ -124,6 +124,33 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     }
   });
 
+  it("builds a decimal-comma CSV and an XLSX with the data dictionary's labels, whose links the worker serves", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await build(page);
+      expect(await page.isDisabled("#decimal")).toBe(true);
+      await page.selectOption("#delimiter", ";");
+      await page.check("#decimal");
+      const csv = new URL(await page.inputValue("#link"));
+      expect(csv.searchParams.get("delimiter")).toBe(";");
+      expect(csv.searchParams.get("decimal")).toBe(",");
+      expect((await fetch(csv)).status).toBe(200);
+
+      await page.check("#format-xlsx");
+      await page.check("#labels");
+      const xlsx = new URL(await page.inputValue("#link"));
+      expect(xlsx.pathname).toBe("/export.xlsx");
+      expect(xlsx.searchParams.get("header")).toBe("label");
+      expect(xlsx.searchParams.has("decimal")).toBe(false);
+      const workbook = await fetch(xlsx);
+      expect(workbook.status).toBe(200);
+      expect(workbook.headers.get("content-type")).toContain("spreadsheetml");
+      expect(await page.textContent("#snippet-excel")).toContain("Excel.Workbook(Web.Contents(");
+    } finally {
+      await page.close();
+    }
+  });
+
   it("reads well on a phone", async () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     const page = await context.newPage();
