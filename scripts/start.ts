@@ -12,7 +12,7 @@ const token = process.env.EMULATOR_TOKEN ?? "demo-token";
 
 const emulator = await startEmulatorServer({ port: emulatorPort, token });
 const base = `${emulator.url}/data/en`;
-console.log(`CKAN emulator: ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private")`);
+console.log(`CKAN emulator: ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
 
 // wrangler's own script under this Node (npx would add npm's chatter and its own Node lookup).
 const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
@@ -47,6 +47,8 @@ Try these links (paste a CSV one into Google Sheets as =IMPORTDATA("...") once d
   ${origin}/export.csv?resource=sample&limit=10&bom=1&delimiter=%3B
   ${origin}/export.csv?resource=private&limit=5          (needs the token, which stays in the worker)
   ${origin}/export.csv?resource=big&limit=1000000         (a million rows, streamed)
+  ${origin}/export.xlsx?resource=sample&limit=1000        (an Excel workbook, typed cells)
+  ${origin}/export.json?resource=edge&limit=5             (every value exactly as CKAN wrote it)
 `);
 });
 
