@@ -50,6 +50,8 @@ export function storedHeaders(headers: Headers, policy: CachePolicy): Headers {
   const out = new Headers(headers);
   out.set("cache-control", `public, max-age=${policy.ttlSeconds + policy.staleSeconds}`);
   out.set("x-stored-at", String(Date.now()));
+  // Which fill wrote the entry: a streamed entry's ETag, stored beside it later, names its fill too.
+  out.set("x-fill", crypto.randomUUID());
   return out;
 }
 
@@ -83,12 +85,15 @@ export async function cachedExport(
   const age = Math.max(0, Math.floor((Date.now() - Number(headers.get("x-stored-at") ?? Date.now())) / 1000));
   const stale = age >= policy.ttlSeconds;
   headers.delete("x-stored-at");
+  const fill = headers.get("x-fill");
+  headers.delete("x-fill");
   headers.set("age", String(age));
   headers.set("cache-control", clientCacheControl(policy));
   headers.set("x-cache", stale ? "STALE" : "HIT");
   if (stale) refreshOnce(key, refresh, waitUntil);
-  const tag = etag === undefined ? undefined : await etag.text();
-  if (tag !== undefined && !headers.has("etag")) headers.set("etag", tag);
+  // Two fills of one key may overlap: a tag written by the other fill must not describe these bytes.
+  const [tagFill, tag] = etag === undefined ? [] : (await etag.text()).split(" ");
+  if (tag !== undefined && tagFill === fill && !headers.has("etag")) headers.set("etag", tag);
   if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) {
     await cached.body?.cancel();
     return notModified(headers);
@@ -141,7 +146,7 @@ async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>,
     await Promise.all([put, hashed.pipeTo(digest)]);
     if (progress.error !== undefined) throw progress.error;
     const etag = etagOf(await digest.digest);
-    await caches.default.put(etagKey(key), new Response(etag, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
+    await caches.default.put(etagKey(key), new Response(`${headers.get("x-fill")} ${etag}`, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
   } catch {
     // Let go of both readers, or the client's download would stall once it is a lead ahead of them.
     await Promise.allSettled([stored.cancel(), hashed.cancel()]);
