@@ -8,7 +8,7 @@ import Papa from "papaparse";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
-import { findBrowser, launchChromium, NO_BROWSER, startWorker, type WorkerProcess } from "./harness.mts";
+import { cleanUp, findBrowser, launchChromium, NO_BROWSER, startWorker, type WorkerProcess } from "./harness.mts";
 
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const ADMIN = "builder-admin-token";
@@ -37,11 +37,7 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     mkdirSync(ARTIFACTS, { recursive: true });
   }, 180_000);
 
-  afterAll(async () => {
-    const results = await Promise.allSettled(cleanups.reverse().map((cleanup) => cleanup()));
-    const failed = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
-    if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
-  }, 30_000);
+  afterAll(() => cleanUp(cleanups), 30_000);
 
   /** Waits for the preview that follows the last change (it is debounced). */
   async function settledPreview(page: Page): Promise<void> {

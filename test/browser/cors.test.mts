@@ -5,7 +5,7 @@ import type { Browser, ConsoleMessage } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
 import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
-import { findBrowser, launchChromium, NO_BROWSER, servePage, startWorker, type Site, type WorkerProcess } from "./harness.mts";
+import { cleanUp, findBrowser, launchChromium, NO_BROWSER, servePage, startWorker, type Site, type WorkerProcess } from "./harness.mts";
 
 const EXPORT_PATH = "/export.json?resource=sample&limit=5&fields=id,name";
 
@@ -102,12 +102,7 @@ describe.skipIf(skip)("CORS for dashboards, in headless Chromium", () => {
     exportUrl = `${worker.url}${EXPORT_PATH}`;
   }, 120_000);
 
-  afterAll(async () => {
-    // Newest first; one failing clean-up must not keep the others from running.
-    const results = await Promise.allSettled(cleanups.reverse().map((cleanup) => cleanup()));
-    const failed = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
-    if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
-  }, 30_000);
+  afterAll(() => cleanUp(cleanups), 30_000);
 
   async function open(site: Site): Promise<Rendered> {
     const page = await browser.newPage();

@@ -95,3 +95,10 @@ export async function launchChromium(): Promise<Browser> {
     timeout: 60_000,
   });
 }
+
+/** Runs clean-ups newest first; one failing must not keep the others from running. */
+export async function cleanUp(cleanups: Array<() => Promise<unknown>>): Promise<void> {
+  const results = await Promise.allSettled(cleanups.reverse().map((cleanup) => cleanup()));
+  const failed = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
+}
