@@ -128,6 +128,16 @@ describe("GET /resources/<alias>", () => {
     expect(await second.json()).toMatchObject({ name: "sample" });
     expect(calls.length).toBe(before);
   });
+
+  it("never serves an answer cached under other settings: an alias moved to another table", async () => {
+    const site = "http://ckan-discovery-settings.test/data/en";
+    const before = harness({ env: { CACHE_TTL_SECONDS: "60", CKAN_BASE_URL: site } });
+    expect(((await (await before.get("/resources/sample")).json()) as { rows: number }).rows).toBe(100_000);
+    const moved = harness({ env: { CACHE_TTL_SECONDS: "60", CKAN_BASE_URL: site, RESOURCES: JSON.stringify({ sample: EMULATOR_RESOURCES.edge }) } });
+    const res = await moved.get("/resources/sample");
+    expect(res.headers.get("x-cache")).toBe("MISS");
+    expect(((await res.json()) as { rows: number }).rows).toBe(4321);
+  });
 });
 
 describe("discovery with signed links", () => {
