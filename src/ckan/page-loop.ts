@@ -141,11 +141,24 @@ export function idStretches(
   };
 }
 
-/** Exports paging in this isolate right now: they share ISOLATE_PAGE_BUDGET. */
-let paging = 0;
+/**
+ * Exports paging in this isolate, with when each last moved: they share ISOLATE_PAGE_BUDGET. One
+ * that has not moved for a while (its request torn down without its stream being cancelled) no
+ * longer counts, so it cannot shrink everyone's windows for good.
+ */
+const paging = new Map<object, number>();
+const IDLE_MS = 30_000;
 
 /** Pages one export may have in flight: its own window, shrunk while other exports share the isolate. */
-const windowNow = (own: number): number => Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (Math.max(1, paging) * TARGET_PAGE_BYTES))));
+function windowNow(own: number): number {
+  const now = Date.now();
+  let moving = 0;
+  for (const [export_, moved] of paging) {
+    if (now - moved < IDLE_MS) moving++;
+    else paging.delete(export_);
+  }
+  return Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (Math.max(1, moving) * TARGET_PAGE_BYTES))));
+}
 
 /**
  * The one paging loop: stretches planned ahead, `window` of them in flight, yielded strictly in
@@ -177,9 +190,9 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       planned += stretch.count;
     }
   };
-  paging++;
   try {
     for (;;) {
+      paging.set(plan, Date.now());
       const count = batchRows(current.page.batch);
       if (plan.maxRows !== undefined && seen + count > plan.maxRows) throw plan.tooMany();
       const last = current.ended || seen + count >= wanted;
@@ -203,7 +216,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       current = await following;
     }
   } finally {
-    paging--;
+    paging.delete(plan);
     inflight.length = 0;
     plan.stop.abort();
   }
