@@ -223,6 +223,10 @@ describe("Workers' subrequest limit", () => {
     expect(error.parameter).toBe("limit");
     expect(error.message).toMatch(/about 102 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=8000/);
     expect(calls).toHaveLength(1);
+    // HEAD knows no row's cost: it refuses only what even full pages could not fetch.
+    const tight = harness({ env: { SUBREQUEST_LIMIT: "5", PAGE_SIZE: "1000" } });
+    expect((await tight.get("/export.csv?resource=sample&fields=id", { method: "HEAD" })).status).toBe(400);
+    expect((await tight.get("/export.csv?resource=sample&fields=id&limit=2000", { method: "HEAD" })).status).toBe(200);
     // The first page's limit is what was asked, not a site cap: later pages of narrow rows are large.
     const roomy = harness({ env: { SUBREQUEST_LIMIT: "50", PAGE_SIZE: "32000" } });
     const whole = await roomy.get("/export.csv?resource=sample&fields=id");

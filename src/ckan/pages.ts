@@ -75,7 +75,14 @@ function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string):
  * half-way: it is refused before the first byte, with what fits. Counted: the first page, the
  * pages at the size the first one suggests, the probe and the check after the last page.
  */
-function checkSubrequests(first: SearchResult, firstCount: number, firstLimit: number, rows: number, byId: boolean, options: PagingOptions): number {
+function checkSubrequests(
+  first: SearchResult,
+  firstCount: number,
+  firstLimit: number,
+  rows: number,
+  byId: boolean,
+  options: Pick<PagingOptions, "pageSize" | "subrequestLimit">,
+): number {
   // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
   const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
   const perPage = rowsPerPage(cap, first.responseBytes, firstCount);
@@ -157,14 +164,17 @@ export async function describeTable(
   client: CkanClient,
   siteKey: string,
   query: TableQuery,
-  maxRows: number,
+  options: Pick<PagingOptions, "maxRows" | "pageSize" | "subrequestLimit">,
 ): Promise<Pick<Table, "columns" | "total">> {
   const body: SearchRequest = { ...baseRequest(query), ...requestedFields(query, false), records_format: firstFormat(query), include_total: true };
   const result = await client.search(body).catch((error: unknown) => {
     throw rangeFilterRefused(error, query, siteKey) ?? error;
   });
   const columns = outputColumns(query, result.fields);
-  checkMaxRows(query, result, maxRows);
+  const { available } = checkMaxRows(query, result, options.maxRows);
+  // No row tells what a row costs: refused only when even full pages would need too many requests.
+  const rows = Math.min(available ?? query.limit ?? 0, query.limit ?? Number.POSITIVE_INFINITY);
+  checkSubrequests(result, 0, 0, rows, false, options);
   return { columns, total: typeof result.total === "number" ? result.total : undefined };
 }
 

@@ -69,7 +69,11 @@ export async function runExport(
 
 /** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
 export const describeExport = (query: ExportQuery, config: Config, client: CkanClient): Promise<Pick<Table, "columns" | "total">> =>
-  withFormatLimit(query.format, config, describeTable(client, config.datastoreSearchUrl, query, formatMaxRows(query.format, config.maxRows)));
+  withFormatLimit(query.format, config, describeTable(client, config.datastoreSearchUrl, query, {
+      maxRows: formatMaxRows(query.format, config.maxRows),
+      pageSize: config.pageSize,
+      subrequestLimit: config.subrequestLimit,
+    }));
 
 /** Too many rows for a format with a limit below the worker's (a spreadsheet's rows): the 400 says so. */
 async function withFormatLimit<T>(format: FormatName, config: Config, opening: Promise<T>): Promise<T> {
