@@ -11,7 +11,9 @@ const bytes = async (response: Response): Promise<Uint8Array> => new Uint8Array(
 function expectedCell(csv: string, type: string): Pick<Cell, "type" | "value"> & { style?: number } {
   if (csv === "") return { type: expect.stringMatching(/^(inlineStr)?$/) as unknown as string, value: "" };
   const kind = cellKind(type);
-  if (kind === "number" && exactDouble(csv) !== undefined) return { type: "n", value: exactDouble(csv)! };
+  // Numbers a spreadsheet keeps exactly: 15 significant digits for integers and numerics, any double for floats.
+  const digits = kind === "number" ? 15 : 17;
+  if ((kind === "number" || kind === "float") && exactDouble(csv, digits) !== undefined) return { type: "n", value: exactDouble(csv, digits)! };
   if (kind === "bool") return { type: "b", value: csv === "true" ? "1" : "0" };
   const date = kind === "date" || kind === "timestamp" ? excelDate(csv) : undefined;
   if (date !== undefined) return { type: "n", value: date.serial, style: date.style };

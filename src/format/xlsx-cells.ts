@@ -2,9 +2,11 @@ import { isJsonType, isNumericType } from "./guard.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 /** How a column's values become cells; a value that does not fit its column's kind is text. */
-export type CellKind = "number" | "bool" | "date" | "timestamp" | "json" | "text";
+/** "float": a double in PostgreSQL too (float4/float8); "number": an integer or numeric, exact decimal text. */
+export type CellKind = "number" | "float" | "bool" | "date" | "timestamp" | "json" | "text";
 
 export function cellKind(type: string): CellKind {
+  if (/^(float|float4|float8|real|double precision)$/i.test(type)) return "float";
   if (isNumericType(type)) return "number";
   if (type === "bool" || type === "boolean") return "bool";
   if (type === "date") return "date";
@@ -31,12 +33,21 @@ function canonical(text: string): string {
 
 const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
+/** Significant digits of a plain number's text (leading and trailing zeros not counted). */
+function significantDigits(text: string): number {
+  const [whole = "", fraction = ""] = text.replace(/^[+-]/, "").replace(/[eE].*$/, "").split(".");
+  return Math.max(1, (whole + fraction).replace(/^0+/, "").replace(/0+$/, "").length);
+}
+
 /**
  * The text of the double that is exactly this number, or undefined when a double cannot hold it
  * (more significant digits than a double keeps, or past its range): such a number is written as text.
  */
-export function exactDouble(text: string): string | undefined {
+export function exactDouble(text: string, maxDigits = 17): string | undefined {
   if (!PLAIN_NUMBER.test(text)) return undefined;
+  // A spreadsheet keeps 15 significant digits: an integer or numeric with more, even one a double
+  // holds (9007199254740992), would be shown rounded; a float column's value is a double anyway.
+  if (significantDigits(text) > maxDigits) return undefined;
   const value = Number(text);
   if (!Number.isFinite(value)) return undefined;
   const shortest = String(value);
@@ -89,7 +100,10 @@ export function textCell(text: string, style = 0): string {
   let shown = text;
   if (shown.length > MAX_CELL_TEXT) {
     const note = ` [cut: ${text.length} characters; an Excel cell holds ${MAX_CELL_TEXT}]`;
-    shown = shown.slice(0, MAX_CELL_TEXT - note.length) + note;
+    let cut = shown.slice(0, MAX_CELL_TEXT - note.length);
+    // Never half an emoji: a high surrogate without its pair is not a character.
+    if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1);
+    shown = cut + note;
   }
   const space = /^\s|\s$/.test(shown) ? ' xml:space="preserve"' : "";
   return `<c${style === 0 ? "" : ` s="${style}"`} t="inlineStr"><is><t${space}>${xmlText(shown)}</t></is></c>`;
@@ -106,8 +120,8 @@ export function cellXml(raw: string | undefined, kind: CellKind): [xml: string, 
   if (raw === undefined || raw === "null") return ["<c/>", 0];
   if (kind === "json") return [textCell(raw), raw.length];
   const text = raw.charCodeAt(0) === 34 ? unquote(raw) : raw;
-  if (kind === "number") {
-    const value = exactDouble(text);
+  if (kind === "number" || kind === "float") {
+    const value = exactDouble(text, kind === "number" ? 15 : 17);
     if (value !== undefined) return [`<c><v>${value}</v></c>`, text.length];
   } else if (kind === "bool") {
     if (text === "true" || text === "false") return [`<c t="b"><v>${text === "true" ? 1 : 0}</v></c>`, 5];

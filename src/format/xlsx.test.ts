@@ -32,6 +32,10 @@ describe("XLSX cells", () => {
     expect(exactDouble("1e-07")).toBe("1e-7");
     expect(exactDouble("12345678901234567890.123456789")).toBeUndefined();
     expect(exactDouble("12345678901234567890")).toBeUndefined();
+    // An integer or numeric past 15 significant digits is text, even where a double holds it.
+    expect(exactDouble("9007199254740992", 15)).toBeUndefined();
+    expect(exactDouble("123456789012345", 15)).toBe("123456789012345");
+    expect(exactDouble("1000000000000000000", 15)).toBe("1000000000000000000");
     expect(exactDouble("9007199254740993")).toBeUndefined();
     expect(exactDouble("1e400")).toBeUndefined();
     expect(exactDouble("NaN")).toBeUndefined();
