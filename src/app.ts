@@ -114,7 +114,7 @@ export function createApp(deps: AppDeps) {
       }).catch((error: unknown) => withColumnHint(error, url, format, config, deps.upstreamFetch));
     } catch (error) {
       // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
-      if (!wantsInlineError(url, format, request.headers.get("user-agent"))) throw error;
+      if (!wantsInlineError(request.method, url, format, request.headers.get("user-agent"))) throw error;
       log({ event: "error", id: requestInfo(request).id, message: toHttpError(error).message, inline: true }, redactor(env));
       return inlineErrorResponse(error, format, redactor(env));
     }

@@ -36,6 +36,8 @@ describe("errors a spreadsheet shows", () => {
     const json = await get("/export.json?resource=sample&limit=ten", as(SHEETS));
     expect(json.status).toBe(400);
     expect(json.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    // A wrong method is not a download: it keeps its 405.
+    expect((await get("/export.csv?resource=sample&errors=inline", { method: "POST" })).status).toBe(405);
   });
 
   it("writes the message as the one cell of a workbook for XLSX", async () => {

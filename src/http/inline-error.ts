@@ -12,7 +12,9 @@ import { xlsxEncoder, xlsxPackage } from "../format/xlsx.ts";
 export const SPREADSHEET_AGENTS = /GoogleDocs; apps-spreadsheets|Microsoft\.Data\.Mashup/;
 
 /** Whether an error on this export link is answered as a table a spreadsheet shows (`errors`, else the agent). */
-export function wantsInlineError(url: URL, format: string, userAgent: string | null): boolean {
+export function wantsInlineError(method: string, url: URL, format: string, userAgent: string | null): boolean {
+  // Only a download is shown in a cell; a wrong method keeps its 405.
+  if (method !== "GET" && method !== "HEAD") return false;
   if (!isFormatName(format) || !(FORMATS[format].params as readonly string[]).includes("errors")) return false;
   const asked = url.searchParams.getAll("errors");
   if (asked.length === 1 && asked[0] === "inline") return true;
