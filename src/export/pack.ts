@@ -1,31 +1,57 @@
+import { toHttpError } from "../errors.ts";
 import type { ByteStreamHooks } from "./encode.ts";
 
 /**
  * A format whose encoded bytes go into a container (XLSX: a ZIP around the sheet): the encoded
  * stream is piped through it, so backpressure and a reader's leaving reach the paging as before,
- * and a failure errors the container's stream too. `done` then reports the container's bytes: at
- * its end, or at once when the export fails or its reader leaves (the container's end never comes).
+ * and a failure errors the container's stream too. `done` reports the container's bytes, once:
+ * at its end, when the export or the container itself fails, or when the reader leaves.
  */
 export function packing(hooks: Required<ByteStreamHooks>, pack: ReadableWritablePair<Uint8Array, Uint8Array>) {
   let sent = 0;
-  let cancelled = false;
+  let finished = false;
+  const finish = (error?: unknown): void => {
+    if (finished) return;
+    finished = true;
+    hooks.done(error === undefined ? { bytes: sent } : { bytes: sent, error: toHttpError(error) });
+  };
   const encodedHooks: ByteStreamHooks = {
     failure: hooks.failure,
     cancel: () => {
-      cancelled = true;
       hooks.cancel();
+      finish();
     },
     done: (outcome) => {
-      if (outcome.error !== undefined || cancelled) hooks.done({ ...outcome, bytes: sent });
+      if (outcome.error !== undefined) finish(outcome.error);
     },
   };
-  const count = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      sent += chunk.byteLength;
-      controller.enqueue(chunk);
-    },
-    flush: () => hooks.done({ bytes: sent }),
-  });
-  const wrap = (encoded: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => encoded.pipeThrough(pack).pipeThrough(count);
+  const wrap = (encoded: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => {
+    const reader = encoded.pipeThrough(pack).getReader();
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) {
+              finish();
+              controller.close();
+              return;
+            }
+            sent += value.byteLength;
+            controller.enqueue(value);
+          } catch (error) {
+            // The export failed, or the container itself did (a deflate error, a size it cannot hold).
+            finish(error);
+            controller.error(error);
+          }
+        },
+        async cancel(reason) {
+          finish();
+          await reader.cancel(reason);
+        },
+      },
+      { highWaterMark: 0 },
+    );
+  };
   return { hooks: encodedHooks, wrap };
 }
