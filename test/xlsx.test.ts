@@ -124,6 +124,15 @@ describe("XLSX exports", () => {
     console.log(`100,000 rows as XLSX: ${chunks.reduce((n, c) => n + c.byteLength, 0)} bytes in ${ms} ms, largest chunk ${largest} bytes`);
   });
 
+  it("starts streaming a large workbook after its first page, not after megabytes of compressed output", async () => {
+    const h = harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "1048576" } });
+    const res = await h.get("/export.xlsx?resource=sample&limit=20000");
+    // Its first byte leaves while most pages are still to be fetched.
+    expect(res.headers.get("content-length")).toBeNull();
+    expect(h.calls.length).toBeLessThan(8);
+    expect((await readWorkbook(await bytes(res))).rows).toHaveLength(20001);
+  });
+
   it("is served from the edge cache the second time, the same bytes", async () => {
     const h = harness({ emulator: { version: "2.12" }, env: { CACHE_TTL_SECONDS: "300" } });
     const first = await bytes(await h.get("/export.xlsx?resource=sample&limit=2500"));

@@ -1,6 +1,5 @@
 import type { Table } from "../ckan/pages.ts";
 import { HttpError, toHttpError } from "../errors.ts";
-import { batchRows } from "../format/batch.ts";
 import type { Encoder } from "../format/types.ts";
 
 /**
@@ -10,20 +9,29 @@ import type { Encoder } from "../format/types.ts";
 const ROWS_PER_CHUNK = 4096;
 
 /** Encoded text of a whole export, a chunk at a time; never more than a page held. */
-export async function* encodeTable(table: Table, encoder: Encoder, progress: { rows: number }): AsyncGenerator<string, void, undefined> {
+export async function* encodeTable(
+  table: Table,
+  encoder: Encoder,
+  progress: { rows: number; chars: number },
+): AsyncGenerator<string, void, undefined> {
   const begin = encoder.begin();
   let pending = begin;
   for await (const batch of table.pages) {
-    progress.rows += batchRows(batch);
     if (!Array.isArray(batch)) {
-      yield pending + batch.text;
+      const text = pending + batch.text;
+      progress.rows += batch.rows;
+      progress.chars += text.length;
+      yield text;
       pending = "";
       continue;
     }
     for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
       // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
-      const text = pending + encoder.page(at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK));
+      const rows = at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK);
+      const text = pending + encoder.page(rows);
       pending = "";
+      progress.rows += rows.length;
+      progress.chars += text.length;
       if (text !== "") yield text;
     }
   }

@@ -12,12 +12,16 @@ import type { ExportQuery } from "./query.ts";
 /** Live counters of one export, final once its byte stream has ended. */
 export interface ExportProgress {
   rows: number;
+  /** Characters encoded so far (before a container such as XLSX's ZIP compresses them). */
+  chars: number;
   bytes: number;
   error?: HttpError;
 }
 
 export interface ExportRun {
   table: Pick<Table, "total" | "expectedRows" | "firstPageRows">;
+  /** The bytes are a container's (XLSX's ZIP): their first chunk says nothing of a row's size. */
+  packed: boolean;
   body: ReadableStream<Uint8Array>;
   progress: ExportProgress;
 }
@@ -52,7 +56,7 @@ export async function runExport(
     signal: abort.signal,
   }));
   const encoder = format.encoder(table.columns, query.csv);
-  const progress: ExportProgress = { rows: 0, bytes: 0 };
+  const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
     failure: (reason) => encoder.failure(reason),
     cancel: () => abort.abort(),
@@ -64,7 +68,7 @@ export async function runExport(
   };
   const pack = format.package === undefined ? undefined : packing(hooks, format.package());
   const encoded = toByteStream(encodeTable(table, encoder, progress), pack?.hooks ?? hooks);
-  return { table, body: pack?.wrap(encoded) ?? encoded, progress };
+  return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
 /** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */

@@ -23,7 +23,7 @@ export type ExportBody =
  * encoded: its first byte should not wait for a buffer to fill.
  */
 export async function readBody(run: ExportRun, bufferBytes: number): Promise<ExportBody> {
-  const { body, table } = run;
+  const { body, table, progress } = run;
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
@@ -34,9 +34,12 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
       if (done) return { whole: concat(chunks, length) };
       chunks.push(value);
       length += value.byteLength;
-      if (chunks.length === 1 && table.firstPageRows > 0 && table.expectedRows !== undefined) {
-        estimate = (value.byteLength / table.firstPageRows) * table.expectedRows;
-        if (estimate > bufferBytes) break;
+      if (estimate === Number.POSITIVE_INFINITY && table.expectedRows !== undefined) {
+        // From the first page's bytes; for a container (compressed), from the first rows' encoded
+        // text, an upper bound of what compression leaves.
+        const perRow = run.packed ? (progress.rows > 0 ? progress.chars / progress.rows : undefined) : table.firstPageRows > 0 ? value.byteLength / table.firstPageRows : undefined;
+        if (perRow !== undefined) estimate = perRow * table.expectedRows;
+        if (estimate > bufferBytes && estimate !== Number.POSITIVE_INFINITY) break;
       }
       if (length > bufferBytes) break;
     }
