@@ -133,6 +133,30 @@ describe("XLSX exports", () => {
     expect((await readWorkbook(await bytes(res))).rows).toHaveLength(20001);
   });
 
+  it("refuses, before the first byte, a workbook whose sheet would pass the 4 GiB a ZIP without ZIP64 holds", async () => {
+    const wide = "x".repeat(5000);
+    const h = harness({
+      env: { PAGE_SIZE: "1000" },
+      fault: (n, body) =>
+        n !== 1
+          ? undefined
+          : Response.json({
+              success: true,
+              result: {
+                fields: [{ id: "_id", type: "int" }, { id: "id", type: "int4" }, { id: "text", type: "text" }],
+                records: Array.from({ length: body.limit as number }, (_, i) => [i + 1, i + 1, wide]),
+                limit: body.limit,
+                total: 1_000_000,
+              },
+            }),
+    });
+    const res = await h.get("/export.xlsx?resource=sample");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string; parameter: string } };
+    expect(error).toMatchObject({ parameter: "limit" });
+    expect(error.message).toContain("4 GiB");
+  });
+
   it("is served from the edge cache the second time, the same bytes", async () => {
     const h = harness({ emulator: { version: "2.12" }, env: { CACHE_TTL_SECONDS: "300" } });
     const first = await bytes(await h.get("/export.xlsx?resource=sample&limit=2500"));

@@ -27,6 +27,9 @@ const DOS_TIME = 0;
 const DOS_DATE = (1 << 5) | 1;
 const LIMIT = 0xffffffff;
 
+/** The most one entry (and so an XLSX sheet's XML) may hold without ZIP64. */
+export const ZIP_ENTRY_LIMIT = LIMIT;
+
 export const STORED = 0;
 export const DEFLATED = 8;
 
