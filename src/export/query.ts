@@ -4,6 +4,7 @@ import type { Config } from "../config.ts";
 import { badRequest, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
 import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
+import { significantDigits } from "../format/guard.ts";
 import { UUID_PATTERN } from "../settings.ts";
 import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES } from "./params.ts";
 import { clip } from "../text.ts";
@@ -133,8 +134,7 @@ const FILTER_NAME = /^filter\.(.*?)(?:\[(gt|gte|lt|lte)\])?$/s;
  */
 function exactNumbers(_key: string, value: unknown, context?: { source?: string }): unknown {
   if (typeof value !== "number" || context?.source === undefined) return value;
-  const digits = context.source.replace(/^-/, "").replace(/[eE].*$/, "").replace(".", "").replace(/^0+/, "");
-  return digits.length > 15 ? context.source : value;
+  return significantDigits(context.source) > 15 ? context.source : value;
 }
 
 function parseFilters(params: URLSearchParams): Filters {

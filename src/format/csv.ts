@@ -1,5 +1,5 @@
 import Papa from "papaparse";
-import { guardFormula, isJsonType, isNumericType } from "./guard.ts";
+import { guardFormula, isJsonType, isNumericType, PLAIN_NUMBER } from "./guard.ts";
 import type { Column, CsvOptions, Encoder, Row } from "./types.ts";
 
 const CRLF = "\r\n";
@@ -30,11 +30,12 @@ function cellText(raw: string | undefined, json: boolean, guarded: boolean): str
   return guarded ? guardFormula(text) : text;
 }
 
-/** A number's text with a decimal comma: `-0.50` -> `-0,50`, `1.5e-07` -> `1,5e-07`; other text as is. */
+/**
+ * A number's text with a decimal comma: `-0.50` -> `-0,50`, `1.5e-07` -> `1,5e-07`. Only a plain
+ * number takes one: `money`'s `$1,234.56` and `NaN` stay as CKAN wrote them.
+ */
 const decimalComma = (text: string | null): string | null => (text === null || !PLAIN_NUMBER.test(text) ? text : text.replace(".", ","));
 
-/** Only a plain number takes a decimal comma: `money`'s `$1,234.56` and `NaN` stay as CKAN wrote them. */
-const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 /** The header row's text: each column's id, or its data dictionary label where it has one. */
 export const headerText = (columns: Column[], header: CsvOptions["header"]): string[] =>

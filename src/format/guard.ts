@@ -5,7 +5,13 @@
 const TRIGGERS = new Set(["=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20"]);
 
 /** `-12.5`, `+3`, `1e5` are numbers, not formulas: a spreadsheet must still read them as numbers. */
-const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+export const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/** Significant digits of a plain number's text (leading and trailing zeros not counted). */
+export function significantDigits(text: string): number {
+  const [whole = "", fraction = ""] = text.replace(/^[+-]/, "").replace(/[eE].*$/, "").split(".");
+  return Math.max(1, (whole + fraction).replace(/^0+/, "").replace(/0+$/, "").length);
+}
 
 export function guardFormula(text: string): string {
   const first = text[0];

@@ -1,4 +1,4 @@
-import { isJsonType, isNumericType } from "./guard.ts";
+import { isJsonType, isNumericType, PLAIN_NUMBER, significantDigits } from "./guard.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 /** How a column's values become cells; a value that does not fit its column's kind is text. */
@@ -31,13 +31,6 @@ function canonical(text: string): string {
   return digits === "" ? "0" : `${sign === "-" ? "-" : ""}${digits}e${power}`;
 }
 
-const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
-
-/** Significant digits of a plain number's text (leading and trailing zeros not counted). */
-function significantDigits(text: string): number {
-  const [whole = "", fraction = ""] = text.replace(/^[+-]/, "").replace(/[eE].*$/, "").split(".");
-  return Math.max(1, (whole + fraction).replace(/^0+/, "").replace(/0+$/, "").length);
-}
 
 /**
  * The text of the double that is exactly this number, or undefined when a double cannot hold it
