@@ -62,6 +62,15 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
   };
 }
 
+/** What both the list and one resource say of a resource: its names, description and row count. */
+const RESOURCE_NAMING = {
+  name: { type: "string" },
+  resource_id: { type: "string", format: "uuid" },
+  title: { type: "string" },
+  description: { type: "string" },
+  rows: { type: ["integer", "null"] },
+};
+
 const SCHEMAS: Json = {
   Error: {
     type: "object",
@@ -102,11 +111,7 @@ const SCHEMAS: Json = {
           type: "object",
           required: ["name", "resource_id", "links"],
           properties: {
-            name: { type: "string" },
-            resource_id: { type: "string", format: "uuid" },
-            title: { type: "string" },
-            description: { type: "string" },
-            rows: { type: ["integer", "null"] },
+            ...RESOURCE_NAMING,
             links: { type: "object", additionalProperties: { type: "string", format: "uri" } },
           },
         },
@@ -120,11 +125,7 @@ const SCHEMAS: Json = {
     type: "object",
     required: ["name", "resource_id", "columns"],
     properties: {
-      name: { type: "string" },
-      resource_id: { type: "string", format: "uuid" },
-      title: { type: "string" },
-      description: { type: "string" },
-      rows: { type: ["integer", "null"] },
+      ...RESOURCE_NAMING,
       max_rows: { type: "integer" },
       range_filters: { type: ["boolean", "null"], description: "false: the CKAN site is older than 2.12; null: not known yet." },
       columns: { type: "array", items: ref("Column") },
