@@ -73,6 +73,41 @@ describe("XLSX exports", () => {
     expect(calls).toHaveLength(0);
   });
 
+  it("ends a whole workbook whose last row says so when paging finds more rows than allowed, and keeps it nowhere", async () => {
+    // CKAN estimates 900 rows; counting finds more than MAX_ROWS while the sheet streams.
+    const estimated = async (_n: number, body: unknown): Promise<Response | undefined> => {
+      if ((body as { include_total?: boolean }).include_total === false) return undefined;
+      const answer = (await (await harness().emulator.fetch(
+        new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
+      )).json()) as { result: Record<string, unknown> };
+      return Response.json({ ...answer, result: { ...answer.result, total: 900, total_was_estimated: true } });
+    };
+    const jobs = JSON.stringify([{ name: "cut", resource: "sample", formats: ["xlsx"] }]);
+    const h = harness({ env: { MAX_ROWS: "1500", PAGE_SIZE: "500", BUFFER_BYTES: "0", CACHE_TTL_SECONDS: "300", SNAPSHOT_JOBS: jobs }, fault: estimated });
+    const res = await h.get("/export.xlsx?resource=sample&fields=id");
+    expect(res.status).toBe(200);
+    const book = await readWorkbook(await bytes(res));
+    const last = book.rows.at(-1)!;
+    expect(last).toHaveLength(1);
+    expect(last[0]).toMatchObject({ type: "inlineStr", value: expect.stringMatching(/^#EXPORT INCOMPLETE: More than 1500 rows match.* The rows above are only part of the export\.$/) as unknown as string });
+    const ids = book.rows.slice(1, -1).map((r) => Number(r[0]!.value));
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+    expect(ids.length).toBeLessThanOrEqual(1500);
+    expect(book.rowNumbers).toEqual(book.rows.map((_, i) => i + 1));
+    await h.settle();
+    const again = await h.get("/export.xlsx?resource=sample&fields=id");
+    expect(again.headers.get("x-cache")).toBe("MISS");
+    expect((await readWorkbook(await bytes(again))).rows.at(-1)![0]!.value).toMatch(/^#EXPORT INCOMPLETE/);
+    await h.settle();
+
+    const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
+    await h.scheduled("0 3 * * *", Date.UTC(2026, 10, 20, 3));
+    expect((await bucket.list({ prefix: "cut/" })).objects.filter((o) => o.key.endsWith(".xlsx"))).toEqual([]);
+    expect((await h.get("/snapshots/cut/latest.xlsx")).status).toBe(404);
+    const all = await bucket.list({ prefix: "cut/" });
+    await bucket.delete(all.objects.map((o) => o.key));
+  });
+
   it("leaves a broken ZIP and errors the stream when a page fails mid-stream", async () => {
     let pages = 0;
     const { get } = harness({

@@ -42,6 +42,8 @@ export async function* encodeTable(
 export interface ByteStreamHooks {
   /** Text that marks a cut-off download as incomplete ("" when stopping is enough). */
   failure(reason: string): string;
+  /** The end of a whole file that says it stopped short (see Encoder.cutOff), or undefined. */
+  cutOff?(error: HttpError, reason: string): string | undefined;
   /** The reader went away: stop upstream work still in flight. */
   cancel?(): void;
   /** Called once when the stream ends, however it ends. */
@@ -73,7 +75,9 @@ function lastChunks(failureText: string): string[] {
  * A pull-driven byte stream: a page is fetched and encoded only when the reader wants more, and a
  * reader that goes away cancels the upstream paging. A failure after bytes were sent writes the
  * failure text (see `lastChunks`), then errors the stream, so no client mistakes a cut-off file for
- * a complete one: it gets the failure text as the last line, then a broken transfer.
+ * a complete one: it gets the failure text as the last line, then a broken transfer. A format that
+ * can end a whole file saying it stopped short (`cutOff`) ends normally instead, the failure still
+ * reported to `done`.
  */
 export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
   const utf8 = new TextEncoder();
@@ -81,6 +85,8 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
   let failed: HttpError | undefined;
   /** After a failure: what is left to send before the stream errors. */
   const last: string[] = [];
+  /** After a cut-off: the file ended whole, close once it is sent. */
+  let closing = false;
   let finished = false;
   const finish = (error?: HttpError): void => {
     if (finished) return;
@@ -91,6 +97,10 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        if (closing) {
+          controller.close();
+          return;
+        }
         if (failed !== undefined) {
           const text = last.shift();
           if (text === undefined) controller.error(failed);
@@ -111,6 +121,14 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
           failed = toHttpError(error);
           finish(failed);
           const reason = `${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`;
+          const ending = hooks.cutOff?.(failed, reason);
+          if (ending !== undefined) {
+            closing = true;
+            const data = utf8.encode(ending);
+            bytes += data.byteLength;
+            controller.enqueue(data);
+            return;
+          }
           const trailer = hooks.failure(reason);
           // Nothing sent and nothing to add: no chunk to protect, error at once.
           if (trailer === "" && bytes === 0) {

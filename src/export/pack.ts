@@ -1,15 +1,17 @@
-import { toHttpError } from "../errors.ts";
+import { toHttpError, type HttpError } from "../errors.ts";
 import type { ByteStreamHooks } from "./encode.ts";
 
 /**
  * A format whose encoded bytes go into a container (XLSX: a ZIP around the sheet): the encoded
  * stream is piped through it, so backpressure and a reader's leaving reach the paging as before,
  * and a failure errors the container's stream too. `done` reports the container's bytes, once:
- * at its end, when the export or the container itself fails, or when the reader leaves.
+ * at its end, when the export or the container itself fails, or when the reader leaves; with the
+ * export's failure also when the container still ends whole (a cut-off XLSX sheet).
  */
 export function packing(hooks: Required<ByteStreamHooks>, pack: ReadableWritablePair<Uint8Array, Uint8Array>) {
   let sent = 0;
   let finished = false;
+  let failure: HttpError | undefined;
   const finish = (error?: unknown): void => {
     if (finished) return;
     finished = true;
@@ -17,12 +19,14 @@ export function packing(hooks: Required<ByteStreamHooks>, pack: ReadableWritable
   };
   const encodedHooks: ByteStreamHooks = {
     failure: hooks.failure,
+    cutOff: hooks.cutOff,
     cancel: () => {
       hooks.cancel();
-      finish();
+      finish(failure);
     },
+    // Reported when the container ends, so its bytes are counted whole.
     done: (outcome) => {
-      if (outcome.error !== undefined) finish(outcome.error);
+      failure ??= outcome.error;
     },
   };
   const wrap = (encoded: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => {
@@ -33,7 +37,7 @@ export function packing(hooks: Required<ByteStreamHooks>, pack: ReadableWritable
           try {
             const { done, value } = await reader.read();
             if (done) {
-              finish();
+              finish(failure);
               controller.close();
               return;
             }
@@ -41,12 +45,12 @@ export function packing(hooks: Required<ByteStreamHooks>, pack: ReadableWritable
             controller.enqueue(value);
           } catch (error) {
             // The export failed, or the container itself did (a deflate error, a size it cannot hold).
-            finish(error);
+            finish(failure ?? error);
             controller.error(error);
           }
         },
         async cancel(reason) {
-          finish();
+          finish(failure);
           await reader.cancel(reason);
         },
       },

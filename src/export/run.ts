@@ -59,6 +59,7 @@ export async function runExport(
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
     failure: (reason) => encoder.failure(reason),
+    cutOff: (error, reason) => encoder.cutOff?.(reason, isRowLimit(error)),
     cancel: () => abort.abort(),
     done: (outcome) => {
       progress.bytes = outcome.bytes;
@@ -67,7 +68,7 @@ export async function runExport(
     },
   };
   const pack = format.package === undefined ? undefined : packing(hooks, format.package());
-  const encoded = toByteStream(encodeTable(table, encoder, progress), pack?.hooks ?? hooks);
+  const encoded = toByteStream(explainLimit(query.format, config, encodeTable(table, encoder, progress)), pack?.hooks ?? hooks);
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
@@ -79,13 +80,28 @@ export const describeExport = (query: ExportQuery, config: Config, client: CkanC
       subrequestLimit: config.subrequestLimit,
     }));
 
+/** The 400 of too many rows (before the first byte, or found while paging when CKAN's count was short). */
+const isRowLimit = (error: unknown): error is HttpError => error instanceof HttpError && error.status === 400 && error.parameter === "limit";
+
 /** Too many rows for a format with a limit below the worker's (a spreadsheet's rows): the 400 says so. */
+function formatLimitError(format: FormatName, config: Config, error: unknown): unknown {
+  const max = formatMaxRows(format, config.maxRows);
+  if (!isRowLimit(error) || max === config.maxRows) return error;
+  return new HttpError(400, `${error.message} A ${format} sheet holds ${max} rows below its header: export CSV for more.`, { parameter: "limit", cause: error });
+}
+
 async function withFormatLimit<T>(format: FormatName, config: Config, opening: Promise<T>): Promise<T> {
   try {
     return await opening;
   } catch (error) {
-    const max = formatMaxRows(format, config.maxRows);
-    if (!(error instanceof HttpError) || error.status !== 400 || error.parameter !== "limit" || max === config.maxRows) throw error;
-    throw new HttpError(400, `${error.message} A ${format} sheet holds ${max} rows below its header: export CSV for more.`, { parameter: "limit", cause: error });
+    throw formatLimitError(format, config, error);
+  }
+}
+
+async function* explainLimit(format: FormatName, config: Config, chunks: AsyncGenerator<string, void, undefined>): AsyncGenerator<string, void, undefined> {
+  try {
+    yield* chunks;
+  } catch (error) {
+    throw formatLimitError(format, config, error);
   }
 }

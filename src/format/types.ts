@@ -29,10 +29,16 @@ export interface CsvOptions {
  * (rows may be rewritten in place: the page is the encoder's to consume), `end` after the last page.
  * `failure` gives the text that makes a cut-off download visibly incomplete, or "" when stopping
  * already leaves the output invalid.
+ *
+ * `cutOff`, for a format whose failures otherwise leave a file no reader opens (XLSX), gives the end
+ * of a whole file whose last row says the export stopped at a row limit, or undefined when it cannot
+ * (any other failure, or no row left to say it in). The file then ends normally; the export still
+ * counts as failed, so no cache or snapshot keeps it.
  */
 export interface Encoder {
   begin(): string;
   page(rows: Row[]): string;
   end(): string;
   failure(reason: string): string;
+  cutOff?(reason: string, rowLimit: boolean): string | undefined;
 }

@@ -22,7 +22,9 @@ export interface XlsxOptions {
  * above the data, and column widths from the header and the first page. `xlsxPackage` wraps the
  * sheet's bytes into the workbook.
  *
- * A failure writes nothing more: the package is then left without its end (a broken ZIP).
+ * A failure writes nothing more: the package is then left without its end (a broken ZIP), which
+ * Excel refuses. Only a row limit found while paging (CKAN's count was short) ends the sheet whole,
+ * its last row the incomplete-export marker, as CSV's last line is.
  */
 export function xlsxEncoder(columns: Column[], options: XlsxOptions): Encoder {
   const kinds = columns.map((c) => cellKind(c.type));
@@ -49,11 +51,18 @@ export function xlsxEncoder(columns: Column[], options: XlsxOptions): Encoder {
     return sheetStart(widths.map((w) => Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, w + 2))), true) + header + out;
   };
 
+  const end = (): string => (started ? "" : pageXml([])) + SHEET_END;
   return {
     begin: () => "",
     page: pageXml,
-    end: () => (started ? "" : pageXml([])) + SHEET_END,
+    end,
     failure: () => "",
+    cutOff: (reason, rowLimit) => {
+      // A full sheet has no row left for the marker: the workbook is then left broken instead.
+      if (!rowLimit || rowNumber >= SHEET_ROWS) return undefined;
+      const marker = `<row r="${rowNumber + 1}">${textCell(`#EXPORT INCOMPLETE: ${reason} The rows above are only part of the export.`, STYLE.header)}</row>`;
+      return (started ? "" : pageXml([])) + marker + SHEET_END;
+    },
   };
 }
 

@@ -69,6 +69,8 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
     stagingKey: stagingKey(job.name, `${time}-${crypto.randomUUID()}`, format),
     httpMetadata: httpMetadata(format, `${job.name}-${time}.${FORMATS[format].extension}`, true),
     customMetadata: ({ sha256 }) => {
+      // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
+      if (run.progress.error !== undefined) throw run.progress.error;
       finished = new Date().toISOString();
       const meta: Record<string, string> = {
         rows: String(run.progress.rows),
