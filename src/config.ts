@@ -31,6 +31,7 @@ export interface Config {
   upstreamConcurrency: number;
   /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
   csvPassthrough: boolean;
+  jsonPassthrough: boolean;
   /** Upstream requests one export may make: the Workers plan's subrequest limit. */
   subrequestLimit: number;
   /** Edge-cache lifetime of an export; 0 turns the cache off. */
@@ -137,6 +138,7 @@ export function parseConfig(env: Env): Config {
     // Workers Paid allows 10,000 subrequests per request, Workers Free 50.
     subrequestLimit: integerSetting("SUBREQUEST_LIMIT", env.SUBREQUEST_LIMIT, 10_000, 5, 10_000_000),
     csvPassthrough: booleanSetting("CSV_PASSTHROUGH", env.CSV_PASSTHROUGH, true),
+    jsonPassthrough: booleanSetting("JSON_PASSTHROUGH", env.JSON_PASSTHROUGH, true),
     cacheTtlSeconds: integerSetting("CACHE_TTL_SECONDS", env.CACHE_TTL_SECONDS, 300, 0, 31_536_000),
     cacheStaleSeconds: integerSetting("CACHE_STALE_SECONDS", env.CACHE_STALE_SECONDS, 3600, 0, 31_536_000),
     // The Cache API stores objects up to 512 MB; past this bound an export is not worth the write.

@@ -42,6 +42,7 @@ export interface Env {
   SUBREQUEST_LIMIT?: string;
   /** "false" turns off the CSV pass-through (CKAN's CSV pages rewritten instead of rows re-encoded). */
   CSV_PASSTHROUGH?: string;
+  JSON_PASSTHROUGH?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */
   CACHE_TTL_SECONDS?: string;
   /** After the TTL, seconds a cached export is still served (marked STALE) while one refresh runs (default 3600). */

@@ -95,6 +95,17 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
     const ndjson = new TextDecoder().decode(await (await h.get("/export.ndjson?resource=edge")).arrayBuffer());
     expect(ndjson.trimEnd().split("\n")).toEqual(lines);
   });
+
+  it("JSON and NDJSON: pages copied from CKAN's answer bytes are byte for byte those encoded from its records", async () => {
+    const copied = harness({ emulator: { version }, env });
+    const encoded = harness({ emulator: { version }, env: { ...env, JSON_PASSTHROUGH: "false" } });
+    for (const path of ["/export.json?resource=edge", "/export.ndjson?resource=edge", "/export.json?resource=edge&fields=meta,id,name", "/export.ndjson?resource=edge&fields=meta"]) {
+      const [a, b] = [await (await copied.get(path)).text(), await (await encoded.get(path)).text()];
+      expect(a.length, path).toBeGreaterThan(100_000);
+      expect(a === b, path).toBe(true);
+    }
+    expect(copied.calls.filter((c) => c.body.records_format === "lists").length).toBeGreaterThan(12);
+  });
 });
 
 describe("q and totals on a CKAN that answers like the real one", () => {

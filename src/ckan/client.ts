@@ -2,9 +2,29 @@ import type { Config } from "../config.ts";
 import { HttpError } from "../errors.ts";
 import { redactorOf } from "../secrets.ts";
 import { sleep } from "../sleep.ts";
+import type { CopiedRecords, RecordsReader } from "../format/batch.ts";
+import { memberAt, NotTheJson } from "../format/json-scan.ts";
 import { ckanError } from "./error-answers.ts";
 import { parseAnswer } from "./raw-json.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
+
+const utf8 = new TextDecoder();
+
+/**
+ * The answer's records read by `reader` from its bytes, and the rest of the answer as text with
+ * `null` for them. Undefined when the answer has no records there or of another shape.
+ */
+function copyRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: string; records: CopiedRecords } | undefined {
+  try {
+    const at = memberAt(bytes, "result", "records");
+    if (at < 0) return undefined;
+    const records = reader(bytes, at);
+    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(records.end))}`, records };
+  } catch (error) {
+    if (error instanceof NotTheJson) return undefined;
+    throw error;
+  }
+}
 
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
 const MAX_RETRY_WAIT_MS = 20_000;
@@ -52,10 +72,15 @@ export class CkanClient {
   /** Removes the token from any text that came from upstream, which could echo the request. */
   readonly redact: (text: string) => string;
 
-  async search(body: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
+  /**
+   * One `datastore_search`. With `reader`, the records of a successful answer are read straight from
+   * its bytes into `result.copied` (and `result.records` is empty); an answer of another shape is read
+   * as usual.
+   */
+  async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
     const { upstreamRetries, retryBaseMs } = this.#config;
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.#attempt(body, signal);
+      const outcome = await this.#attempt(body, signal, reader);
       if (!("retry" in outcome)) return outcome.result;
       const backoff = retryBaseMs * 2 ** attempt * (0.5 + Math.random());
       const wait = outcome.retryAfterMs ?? backoff;
@@ -68,6 +93,7 @@ export class CkanClient {
   async #attempt(
     body: SearchRequest,
     signal: AbortSignal | undefined,
+    reader: RecordsReader | undefined,
   ): Promise<{ result: SearchResult } | { retry: true; error: HttpError; retryAfterMs?: number }> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#config.apiToken !== undefined) headers.authorization = this.#config.apiToken;
@@ -81,12 +107,12 @@ export class CkanClient {
     const started = Date.now();
     this.stats.requests++;
     let response: Response;
-    let text: string;
+    let bytes: Uint8Array;
     try {
       // Raced against the signal too: a fetch implementation that ignores it must not hang an export.
       const aborted = abortion(request.signal);
       response = await Promise.race([this.#fetch(request), aborted]);
-      text = await Promise.race([response.text(), aborted]);
+      bytes = new Uint8Array(await Promise.race([response.arrayBuffer(), aborted]));
     } catch (error) {
       signal?.throwIfAborted();
       if (timeout.aborted) {
@@ -100,7 +126,7 @@ export class CkanClient {
     } finally {
       this.stats.milliseconds += Date.now() - started;
     }
-    this.stats.bytes += text.length;
+    this.stats.bytes += bytes.byteLength;
 
     if (retryable(response.status)) {
       const wait = retryAfterMs(response.headers.get("retry-after"));
@@ -112,8 +138,10 @@ export class CkanClient {
           : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
-    const result = this.#unwrap(response, text);
-    result.responseBytes = text.length;
+    const copied = response.ok && reader !== undefined ? copyRecords(bytes, reader) : undefined;
+    const result = this.#unwrap(response, copied?.envelope ?? utf8.decode(bytes));
+    if (copied !== undefined) result.copied = copied.records;
+    result.responseBytes = bytes.byteLength;
     return { result };
   }
 
@@ -132,7 +160,7 @@ export class CkanClient {
     if (envelope?.success === true && response.ok) {
       const result = envelope.result as Record<string, unknown> | undefined;
       const records = result?.records;
-      if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records === undefined)) {
+      if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records == null)) {
         return { ...result, records: records ?? [] } as unknown as SearchResult;
       }
       throw new HttpError(502, "CKAN's answer has no result.fields/result.records.");

@@ -1,5 +1,5 @@
 import { HttpError } from "../errors.ts";
-import { batchRows, leadingRows, type Batch } from "../format/batch.ts";
+import { batchRows, leadingRows, type Batch, type RecordsReader } from "../format/batch.ts";
 import type { CkanClient } from "./client.ts";
 import { ISOLATE_PAGE_BUDGET, TARGET_PAGE_BYTES, type PageSizer } from "./page-size.ts";
 import type { Filters, SearchRequest, SearchResult } from "./types.ts";
@@ -39,6 +39,8 @@ export interface PagePlan {
   firstLimit: number;
   /** A page's records as a batch for the encoder, with its last `_id` when the page carries it. */
   pageOf: (result: SearchResult) => Page;
+  /** Reads later pages' records straight from the answers' bytes (see CkanClient.search). */
+  reader?: RecordsReader;
   /**
    * Stretches to fetch after the first page, planned as they are needed (see `offsetStretches` and
    * `idStretches`); a promise while a probe runs, awaited only after the first page is yielded.
@@ -73,7 +75,7 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Fetched> 
           limit: stretch.count,
           filters: { ...plan.filters, _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo } },
         };
-  const result = await plan.client.search(body, plan.signal);
+  const result = await plan.client.search(body, plan.signal, plan.reader);
   const page = plan.pageOf(result);
   const n = batchRows(page.batch);
   const applied = typeof result.limit === "number" ? Math.min(result.limit, stretch.count) : stretch.count;

@@ -113,6 +113,10 @@ function lastIdOf(result: SearchResult): number | undefined {
     if (Array.isArray(record)) raw = record[result.fields.findIndex((f) => f.id === "_id")];
     else if (record !== undefined) raw = record._id;
   }
+  return idOf(raw);
+}
+
+function idOf(raw: string | undefined): number | undefined {
   const id = Number(raw);
   return raw !== undefined && raw !== "" && Number.isSafeInteger(id) ? id : undefined;
 }
@@ -222,15 +226,16 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   base.fields = incoming.map((c) => c.id);
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
-  let rewrite: ((page: string) => { text: string; rows: number }) | undefined;
-  if (options.passthrough !== undefined) {
-    rewrite = options.passthrough(incoming, columns.length);
-    base.records_format = "csv";
-  }
-  const pageOf = (result: SearchResult): Page => ({
-    batch: typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns),
-    lastId: byId ? lastIdOf(result) : undefined,
-  });
+  const passthrough = options.passthrough?.(incoming, columns.length);
+  if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
+  const rewrite = passthrough !== undefined && "rewrite" in passthrough ? passthrough.rewrite : undefined;
+  const pageOf = (result: SearchResult): Page => {
+    if (result.copied !== undefined) return { batch: result.copied.page, lastId: byId ? idOf(result.copied.lastId) : undefined };
+    return {
+      batch: typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns),
+      lastId: byId ? lastIdOf(result) : undefined,
+    };
+  };
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
 
@@ -273,6 +278,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     firstRows,
     firstLimit,
     pageOf,
+    ...(passthrough !== undefined && "read" in passthrough ? { reader: passthrough.read } : {}),
   });
   return {
     columns,

@@ -1,3 +1,4 @@
+import type { CopiedRecords } from "../format/batch.ts";
 import type { Column } from "../format/types.ts";
 import type { RawRecord } from "./raw-json.ts";
 
@@ -50,6 +51,8 @@ export interface SearchResult {
   next_page?: Record<string, unknown>;
   /** Not CKAN's: the size of the answer, set by the client, for sizing later pages. */
   responseBytes?: number;
+  /** Not CKAN's: the records as the search's reader copied them from the answer's bytes. */
+  copied?: CopiedRecords;
 }
 
 /** Signature of the upstream fetch, injected so tests and the emulator can stand in for CKAN. */

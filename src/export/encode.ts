@@ -8,15 +8,24 @@ import type { Encoder } from "../format/types.ts";
  */
 const ROWS_PER_CHUNK = 4096;
 
-/** Encoded text of a whole export, a chunk at a time; never more than a page held. */
+/** Encoded text of a whole export (or bytes, for pages copied as bytes), a chunk at a time; never more than a page held. */
 export async function* encodeTable(
   table: Table,
   encoder: Encoder,
   progress: { rows: number; chars: number },
-): AsyncGenerator<string, void, undefined> {
+): AsyncGenerator<string | Uint8Array, void, undefined> {
   const begin = encoder.begin();
   let pending = begin;
   for await (const batch of table.pages) {
+    if ("bytes" in batch) {
+      if (pending !== "") yield pending;
+      pending = "";
+      progress.rows += batch.rows;
+      // Bytes, not characters: the same for the ASCII most records are, and close enough for estimates.
+      progress.chars += batch.bytes.byteLength;
+      if (batch.bytes.byteLength > 0) yield batch.bytes;
+      continue;
+    }
     if (!Array.isArray(batch)) {
       const text = pending + batch.text;
       progress.rows += batch.rows;
@@ -79,7 +88,7 @@ function lastChunks(failureText: string): string[] {
  * can end a whole file saying it stopped short (`cutOff`) ends normally instead, the failure still
  * reported to `done`.
  */
-export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
+export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
   const utf8 = new TextEncoder();
   let bytes = 0;
   let failed: HttpError | undefined;
@@ -114,7 +123,7 @@ export function toByteStream(chunks: AsyncGenerator<string, void, undefined>, ho
             controller.close();
             return;
           }
-          const data = utf8.encode(next.value);
+          const data = typeof next.value === "string" ? utf8.encode(next.value) : next.value;
           bytes += data.byteLength;
           controller.enqueue(data);
         } catch (error) {

@@ -4,6 +4,7 @@ import type { Config } from "../config.ts";
 import { HttpError } from "../errors.ts";
 import type { PassthroughFactory } from "../format/batch.ts";
 import { csvPassthrough } from "../format/csv-passthrough.ts";
+import { jsonListsReader } from "../format/json-passthrough.ts";
 import { formatMaxRows, FORMATS, type Format, type FormatName } from "../format/index.ts";
 import { encodeTable, toByteStream, type ByteStreamHooks } from "./encode.ts";
 import { packing } from "./pack.ts";
@@ -28,11 +29,16 @@ export interface ExportRun {
 
 /**
  * CSV with the standard comma can take CKAN's own CSV pages and rewrite them (far cheaper than
- * parsing every value and writing it again); other delimiters and formats encode rows.
+ * parsing every value and writing it again); JSON and NDJSON copy later pages' values from CKAN's
+ * answer bytes between their keys; other delimiters and formats encode rows.
  */
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
+  if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
+    const ndjson = query.format === "ndjson";
+    return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "lists", read: jsonListsReader(incoming, dropFrom, ndjson) }) };
+  }
   if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== "," || query.csv.decimal !== ".") return undefined;
-  return { passthrough: (incoming, dropFrom) => csvPassthrough(incoming, dropFrom, query.csv.formulaGuard) };
+  return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", rewrite: csvPassthrough(incoming, dropFrom, query.csv.formulaGuard) }) };
 }
 
 /**
@@ -98,7 +104,7 @@ async function withFormatLimit<T>(format: FormatName, config: Config, opening: P
   }
 }
 
-async function* explainLimit(format: FormatName, config: Config, chunks: AsyncGenerator<string, void, undefined>): AsyncGenerator<string, void, undefined> {
+async function* explainLimit<T>(format: FormatName, config: Config, chunks: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
   try {
     yield* chunks;
   } catch (error) {
