@@ -228,13 +228,11 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   base.include_total = false;
   const passthrough = options.passthrough?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
-  const rewrite = passthrough !== undefined && "rewrite" in passthrough ? passthrough.rewrite : undefined;
   const pageOf = (result: SearchResult): Page => {
     if (result.copied !== undefined) return { batch: result.copied.page, lastId: byId ? idOf(result.copied.lastId) : undefined };
-    return {
-      batch: typeof result.records === "string" && rewrite !== undefined ? rewrite(result.records) : rowsOf(result, columns),
-      lastId: byId ? lastIdOf(result) : undefined,
-    };
+    // The reader could not read the answer's records: rows, when they came as records.
+    if (typeof result.records === "string") throw new HttpError(502, "CKAN's CSV records could not be read.");
+    return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };
   };
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
@@ -278,7 +276,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     firstRows,
     firstLimit,
     pageOf,
-    ...(passthrough !== undefined && "read" in passthrough ? { reader: passthrough.read } : {}),
+    ...(passthrough !== undefined ? { reader: passthrough.read } : {}),
   });
   return {
     columns,

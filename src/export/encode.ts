@@ -26,14 +26,6 @@ export async function* encodeTable(
       if (batch.bytes.byteLength > 0) yield batch.bytes;
       continue;
     }
-    if (!Array.isArray(batch)) {
-      const text = pending + batch.text;
-      progress.rows += batch.rows;
-      progress.chars += text.length;
-      yield text;
-      pending = "";
-      continue;
-    }
     for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
       // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
       const rows = at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK);

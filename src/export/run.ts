@@ -3,7 +3,7 @@ import { describeTable, openTable, type Table } from "../ckan/pages.ts";
 import type { Config } from "../config.ts";
 import { HttpError } from "../errors.ts";
 import type { PassthroughFactory } from "../format/batch.ts";
-import { csvPassthrough } from "../format/csv-passthrough.ts";
+import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { jsonListsReader } from "../format/json-passthrough.ts";
 import { formatMaxRows, FORMATS, type Format, type FormatName } from "../format/index.ts";
 import { encodeTable, toByteStream, type ByteStreamHooks } from "./encode.ts";
@@ -38,7 +38,7 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
     return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "lists", read: jsonListsReader(incoming, dropFrom, ndjson) }) };
   }
   if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== "," || query.csv.decimal !== ".") return undefined;
-  return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", rewrite: csvPassthrough(incoming, dropFrom, query.csv.formulaGuard) }) };
+  return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, query.csv.formulaGuard) }) };
 }
 
 /**

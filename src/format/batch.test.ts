@@ -2,11 +2,14 @@ import { describe, expect, it } from "vitest";
 import { leadingRows } from "./batch.ts";
 
 describe("cutting a page to the rows an export still needs", () => {
-  it("cuts CSV text after whole rows, quoted line breaks and escaped quotes included", () => {
-    const text = 'a,"line\r\nbreak"\r\nb,"say ""hi""\r\n,x"\r\nc,plain\r\n';
-    expect(leadingRows({ text, rows: 3 }, 1)).toEqual({ text: 'a,"line\r\nbreak"\r\n', rows: 1 });
-    expect(leadingRows({ text, rows: 3 }, 2)).toEqual({ text: 'a,"line\r\nbreak"\r\nb,"say ""hi""\r\n,x"\r\n', rows: 2 });
-    expect(leadingRows({ text, rows: 3 }, 3)).toEqual({ text, rows: 3 });
+  it("cuts copied bytes after whole rows, where each row ends", () => {
+    const bytes = new TextEncoder().encode('a,"line\r\nbreak"\r\nb,x\r\nc,plain\r\n');
+    const ends = new Uint32Array([17, 22, 31]);
+    const text = (batch: ReturnType<typeof leadingRows>) => (Array.isArray(batch) ? "" : new TextDecoder().decode(batch.bytes));
+    expect(text(leadingRows({ bytes, rows: 3, ends }, 1))).toBe('a,"line\r\nbreak"\r\n');
+    expect(text(leadingRows({ bytes, rows: 3, ends }, 2))).toBe('a,"line\r\nbreak"\r\nb,x\r\n');
+    expect(leadingRows({ bytes, rows: 3, ends }, 2)).toMatchObject({ rows: 2, ends: new Uint32Array([17, 22]) });
+    expect(text(leadingRows({ bytes, rows: 3, ends }, 0))).toBe("");
   });
 
   it("cuts rows", () => {

@@ -1,11 +1,5 @@
 import type { Column, Row } from "./types.ts";
 
-/** A page CKAN sent as CSV text and the CSV writer already rewrote: bytes to pass on as they are. */
-export interface PassedPage {
-  text: string;
-  rows: number;
-}
-
 /** A page copied from CKAN's answer bytes into the export's, never decoded: bytes to send as they are. */
 export interface PassedBytes {
   bytes: Uint8Array;
@@ -15,7 +9,7 @@ export interface PassedBytes {
 }
 
 /** What the paging loop hands the encoder: rows to encode, or a page that needs no encoding. */
-export type Batch = Row[] | PassedPage | PassedBytes;
+export type Batch = Row[] | PassedBytes;
 
 export const batchRows = (batch: Batch): number => (Array.isArray(batch) ? batch.length : batch.rows);
 
@@ -30,41 +24,30 @@ export interface CopiedRecords {
 export type RecordsReader = (answer: Uint8Array, at: number) => CopiedRecords;
 
 /**
- * How later pages skip the row encoder, for the columns as requested (those from `dropFrom` on are
- * left out): CSV text rewritten, or records copied from the answer's bytes.
+ * How later pages skip the row encoder: the records format to ask for, and the reader that writes
+ * its records as output bytes, for the columns as requested (those from `dropFrom` on left out).
  */
-export type PassthroughFactory = (
-  incoming: Column[],
-  dropFrom: number,
-) => { recordsFormat: "csv"; rewrite: (page: string) => PassedPage } | { recordsFormat: "lists"; read: RecordsReader };
-
-/** The end of the first `rows` CRLF-ended rows of CSV text (a quoted cell may hold CR and LF). */
-function rowsEnd(text: string, rows: number): number {
-  let at = 0;
-  for (let row = 0; row < rows; row++) {
-    for (;;) {
-      const quote = text.indexOf('"', at);
-      const end = text.indexOf("\r\n", at);
-      if (end < 0) return text.length;
-      if (quote < 0 || end < quote) {
-        at = end + 2;
-        break;
-      }
-      // Past the quoted stretch; an escaped quote ("") closes and reopens it, which comes to the same.
-      const close = text.indexOf('"', quote + 1);
-      if (close < 0) return text.length;
-      at = close + 1;
-    }
-  }
-  return at;
-}
+export type PassthroughFactory = (incoming: Column[], dropFrom: number) => { recordsFormat: "csv" | "lists"; read: RecordsReader };
 
 /** The first `rows` rows of a batch: the end of an export that was asked for more than it needs. */
 export function leadingRows(batch: Batch, rows: number): Batch {
   if (Array.isArray(batch)) return batch.slice(0, rows);
-  if ("bytes" in batch) {
-    const ends = batch.ends.subarray(0, rows);
-    return { bytes: batch.bytes.subarray(0, rows === 0 ? 0 : ends[rows - 1]), rows, ends };
-  }
-  return { text: batch.text.slice(0, rowsEnd(batch.text, rows)), rows };
+  const ends = batch.ends.subarray(0, rows);
+  return { bytes: batch.bytes.subarray(0, rows === 0 ? 0 : ends[rows - 1]), rows, ends };
+}
+
+// Readers grow their output with these, outside their closures: a buffer captured by an inner
+// function lives in a context object, and every byte written through it costs a load and a store.
+
+/** `out` with room for `needed` more bytes after the `used` it holds. */
+export function grownBytes(out: Uint8Array<ArrayBuffer>, used: number, needed: number): Uint8Array<ArrayBuffer> {
+  const bigger = new Uint8Array(Math.max(out.length * 2, used + needed));
+  bigger.set(out.subarray(0, used));
+  return bigger;
+}
+
+export function grownEnds(ends: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
+  const more = new Uint32Array(ends.length * 2);
+  more.set(ends);
+  return more;
 }

@@ -5,11 +5,25 @@ import type { RawRecord } from "../ckan/raw-json.ts";
 import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
 import { csvEncoder } from "./csv.ts";
-import { csvPassthrough } from "./csv-passthrough.ts";
+import { csvRecordsReader } from "./csv-passthrough.ts";
+import { memberAt } from "./json-scan.ts";
 import type { Column } from "./types.ts";
 
+const utf8 = new TextEncoder();
+
+/** CKAN's CSV records as its Python writes them into the answer: a JSON string, non-ASCII as \uXXXX. */
+const asCkanString = (text: string): string => JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+/** The pass-through of CSV records sent as `text` (escaped as CKAN does, or with UTF-8 as it is): output text and rows. */
+const csvPassthrough =
+  (columns: Column[], dropFrom: number, guard: boolean, escaped = true) =>
+  (text: string): { text: string; rows: number; lastId: string | undefined } => {
+    const { page, lastId } = csvRecordsReader(columns, dropFrom, guard)(utf8.encode(escaped ? asCkanString(text) : JSON.stringify(text)), 0);
+    return { text: new TextDecoder().decode(page.bytes), rows: page.rows, lastId };
+  };
+
 /** Real CKAN 2.12: the same twelve edge-case rows as `records_format: "csv"` and as lists. */
-const ckanCsv = (parseAnswer(csvAnswer.raw_body_text) as { result: { records: string } }).result.records;
+const csvBytes = utf8.encode(csvAnswer.raw_body_text);
 const lists = parseAnswer(listsAnswer.raw_body_text) as { result: { records: RawRecord[]; fields: Column[] } };
 const fields = lists.result.fields;
 
@@ -40,13 +54,19 @@ const parse = (text: string): string[][] => Papa.parse<string[]>(text.trimEnd(),
 
 describe("CSV pass-through", () => {
   it("turns real CKAN's CSV page into exactly the bytes the row encoder writes from its JSON, guard on and off", () => {
-    expect(csvPassthrough(fields, fields.length, true)(ckanCsv)).toEqual({ text: viaRows(true), rows: 12 });
-    expect(csvPassthrough(fields, fields.length, false)(ckanCsv)).toEqual({ text: viaRows(false), rows: 12 });
+    const at = memberAt(csvBytes, "result", "records");
+    for (const guard of [true, false]) {
+      const copied = csvRecordsReader(fields, fields.length, guard)(csvBytes, at);
+      expect(new TextDecoder().decode(copied.page.bytes)).toBe(viaRows(guard));
+      expect(copied.page.rows).toBe(12);
+      expect(new TextDecoder().decode(csvBytes.subarray(copied.end, copied.end + 12))).toBe(', "fields": ');
+    }
   });
 
   it("guards formulas at cell starts, keeps numbers as CKAN wrote them, maps t/f and null literals, drops trailing columns", () => {
-    const { text, rows } = csvPassthrough(columns, 6, true)(page);
+    const { text, rows, lastId } = csvPassthrough(columns, 6, true)(page);
     expect(rows).toBe(5);
+    expect(lastId).toBe("15");
     expect(text).toBe(
       '1,"He said ""hi"", twice",-12.50,true,"[""a"",""b c"",null]","{""k"": [1, 2]}"\r\n' +
         '2,"line\nbreak",,false,,\r\n' +
@@ -58,9 +78,11 @@ describe("CSV pass-through", () => {
   });
 
   it("quotes what papaparse quotes and CKAN does not: edge spaces and a BOM", () => {
-    const text = csvPassthrough([{ id: "name", type: "text" }], 1, false)("  padded  \nx\ufeffy\nplain\n").text;
-    expect(text).toBe('"  padded  "\r\n"x\ufeffy"\r\nplain\r\n');
-    expect(parse(text).map((r) => r[0])).toEqual(["  padded  ", "x\ufeffy", "plain"]);
+    for (const escaped of [true, false]) {
+      const text = csvPassthrough([{ id: "name", type: "text" }], 1, false, escaped)("  padded  \nx\ufeffy\nplain\n").text;
+      expect(text).toBe('"  padded  "\r\n"x\ufeffy"\r\nplain\r\n');
+      expect(parse(text).map((r) => r[0])).toEqual(["  padded  ", "x\ufeffy", "plain"]);
+    }
   });
 });
 
@@ -78,6 +100,8 @@ describe("pass-through edge cases", () => {
 
   it("rewrites a one-column CSV page without commas", () => {
     const rewrite = csvPassthrough([{ id: "name", type: "text" }], 1, true);
+    expect(rewrite("\uff1dx,y\n").text).toBe("'\uff1dx\r\n");
+    expect(csvPassthrough([{ id: "name", type: "text" }], 1, true, false)("\uff1dx\n\ud83d\ude00 \n").text).toBe("'\uff1dx\r\n\"\ud83d\ude00 \"\r\n");
     const lines = Array.from({ length: 2000 }, (_, i) => (i % 2 ? `=x${i}` : `name ${i}`)).join("\n") + "\n";
     const { text, rows } = rewrite(lines);
     expect(rows).toBe(2000);

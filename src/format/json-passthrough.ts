@@ -1,4 +1,4 @@
-import type { RecordsReader } from "./batch.ts";
+import { grownBytes, grownEnds, type RecordsReader } from "./batch.ts";
 import { isJsonType } from "./guard.ts";
 import { BACKSLASH, CLOSE_LIST, COMMA, NotTheJson, OPEN_LIST, OPEN_OBJECT, QUOTE, skipSpaceBytes, skipValueBytes } from "./json-scan.ts";
 import type { Column } from "./types.ts";
@@ -41,7 +41,7 @@ export function jsonListsReader(columns: Column[], dropFrom: number, ndjson: boo
       if (b[i] !== OPEN_LIST) throw new NotTheJson("a record is not a list");
       // A record's output is its input with keys added: room for the rest of the input and one
       // record's keys is room for this record, checked once instead of per value.
-      if (o + extra + (length - i) > out.length) out = grown(out, o, extra + (length - i));
+      if (o + extra + (length - i) > out.length) out = grownBytes(out, o, extra + (length - i));
       for (let k = 0; k < lead.length; k++) out[o++] = lead[k]!;
       i = skipSpaceBytes(b, i + 1);
       let column = 0;
@@ -120,18 +120,4 @@ export function jsonListsReader(columns: Column[], dropFrom: number, ndjson: boo
     const lastId = lastStart < 0 ? undefined : new TextDecoder().decode(b.subarray(lastStart, lastEnd));
     return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId };
   };
-}
-
-// Outside the reader's closure: a buffer or offset captured by an inner function would live in a
-// context object, and every byte written would cost a load and a store through it.
-function grown(out: Uint8Array<ArrayBuffer>, used: number, needed: number): Uint8Array<ArrayBuffer> {
-  const bigger = new Uint8Array(Math.max(out.length * 2, used + needed));
-  bigger.set(out.subarray(0, used));
-  return bigger;
-}
-
-function grownEnds(ends: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
-  const more = new Uint32Array(ends.length * 2);
-  more.set(ends);
-  return more;
 }
