@@ -204,7 +204,7 @@ ${checkTable(report.check)}`);
   if (report.exports.some((e) => e.cost === "ckan")) {
     sections.push(`## Against CKAN's own dump (the upstream costs what CKAN costs)
 
-Each export is the whole table, not in the edge cache, one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
+Each export is the whole table, with the edge cache off (wrangler dev's cache is JavaScript in the worker's own process: see bench/run.ts), one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
 table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.10 by offset). "CKAN busy" is the work the model
 charged, summed over requests; "most req at once" counts requests in service or queued (${report.model.workers} CKAN workers).
 
@@ -213,7 +213,7 @@ ${dumpTable(report)}`);
   if (report.exports.some((e) => e.cost === "zero")) {
     sections.push(`## CPU and memory (zero-cost upstream)
 
-Every answer leaves at once, so the worker is what is measured. Process "csv-1" etc. is one fresh wrangler dev that
+Every answer leaves at once, so the worker is what is measured; the edge cache is off but in the "cache" process. Process "csv-1" etc. is one fresh wrangler dev that
 exports 250,000 rows and then 1,000,000; "CPU / floor" divides by the fetch-and-discard floor of the same pages.
 
 ${cpuTable(report)}

@@ -76,13 +76,20 @@ let upstream: Upstream | undefined;
 let serial = 0;
 let built: { bundle: string; config: string } | undefined;
 
-/** A fresh wrangler dev running the bench's build of the export worker (or the floor worker). */
-function freshWorker(up: Upstream, v8Flags: string, floor = false): Promise<Wrangler> {
+/**
+ * A fresh wrangler dev running the bench's build of the export worker (or the floor worker). The edge
+ * cache is off unless a case is about it: wrangler dev's Cache API is Miniflare's, JavaScript in the
+ * same workerd process, and filling it costs about 0.8 s of that process's CPU per 40 MB (measured:
+ * a 250,000-row CSV, 0.36 s of CPU with the cache off, 1.2 s with it on), work Cloudflare's cache
+ * does outside the worker. It would also be charged to every export under CACHE_MAX_BYTES and not to
+ * larger ones. On `*.workers.dev` there is no cache at all.
+ */
+function freshWorker(up: Upstream, v8Flags: string, floor = false, cache = false): Promise<Wrangler> {
   const persistTo = join(scratch, `state-${++serial}`);
   mkdirSync(persistTo, { recursive: true });
   if (floor) return startWrangler({ root, config: "bench/wrangler.floor.toml", vars: { CKAN_BASE_URL: up.url, RESOURCES: aliases }, persistTo });
   built ??= buildWorker(root, scratch);
-  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: aliases, SNAPSHOT_JOBS: "[]" };
+  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: aliases, SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: cache ? "300" : "0" };
   return startWrangler({ root, ...built, vars, persistTo, v8Flags });
 }
 
@@ -164,7 +171,7 @@ async function measure(up: Upstream, worker: Wrangler, c: Case, run: "cold" | "c
 
 /** One fresh worker process running `cases` in order, each cold (and the first cached too, if asked). */
 async function inProcess(up: Upstream, heap: string, cases: Omit<Case, "heap">[], cachedRepeat = false): Promise<ExportResult[]> {
-  const worker = await freshWorker(up, heap === "none" ? "" : heap);
+  const worker = await freshWorker(up, heap === "none" ? "" : heap, false, cachedRepeat);
   const results: ExportResult[] = [];
   const label = heap === "none" ? "none" : `${/\d+/.exec(heap)?.[0] ?? heap} MB`;
   try {

@@ -26,6 +26,15 @@ function copyRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: stri
   }
 }
 
+/**
+ * Frees an answer's bytes now, once read: a page's megabytes sit outside V8's heap, and garbage there
+ * waits for a collection the small heap seldom needs, so without this the isolate's memory would
+ * grow by tens of megabytes of dead pages (measured on 1,000,000-row exports).
+ */
+function release(bytes: Uint8Array): void {
+  (bytes.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer }).transfer?.(0);
+}
+
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
 const MAX_RETRY_WAIT_MS = 20_000;
 
@@ -139,7 +148,9 @@ export class CkanClient {
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
     const copied = response.ok && reader !== undefined ? copyRecords(bytes, reader) : undefined;
-    const result = this.#unwrap(response, copied?.envelope ?? utf8.decode(bytes));
+    const text = copied?.envelope ?? utf8.decode(bytes);
+    release(bytes);
+    const result = this.#unwrap(response, text);
     if (copied !== undefined) result.copied = copied.records;
     result.responseBytes = bytes.byteLength;
     return { result };
