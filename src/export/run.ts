@@ -4,7 +4,7 @@ import type { Config } from "../config.ts";
 import { HttpError } from "../errors.ts";
 import type { PassthroughFactory } from "../format/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
-import { jsonListsReader } from "../format/json-passthrough.ts";
+import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { formatMaxRows, FORMATS, type Format, type FormatName } from "../format/index.ts";
 import { encodeTable, toByteStream, type ByteStreamHooks } from "./encode.ts";
 import { packing } from "./pack.ts";
@@ -35,7 +35,7 @@ export interface ExportRun {
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
-    return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "lists", read: jsonListsReader(incoming, dropFrom, ndjson) }) };
+    return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: jsonCsvReader(incoming, dropFrom, ndjson) }) };
   }
   if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== "," || query.csv.decimal !== ".") return undefined;
   return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, query.csv.formulaGuard) }) };

@@ -46,9 +46,7 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
   return (b, at) => {
     if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
     const length = b.length;
-    const size = length - at;
-    // Escapes only shrink: a row's output is at most its input and `growth`.
-    let out = new Uint8Array(Math.ceil(size + (size / (bytesPerRow || 32)) * growth) + 64);
+    let out = pageBuffer(length - at, bytesPerRow, growth);
     let o = 0;
     let ends = new Uint32Array(1024);
     let rows = 0;
@@ -158,14 +156,23 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
     }
     if (column !== 0) throw new NotTheJson("the last row has no line end");
     if (rows > 0) bytesPerRow = (i - at) / rows;
-    let lastId: string | undefined;
-    if (lastStart >= 0) {
-      lastId = "";
-      // An `_id` is digits: its text is its bytes.
-      for (let k = lastStart; k < lastEnd && b[k] !== COMMA && b[k] !== BACKSLASH && b[k] !== QUOTE; k++) lastId += String.fromCharCode(b[k]!);
-    }
-    return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId };
+    return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId: cellDigits(b, lastStart, lastEnd) };
   };
+}
+
+/**
+ * The output buffer of a page of CSV records of `size` bytes: escapes only shrink, so a row's output
+ * is at most its input and `growth`; rows counted from the last page's width.
+ */
+export const pageBuffer = (size: number, bytesPerRow: number, growth: number): Uint8Array<ArrayBuffer> =>
+  new Uint8Array(Math.ceil(size + (size / (bytesPerRow || 32)) * growth) + 64);
+
+/** The text of the digits cell at [start, end) of the records (an `_id`: its text is its bytes). */
+export function cellDigits(b: Uint8Array, start: number, end: number): string | undefined {
+  if (start < 0) return undefined;
+  let text = "";
+  for (let k = start; k < end && b[k] !== COMMA && b[k] !== BACKSLASH && b[k] !== QUOTE; k++) text += String.fromCharCode(b[k]!);
+  return text;
 }
 
 /** `\ufeff` (any case) at `at`. */
@@ -190,7 +197,7 @@ const BOM_SEEN = 0x80;
  * pair), `\n` and the other one-letter ones as their byte. Returns the escape's length << 8 | the
  * bytes written (| BOM_SEEN), so the caller's offsets stay locals.
  */
-function writeEscape(b: Uint8Array, at: number, out: Uint8Array, o: number): number {
+export function writeEscape(b: Uint8Array, at: number, out: Uint8Array, o: number): number {
   const e = b[at + 1];
   if (e !== 0x75) {
     out[o] = e === 0x6e ? LF : simpleEscape(e);
@@ -288,7 +295,7 @@ function startsFormula(csv: Uint8Array, start: number, end: number): boolean {
 const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
 
 /** guard.ts's PLAIN_NUMBER on bytes: `[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?`, all of [start, end). */
-function isPlainNumber(csv: Uint8Array, start: number, end: number): boolean {
+export function isPlainNumber(csv: Uint8Array, start: number, end: number): boolean {
   let i = start;
   if (csv[i] === 0x2b || csv[i] === 0x2d) i++;
   const whole = i;
@@ -319,7 +326,7 @@ const HEX = new Int8Array(128).fill(-1);
 for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
 for (let c = 0; c < 6; c++) HEX[0x41 + c] = HEX[0x61 + c] = 10 + c;
 
-function hex4(b: Uint8Array, at: number): number {
+export function hex4(b: Uint8Array, at: number): number {
   let value = 0;
   for (let k = at; k < at + 4; k++) {
     const digit = HEX[b[k]! & 0x7f]!;

@@ -1,0 +1,242 @@
+import { grownBytes, grownEnds, type RecordsReader } from "./batch.ts";
+import { cellDigits, hex4, isPlainNumber, pageBuffer, writeEscape } from "./csv-passthrough.ts";
+import { isJsonType, isNumericType } from "./guard.ts";
+import { NotTheJson } from "./json-scan.ts";
+import type { Column } from "./types.ts";
+
+const utf8 = new TextEncoder();
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const NULL = utf8.encode("null");
+const TRUE = utf8.encode("true");
+const FALSE = utf8.encode("false");
+
+/** How a column's CSV cell becomes its JSON value. */
+const Kind = { Number: 0, Bool: 1, Json: 2, String: 3, Drop: 4 } as const;
+type Kind = (typeof Kind)[keyof typeof Kind];
+
+/** Where the cell just read ended (its reader's offsets stay locals: this is written once per cell). */
+const cell = { i: 0, o: 0, quoted: false, ended: false };
+
+/**
+ * JSON and NDJSON records written straight from CKAN's `records_format: "csv"` answer bytes, the
+ * format CKAN serves at a third of the cost of `lists` (see the README's cost model). CKAN builds
+ * both in SQL from the same value texts, so each value's JSON is its CSV cell: numbers as they are,
+ * `t`/`f` as true/false, arrays and json as their stored JSON text, everything else a JSON string
+ * escaped as PostgreSQL's `to_json` escapes it (`\"`, `\\`, `\n`-style escapes and `\u00XX` for the
+ * other control characters, UTF-8 as it is), null (an empty cell, or `null` for arrays and json) as
+ * `null`. The output is byte for byte what `jsonEncoder`/`ndjsonEncoder` write from `lists` records
+ * of the same rows: specs hold the two side by side on real CKAN 2.12 answers and whole exports.
+ *
+ * For pages after the first: a JSON record here always follows one already written (`,\n` first).
+ */
+export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boolean): RecordsReader {
+  const keys = columns.slice(0, dropFrom).map((c, i) => utf8.encode(`${i === 0 ? "{" : ","}${JSON.stringify(c.id)}:`));
+  const kinds = columns.map((c, i): Kind => {
+    if (i >= dropFrom) return Kind.Drop;
+    if (c.type === "bool") return Kind.Bool;
+    if (isJsonType(c.type)) return Kind.Json;
+    return isNumericType(c.type) ? Kind.Number : Kind.String;
+  });
+  const lead = utf8.encode(ndjson ? "" : ",\n");
+  const tail = utf8.encode(keys.length === 0 ? (ndjson ? "{}\n" : "{}") : ndjson ? "}\n" : "}");
+  // A value grows by at most its quotes and "false" for "f"; a string's \uXXXX only shrinks.
+  const extra = lead.length + tail.length + keys.reduce((n, k) => n + k.length + 5, 0);
+  const width = columns.length;
+  let bytesPerRow = 0;
+
+  return (b, at) => {
+    if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
+    const length = b.length;
+    let out = pageBuffer(length - at, bytesPerRow, extra);
+    let o = 0;
+    let ends = new Uint32Array(1024);
+    let rows = 0;
+    let lastStart = -1;
+    let lastEnd = -1;
+    let column = 0;
+    let i = at + 1;
+    for (;;) {
+      if (i >= length) throw new NotTheJson("unterminated string");
+      if (column === 0) {
+        if (b[i] === QUOTE) break;
+        if (o + (length - i) + extra > out.length) out = grownBytes(out, o, length - i + extra);
+        for (let k = 0; k < lead.length; k++) out[o++] = lead[k]!;
+      }
+      const kind = column < width ? kinds[column]! : Kind.Drop;
+      const start = i;
+      if (kind !== Kind.Drop) {
+        const key = keys[column]!;
+        for (let k = 0; k < key.length; k++) out[o++] = key[k]!;
+      }
+      if (kind === Kind.String) {
+        readString(b, i, out, o);
+      } else {
+        readRaw(b, i, out, o, ndjson && kind === Kind.Json);
+        if (kind !== Kind.Drop) cell.o = rawValue(out, o, cell.o, cell.quoted, kind);
+      }
+      i = cell.i;
+      if (kind !== Kind.Drop) o = cell.o;
+      if (column === width - 1) {
+        lastStart = start;
+        lastEnd = i;
+      }
+      if (cell.ended) {
+        if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
+        for (let k = 0; k < tail.length; k++) out[o++] = tail[k]!;
+        if (rows === ends.length) ends = grownEnds(ends);
+        ends[rows++] = o;
+        column = 0;
+      } else {
+        column++;
+      }
+    }
+    if (rows > 0) bytesPerRow = (i - at) / rows;
+    return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId: cellDigits(b, lastStart, lastEnd) };
+  };
+}
+
+/** In a quoted cell, the `\"` at `at` is CSV's doubled quote (another follows), not the closing one. */
+const doubledQuote = (b: Uint8Array, at: number): boolean => b[at + 2] === BACKSLASH && b[at + 3] === QUOTE;
+
+/** After a cell: past its delimiter (`cell.ended` when that was the row's LF or the records' end). */
+function endOfCell(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c === COMMA) {
+    cell.ended = false;
+    return i + 1;
+  }
+  cell.ended = true;
+  if (c === QUOTE) return i;
+  if (c === BACKSLASH && b[i + 1] === 0x6e) return i + 2;
+  throw new NotTheJson("expected a comma or a line end after a cell");
+}
+
+/**
+ * A cell's text with every escape undone (numbers, booleans, arrays and json), written at `o`:
+ * `cell.o` its end, `cell.quoted` whether CKAN quoted it (its quotes are not written).
+ */
+function readRaw(b: Uint8Array, i: number, out: Uint8Array, o: number, oneLine: boolean): void {
+  const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
+  if (quoted) i += 2;
+  for (;;) {
+    const c = b[i];
+    if (c === undefined) throw new NotTheJson("unterminated string");
+    if (c === BACKSLASH) {
+      const e = b[i + 1];
+      if (e === QUOTE && quoted) {
+        i += 2;
+        if (!doubledQuote(b, i - 2)) break;
+        out[o++] = QUOTE;
+        i += 2;
+        continue;
+      }
+      if (e === 0x6e && !quoted) break;
+      const written = writeEscape(b, i, out, o);
+      // NDJSON: a json value's own line breaks (whitespace outside its strings) become spaces.
+      if (oneLine && (out[o] === LF || out[o] === CR) && (written & 7) === 1) out[o] = SPACE;
+      i += written >> 8;
+      o += written & 7;
+      continue;
+    }
+    if (!quoted && (c === COMMA || c === QUOTE)) break;
+    if (c === QUOTE) throw new NotTheJson("unterminated quoted cell");
+    out[o++] = c;
+    i++;
+  }
+  cell.i = endOfCell(b, i);
+  cell.o = o;
+  cell.quoted = quoted;
+}
+
+/** The JSON value of a raw cell now at out[start, end): returns its new end. */
+function rawValue(out: Uint8Array, start: number, end: number, quoted: boolean, kind: Kind): number {
+  if (end === start && !quoted) return put(out, start, NULL);
+  if (kind === Kind.Bool && end - start === 1 && (out[start] === 0x74 || out[start] === 0x66)) return put(out, start, out[start] === 0x74 ? TRUE : FALSE);
+  if (kind === Kind.Json || isPlainNumber(out, start, end)) return end;
+  // A number column's value that is no JSON number (NaN, Infinity, money's `$1.00`): to_json makes it a string.
+  out.copyWithin(start + 1, start, end);
+  out[start] = QUOTE;
+  out[end + 1] = QUOTE;
+  return end + 2;
+}
+
+function put(out: Uint8Array, at: number, word: Uint8Array): number {
+  for (let k = 0; k < word.length; k++) out[at + k] = word[k]!;
+  return at + word.length;
+}
+
+/**
+ * A cell as a JSON string, written at `o` (an empty unquoted cell is null). CKAN's CSV arrives
+ * JSON-escaped by Python; most of those escapes are PostgreSQL's `to_json` ones too and stay: only
+ * CSV's doubled quotes are undone and `\uXXXX` of a character from U+0020 up becomes its UTF-8.
+ */
+function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void {
+  const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
+  if (quoted) i += 2;
+  else if (b[i] === COMMA || b[i] === QUOTE || (b[i] === BACKSLASH && b[i + 1] === 0x6e)) {
+    cell.i = endOfCell(b, i);
+    cell.o = put(out, o, NULL);
+    return;
+  }
+  out[o++] = QUOTE;
+  for (;;) {
+    const c = b[i];
+    if (c === undefined) throw new NotTheJson("unterminated string");
+    if (c > QUOTE && c !== BACKSLASH && c !== COMMA) {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (c === BACKSLASH) {
+      const e = b[i + 1];
+      if (e === QUOTE && quoted) {
+        i += 2;
+        if (!doubledQuote(b, i - 2)) break;
+        out[o++] = BACKSLASH;
+        out[o++] = QUOTE;
+        i += 2;
+        continue;
+      }
+      if (e === 0x6e && !quoted) break;
+      if (e === 0x75) {
+        const code = hex4(b, i + 2);
+        if (code < 0x20) {
+          // A control character: to_json writes \u00xx too (lowercase, as Python does).
+          for (let k = 0; k < 6; k++) {
+            const d = b[i + k]!;
+            out[o++] = k >= 2 && d >= 0x41 && d <= 0x46 ? d | 0x20 : d;
+          }
+          i += 6;
+          continue;
+        }
+        const written = writeEscape(b, i, out, o);
+        i += written >> 8;
+        o += written & 7;
+        continue;
+      }
+      if (e === 0x2f) {
+        out[o++] = e;
+        i += 2;
+        continue;
+      }
+      // \" (a quote in an unquoted cell), \\, \n, \r, \t, \b, \f: to_json's escapes as well.
+      out[o++] = BACKSLASH;
+      out[o++] = e!;
+      i += 2;
+      continue;
+    }
+    if (!quoted && (c === COMMA || c === QUOTE)) break;
+    if (c === QUOTE) throw new NotTheJson("unterminated quoted cell");
+    out[o++] = c;
+    i++;
+  }
+  out[o++] = QUOTE;
+  cell.i = endOfCell(b, i);
+  cell.o = o;
+}
