@@ -57,7 +57,7 @@ export interface ExportResult {
 
 export interface FetchFloor {
   table: "base" | "rich";
-  /** The export it is the floor of: csv pages for CSV, lists for JSON. */
+  /** The export it is the floor of: CSV pages, for CSV and JSON alike. */
   format: Format;
   rows: number;
   wallMs: number;
@@ -171,7 +171,7 @@ function cpuTable(report: Report): string {
 
 function floorsTable(report: Report): string {
   const header = ["table", "rows", "pages as", "pages", "up MB", "wall s", "CPU s", "first page ms"];
-  const rows = report.fetchFloors.map((f) => [f.table, thousands(f.rows), f.format === "csv" ? "csv" : "lists", String(f.pages), fixed(f.upstreamBytes / MB, 1), fixed(f.wallMs / 1000, 2), fixed(f.cpuSeconds, 2), fixed(f.firstPageMs, 0)]);
+  const rows = report.fetchFloors.map((f) => [f.table, thousands(f.rows), "csv", String(f.pages), fixed(f.upstreamBytes / MB, 1), fixed(f.wallMs / 1000, 2), fixed(f.cpuSeconds, 2), fixed(f.firstPageMs, 0)]);
   return markdownTable(header, rows);
 }
 
@@ -218,8 +218,8 @@ exports 250,000 rows and then 1,000,000; "CPU / floor" divides by the fetch-and-
 
 ${cpuTable(report)}
 
-Fetch-and-discard floors: a minimal worker in the same runtime fetches the pages the export asks for (csv pages for CSV,
-lists for JSON), one after another, reads each body and keeps nothing.
+Fetch-and-discard floors: a minimal worker in the same runtime fetches the pages the export asks for (CSV pages, for CSV
+and JSON alike), one after another, reads each body and keeps nothing.
 
 ${floorsTable(report)}`);
   }

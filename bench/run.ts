@@ -222,7 +222,8 @@ async function floors(up: Upstream): Promise<FetchFloor[]> {
     const results: FetchFloor[] = [];
     for (const [table, rows] of plan) {
       for (const format of options.formats) {
-        const records = format === "csv" ? "csv" : "lists";
+        // Both formats ask for CSV pages after the first (see README, "How it talks to CKAN").
+        const records = "csv";
         let best: FetchFloor | undefined;
         // Best of two: the first run also opens connections and warms the floor worker.
         for (let i = 0; i < 2; i++) {
