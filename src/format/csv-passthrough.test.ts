@@ -87,6 +87,12 @@ describe("CSV pass-through", () => {
 });
 
 describe("pass-through edge cases", () => {
+  it("unquotes the `\\.` PostgreSQL quotes when it is a lone column's value, as papaparse writes it", () => {
+    for (const guard of [true, false]) expect(csvPassthrough([{ id: "name", type: "text" }], 1, guard)('"\\."\na\n').text).toBe("\\.\r\na\r\n");
+    expect(csvPassthrough([{ id: "id", type: "int4" }, { id: "name", type: "text" }], 2, false)('1,\\.\n').text).toBe("1,\\.\r\n");
+  });
+
+
   it("keeps a null in the last column an empty cell, guard on or off (not a quoted empty string)", () => {
     const cols: Column[] = [
       { id: "id", type: "int4" },

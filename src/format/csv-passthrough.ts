@@ -142,6 +142,13 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
         lastStart = cellAt;
         lastEnd = i;
       }
+      // PostgreSQL's COPY quotes a lone column's value `\.` (its end-of-data marker); papaparse does not.
+      if (quoted && width === 1 && o - cell === 4 && out[cell + 1] === BACKSLASH && out[cell + 2] === 0x2e) {
+        out[cell] = BACKSLASH;
+        out[cell + 1] = 0x2e;
+        o = cell + 2;
+        quoted = false;
+      }
       if (action === Action.Drop) o = cell;
       else if (action !== Action.Copy && o > cell) o = rewriteCell(out, cell, o, quoted, action, bom);
       if (ended) {
