@@ -1,6 +1,7 @@
 // `npm run bench:profile`: one export run in this Node process (not workerd) against the zero-cost
 // bench upstream, a few times over, with CPU per run and per page stage. Node runs the same V8 as
 // workerd, so it answers "where does an export's CPU go" quickly; `--cpu-prof` gives the profile.
+// Memory is printed too, but this process also holds the upstream's serialised rows: compare runs.
 //   PROFILE_FORMAT=csv|json (csv)  PROFILE_ROWS (250000)  PROFILE_RUNS (4)  PROFILE_CKAN=2.12|2.10 (2.10)
 import { BASE, RICH } from "./ckan/tables.ts";
 import { startUpstream, type Version } from "./upstream.ts";
@@ -35,8 +36,10 @@ try {
       bytes += value.byteLength;
     }
     const used = process.cpuUsage(cpu);
+    const memory = process.memoryUsage();
+    const mb = (n: number): string => (n / 2 ** 20).toFixed(0);
     const label = i === 0 ? "warm-up" : `run ${i}`;
-    console.log(`${label}: ${format} ${rows} rows, ${(bytes / 2 ** 20).toFixed(1)} MB in ${((performance.now() - wall) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(2)} s (includes the upstream's)`);
+    console.log(`${label}: ${format} ${rows} rows, ${(bytes / 2 ** 20).toFixed(1)} MB in ${((performance.now() - wall) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(2)} s (includes the upstream's); RSS ${mb(memory.rss)} MB, heap ${mb(memory.heapUsed)} of ${mb(memory.heapTotal)} MB, array buffers ${mb(memory.arrayBuffers)} MB`);
   }
 } finally {
   await up.close();
