@@ -25,7 +25,7 @@ const cell = { i: 0, o: 0, quoted: false, ended: false };
 
 /**
  * JSON and NDJSON records written straight from CKAN's `records_format: "csv"` answer bytes, the
- * format CKAN serves at a third of the cost of `lists` (see the README's cost model). CKAN builds
+ * format CKAN serves at about 40% of the cost of `lists` (see the README's cost model). CKAN builds
  * both in SQL from the same value texts, so each value's JSON is its CSV cell: numbers as they are,
  * `t`/`f` as true/false, arrays and json as their stored JSON text, everything else a JSON string
  * escaped as PostgreSQL's `to_json` escapes it (`\"`, `\\`, `\n`-style escapes and `\u00XX` for the
