@@ -100,20 +100,12 @@ function checkSubrequests(
   );
 }
 
-/** The last `_id` of a page: the last cell of its last row (lists or CSV), or by name (objects). */
+/** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
 function lastIdOf(result: SearchResult): number | undefined {
-  const records = result.records;
-  let raw: string | undefined;
-  if (typeof records === "string") {
-    let end = records.length;
-    while (end > 0 && (records.charCodeAt(end - 1) === 10 || records.charCodeAt(end - 1) === 13)) end--;
-    raw = records.slice(Math.max(records.lastIndexOf(",", end - 1), records.lastIndexOf("\n", end - 1)) + 1, end);
-  } else {
-    const record = records.at(-1);
-    if (Array.isArray(record)) raw = record[result.fields.findIndex((f) => f.id === "_id")];
-    else if (record !== undefined) raw = record._id;
-  }
-  return idOf(raw);
+  // Pages copied from CSV bytes carry theirs in `copied.lastId`: records here are lists or objects.
+  const record = typeof result.records === "string" ? undefined : result.records.at(-1);
+  if (Array.isArray(record)) return idOf(record[result.fields.findIndex((f) => f.id === "_id")]);
+  return idOf(record?._id);
 }
 
 function idOf(raw: string | undefined): number | undefined {

@@ -3,14 +3,7 @@
 // rest of the answer (fields, total, next_page) goes through JSON.parse. JSON.parse alone would round
 // every number through a double.
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const COLON = 58;
-const OPEN_LIST = 91;
-const CLOSE_LIST = 93;
-const OPEN_OBJECT = 123;
-const CLOSE_OBJECT = 125;
+import { BACKSLASH, CLOSE_LIST, CLOSE_OBJECT, COLON, COMMA, isSpaceByte, OPEN_LIST, OPEN_OBJECT, QUOTE } from "../format/json-scan.ts";
 
 /** The source text of one JSON value, exactly as CKAN wrote it (`undefined`: the value is absent). */
 export type RawValue = string;
@@ -23,10 +16,9 @@ class Malformed extends Error {}
 /** Records that are one CSV string hold no number to lose: JSON.parse reads such an answer faster. */
 class TextRecords extends Error {}
 
-const isSpace = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9;
 
 function skipSpace(text: string, at: number): number {
-  while (isSpace(text.charCodeAt(at))) at++;
+  while (isSpaceByte(text.charCodeAt(at))) at++;
   return at;
 }
 
@@ -64,7 +56,7 @@ function skipValue(text: string, at: number): number {
   let i = at;
   for (;;) {
     const d = text.charCodeAt(i);
-    if (d === COMMA || d === CLOSE_LIST || d === CLOSE_OBJECT || isSpace(d) || Number.isNaN(d)) break;
+    if (d === COMMA || d === CLOSE_LIST || d === CLOSE_OBJECT || isSpaceByte(d) || Number.isNaN(d)) break;
     i++;
   }
   if (i === at) throw new Malformed(`unexpected character at ${at}`);

@@ -7,6 +7,31 @@ const TRIGGERS = new Set(["=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0
 /** `-12.5`, `+3`, `1e5` are numbers, not formulas: a spreadsheet must still read them as numbers. */
 export const PLAIN_NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
+const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
+
+/** PLAIN_NUMBER on bytes, all of [start, end): for the readers of CKAN's answer bytes, which decode no text. */
+export function isPlainNumber(csv: Uint8Array, start: number, end: number): boolean {
+  let i = start;
+  if (csv[i] === 0x2b || csv[i] === 0x2d) i++;
+  const whole = i;
+  while (i < end && isDigit(csv[i])) i++;
+  let digits = i - whole;
+  if (i < end && csv[i] === 0x2e) {
+    const fraction = ++i;
+    while (i < end && isDigit(csv[i])) i++;
+    digits += i - fraction;
+  }
+  if (digits === 0) return false;
+  if (i < end && (csv[i] === 0x65 || csv[i] === 0x45)) {
+    i++;
+    if (i < end && (csv[i] === 0x2b || csv[i] === 0x2d)) i++;
+    const exponent = i;
+    while (i < end && isDigit(csv[i])) i++;
+    if (i === exponent) return false;
+  }
+  return i === end;
+}
+
 /** Significant digits of a plain number's text (leading and trailing zeros not counted). */
 export function significantDigits(text: string): number {
   const [whole = "", fraction = ""] = text.replace(/^[+-]/, "").replace(/[eE].*$/, "").split(".");

@@ -1,17 +1,11 @@
 import { grownBytes, grownEnds, type RecordsReader } from "./batch.ts";
-import { cellDigits, hex4, isPlainNumber, pageBuffer, writeEscape } from "./csv-passthrough.ts";
-import { isJsonType, isNumericType } from "./guard.ts";
-import { NotTheJson } from "./json-scan.ts";
+import { cellDigits, doubledQuote, endOfCell, hex4, pageBuffer, readCell, scanned, writeEscape } from "./csv-records.ts";
+import { isJsonType, isNumericType, isPlainNumber } from "./guard.ts";
+import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "./json-scan.ts";
 import type { Column } from "./types.ts";
 
 const utf8 = new TextEncoder();
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
 const NULL = utf8.encode("null");
 const TRUE = utf8.encode("true");
 const FALSE = utf8.encode("false");
@@ -19,9 +13,6 @@ const FALSE = utf8.encode("false");
 /** How a column's CSV cell becomes its JSON value. */
 const Kind = { Number: 0, Bool: 1, Json: 2, String: 3, Drop: 4 } as const;
 type Kind = (typeof Kind)[keyof typeof Kind];
-
-/** Where the cell just read ended (its reader's offsets stay locals: this is written once per cell). */
-const cell = { i: 0, o: 0, quoted: false, ended: false };
 
 /**
  * JSON and NDJSON records written straight from CKAN's `records_format: "csv"` answer bytes, the
@@ -77,16 +68,16 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
       if (kind === Kind.String) {
         readString(b, i, out, o);
       } else {
-        readRaw(b, i, out, o, ndjson && kind === Kind.Json);
-        if (kind !== Kind.Drop) cell.o = rawValue(out, o, cell.o, cell.quoted, kind);
+        readCell(b, i, out, o, false, ndjson && kind === Kind.Json);
+        if (kind !== Kind.Drop) scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
       }
-      i = cell.i;
-      if (kind !== Kind.Drop) o = cell.o;
+      i = scanned.i;
+      if (kind !== Kind.Drop) o = scanned.o;
       if (column === width - 1) {
         lastStart = start;
         lastEnd = i;
       }
-      if (cell.ended) {
+      if (scanned.ended) {
         if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
         for (let k = 0; k < tail.length; k++) out[o++] = tail[k]!;
         if (rows === ends.length) ends = grownEnds(ends);
@@ -99,59 +90,6 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
     if (rows > 0) bytesPerRow = (i - at) / rows;
     return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId: cellDigits(b, lastStart, lastEnd) };
   };
-}
-
-/** In a quoted cell, the `\"` at `at` is CSV's doubled quote (another follows), not the closing one. */
-const doubledQuote = (b: Uint8Array, at: number): boolean => b[at + 2] === BACKSLASH && b[at + 3] === QUOTE;
-
-/** After a cell: past its delimiter (`cell.ended` when that was the row's LF or the records' end). */
-function endOfCell(b: Uint8Array, i: number): number {
-  const c = b[i];
-  if (c === COMMA) {
-    cell.ended = false;
-    return i + 1;
-  }
-  cell.ended = true;
-  if (c === QUOTE) return i;
-  if (c === BACKSLASH && b[i + 1] === 0x6e) return i + 2;
-  throw new NotTheJson("expected a comma or a line end after a cell");
-}
-
-/**
- * A cell's text with every escape undone (numbers, booleans, arrays and json), written at `o`:
- * `cell.o` its end, `cell.quoted` whether CKAN quoted it (its quotes are not written).
- */
-function readRaw(b: Uint8Array, i: number, out: Uint8Array, o: number, oneLine: boolean): void {
-  const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
-  if (quoted) i += 2;
-  for (;;) {
-    const c = b[i];
-    if (c === undefined) throw new NotTheJson("unterminated string");
-    if (c === BACKSLASH) {
-      const e = b[i + 1];
-      if (e === QUOTE && quoted) {
-        i += 2;
-        if (!doubledQuote(b, i - 2)) break;
-        out[o++] = QUOTE;
-        i += 2;
-        continue;
-      }
-      if (e === 0x6e && !quoted) break;
-      const written = writeEscape(b, i, out, o);
-      // NDJSON: a json value's own line breaks (whitespace outside its strings) become spaces.
-      if (oneLine && (out[o] === LF || out[o] === CR) && (written & 7) === 1) out[o] = SPACE;
-      i += written >> 8;
-      o += written & 7;
-      continue;
-    }
-    if (!quoted && (c === COMMA || c === QUOTE)) break;
-    if (c === QUOTE) throw new NotTheJson("unterminated quoted cell");
-    out[o++] = c;
-    i++;
-  }
-  cell.i = endOfCell(b, i);
-  cell.o = o;
-  cell.quoted = quoted;
 }
 
 /** The JSON value of a raw cell now at out[start, end): returns its new end. */
@@ -180,8 +118,8 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
   const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
   if (quoted) i += 2;
   else if (b[i] === COMMA || b[i] === QUOTE || (b[i] === BACKSLASH && b[i + 1] === 0x6e)) {
-    cell.i = endOfCell(b, i);
-    cell.o = put(out, o, NULL);
+    scanned.i = endOfCell(b, i);
+    scanned.o = put(out, o, NULL);
     return;
   }
   out[o++] = QUOTE;
@@ -237,6 +175,6 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
     i++;
   }
   out[o++] = QUOTE;
-  cell.i = endOfCell(b, i);
-  cell.o = o;
+  scanned.i = endOfCell(b, i);
+  scanned.o = o;
 }

@@ -10,11 +10,15 @@ export const OPEN_LIST = 91;
 export const CLOSE_LIST = 93;
 export const OPEN_OBJECT = 123;
 export const CLOSE_OBJECT = 125;
+export const LF = 10;
+export const CR = 13;
+export const TAB = 9;
+export const SPACE = 32;
 
 /** Bytes that are not the JSON they were taken for (another shape of answer): read them another way. */
 export class NotTheJson extends Error {}
 
-export const isSpaceByte = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9;
+export const isSpaceByte = (c: number): boolean => c === SPACE || c === LF || c === CR || c === TAB;
 
 export function skipSpaceBytes(b: Uint8Array, at: number): number {
   while (at < b.length && isSpaceByte(b[at]!)) at++;

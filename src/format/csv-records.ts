@@ -1,0 +1,206 @@
+// CKAN's `records_format: "csv"` records as they arrive: one JSON string (Python's `json.dumps`,
+// every non-ASCII character as `\uXXXX`) holding PostgreSQL's CSV (LF rows, quotes doubled, null an
+// empty unquoted cell). Read here cell by cell straight from the answer's bytes, for the readers
+// that write them as CSV (csv-passthrough.ts) or as JSON (json-from-csv.ts).
+import { NotTheJson } from "./json-scan.ts";
+
+// Module constants rather than json-scan.ts's imports: `readCell` compares each byte with them, and
+// imported bindings measured about 10% slower there (reading a 32,000-row page, in Node).
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const LF = 10;
+const CR = 13;
+const TAB = 9;
+const SPACE = 32;
+
+/** Where the cell `readCell` read last ended; its offsets stay the caller's locals, this is written once a cell. */
+export const scanned = { i: 0, o: 0, quoted: false, ended: false, bom: false };
+
+/**
+ * Reads the cell at `i` of the records string into `out` at `o`, its escapes undone: with CKAN's
+ * quoting kept (`quotes`: the quotes and doubled quotes as they came) or its text alone. `oneLine`
+ * turns the cell's line breaks into spaces (a json value's whitespace, for NDJSON). Sets `scanned`:
+ * past the delimiter, the cell's end in `out`, whether CKAN quoted it, whether the row ended after
+ * it, and whether it holds a BOM (escaped or as UTF-8: 0xEF starts it).
+ */
+export function readCell(b: Uint8Array, i: number, out: Uint8Array, o: number, quotes: boolean, oneLine: boolean): void {
+  const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
+  let bom = false;
+  // Two loops, quoted and not: each tight, since most of a page's time is spent in them.
+  if (quoted) {
+    i += 2;
+    if (quotes) out[o++] = QUOTE;
+    for (;;) {
+      const c = b[i]!;
+      if (c > QUOTE && c !== BACKSLASH && c < 0xef) {
+        out[o++] = c;
+        i++;
+        continue;
+      }
+      if (c === BACKSLASH) {
+        if (b[i + 1] === QUOTE) {
+          if (!doubledQuote(b, i)) {
+            i += 2;
+            if (quotes) out[o++] = QUOTE;
+            break;
+          }
+          out[o++] = QUOTE;
+          if (quotes) out[o++] = QUOTE;
+          i += 4;
+          continue;
+        }
+        const written = writeEscape(b, i, out, o);
+        if (written & BOM_SEEN) bom = true;
+        else if (oneLine && (written & 7) === 1 && (out[o] === LF || out[o] === CR)) out[o] = SPACE;
+        i += written >> 8;
+        o += written & 7;
+        continue;
+      }
+      if (c === undefined || c === QUOTE) throw new NotTheJson("unterminated quoted cell");
+      if (c === 0xef) bom = true;
+      out[o++] = c;
+      i++;
+    }
+  } else {
+    for (;;) {
+      const c = b[i]!;
+      // Most bytes are none of the few that mean something here: one test, and copied.
+      if (c > QUOTE && c !== COMMA && c !== BACKSLASH && c < 0xef) {
+        out[o++] = c;
+        i++;
+        continue;
+      }
+      if (c === COMMA || c === QUOTE) break;
+      if (c === BACKSLASH) {
+        if (b[i + 1] === 0x6e) break;
+        const written = writeEscape(b, i, out, o);
+        if (written & BOM_SEEN) bom = true;
+        i += written >> 8;
+        o += written & 7;
+        continue;
+      }
+      if (c === undefined) throw new NotTheJson("unterminated string");
+      if (c === 0xef) bom = true;
+      out[o++] = c;
+      i++;
+    }
+  }
+  scanned.i = endOfCell(b, i);
+  scanned.o = o;
+  scanned.quoted = quoted;
+  scanned.bom = bom;
+}
+
+/** In a quoted cell, the `\"` at `at` is CSV's doubled quote (another follows), not the closing one. */
+export const doubledQuote = (b: Uint8Array, at: number): boolean => b[at + 2] === BACKSLASH && b[at + 3] === QUOTE;
+
+/** After a cell: past its delimiter (`scanned.ended` when that was the row's LF or the records' end). */
+export function endOfCell(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c === COMMA) {
+    scanned.ended = false;
+    return i + 1;
+  }
+  scanned.ended = true;
+  if (c === QUOTE) return i;
+  if (c === BACKSLASH && b[i + 1] === 0x6e) return i + 2;
+  throw new NotTheJson("expected a comma or a line end after a cell");
+}
+
+/**
+ * The output buffer of a page of CSV records of `size` bytes: escapes only shrink, so a row's output
+ * is at most its input and `growth`; rows counted from the last page's width.
+ */
+export const pageBuffer = (size: number, bytesPerRow: number, growth: number): Uint8Array<ArrayBuffer> =>
+  new Uint8Array(Math.ceil(size + (size / (bytesPerRow || 32)) * growth) + 64);
+
+/** The text of the digits cell at [start, end) of the records (an `_id`: its text is its bytes). */
+export function cellDigits(b: Uint8Array, start: number, end: number): string | undefined {
+  if (start < 0) return undefined;
+  let text = "";
+  for (let k = start; k < end && b[k] !== COMMA && b[k] !== BACKSLASH && b[k] !== QUOTE; k++) text += String.fromCharCode(b[k]!);
+  return text;
+}
+
+/** `\ufeff` (any case) at `at`. */
+const isBomEscape = (b: Uint8Array, at: number): boolean =>
+  (b[at + 2]! | 0x20) === 0x66 && (b[at + 3]! | 0x20) === 0x65 && (b[at + 4]! | 0x20) === 0x66 && (b[at + 5]! | 0x20) === 0x66;
+
+/** The byte a one-letter JSON escape stands for. */
+function simpleEscape(e: number | undefined): number {
+  if (e === BACKSLASH || e === 0x2f || e === QUOTE) return e;
+  if (e === 0x72) return CR;
+  if (e === 0x74) return TAB;
+  if (e === 0x62) return 8;
+  if (e === 0x66) return 12;
+  throw new NotTheJson("bad escape");
+}
+
+/** Set in `writeEscape`'s result when the escape was a BOM. */
+const BOM_SEEN = 0x80;
+
+/**
+ * Writes the character of the escape at `at`: `\uXXXX` as UTF-8 (with its low surrogate's for a
+ * pair), `\n` and the other one-letter ones as their byte. Returns the escape's length << 8 | the
+ * bytes written (| BOM_SEEN), so the caller's offsets stay locals.
+ */
+export function writeEscape(b: Uint8Array, at: number, out: Uint8Array, o: number): number {
+  const e = b[at + 1];
+  if (e !== 0x75) {
+    out[o] = e === 0x6e ? LF : simpleEscape(e);
+    return (2 << 8) | 1;
+  }
+  if (isBomEscape(b, at)) {
+    // U+FEFF in UTF-8.
+    out[o] = 0xef;
+    out[o + 1] = 0xbb;
+    out[o + 2] = 0xbf;
+    return (6 << 8) | BOM_SEEN | 3;
+  }
+  let code = hex4(b, at + 2);
+  let read = 6;
+  if (code >= 0xd800 && code < 0xdc00 && b[at + 6] === BACKSLASH && b[at + 7] === 0x75) {
+    const low = hex4(b, at + 8);
+    if (low >= 0xdc00 && low < 0xe000) {
+      code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+      read = 12;
+    }
+  }
+  // A lone surrogate becomes U+FFFD, as decoding the answer as text and encoding it again would.
+  if (code >= 0xd800 && code < 0xe000) code = 0xfffd;
+  if (code < 0x80) {
+    out[o] = code;
+    return (read << 8) | 1;
+  }
+  if (code < 0x800) {
+    out[o] = 0xc0 | (code >> 6);
+    out[o + 1] = 0x80 | (code & 0x3f);
+    return (read << 8) | 2;
+  }
+  if (code < 0x10000) {
+    out[o] = 0xe0 | (code >> 12);
+    out[o + 1] = 0x80 | ((code >> 6) & 0x3f);
+    out[o + 2] = 0x80 | (code & 0x3f);
+    return (read << 8) | 3;
+  }
+  out[o] = 0xf0 | (code >> 18);
+  out[o + 1] = 0x80 | ((code >> 12) & 0x3f);
+  out[o + 2] = 0x80 | ((code >> 6) & 0x3f);
+  out[o + 3] = 0x80 | (code & 0x3f);
+  return (read << 8) | 4;
+}
+
+const HEX = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
+for (let c = 0; c < 6; c++) HEX[0x41 + c] = HEX[0x61 + c] = 10 + c;
+
+export function hex4(b: Uint8Array, at: number): number {
+  let value = 0;
+  for (let k = at; k < at + 4; k++) {
+    const digit = HEX[b[k]! & 0x7f]!;
+    if (digit < 0 || b[k]! > 0x7f) throw new NotTheJson("bad \\u escape");
+    value = (value << 4) | digit;
+  }
+  return value;
+}
