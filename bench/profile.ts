@@ -5,12 +5,12 @@
 //   PROFILE_FORMAT=csv|json (csv)  PROFILE_ROWS (250000)  PROFILE_RUNS (4)  PROFILE_CKAN=2.12|2.10 (2.10)
 import { BASE, RICH } from "./ckan/tables.ts";
 import { startUpstream, type Version } from "./upstream.ts";
-import { parseConfig } from "../src/config.ts";
-import type { Env } from "../src/env.ts";
+import { parseConfig } from "../src/config/config.ts";
+import type { Env } from "../src/config/env.ts";
 import { CkanClient } from "../src/ckan/client.ts";
-import { parseExportQuery } from "../src/export/query.ts";
+import { parseExportQuery } from "../src/query/export-query.ts";
 import { runExport } from "../src/export/run.ts";
-import type { FormatName } from "../src/format/index.ts";
+import type { FormatName } from "../src/query/formats.ts";
 
 const format = (process.env.PROFILE_FORMAT ?? "csv") as FormatName;
 const rows = Number(process.env.PROFILE_ROWS ?? 250_000);

@@ -1,10 +1,10 @@
 // `npm run docs`: writes the README's parameter table from the one parameter table
-// (src/export/params.ts), between its markers. test/node/docs.test.ts fails when they differ.
+// (src/query/params.ts), between its markers. test/node/docs.test.ts fails when they differ.
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parametersMarkdown } from "../src/export/params.ts";
+import { parametersMarkdown } from "../src/query/params.ts";
 
-export const START = "<!-- parameters: written by npm run docs from src/export/params.ts -->";
+export const START = "<!-- parameters: written by npm run docs from src/query/params.ts -->";
 export const END = "<!-- /parameters -->";
 
 /** The README with its parameter table replaced by the rendered one. */

@@ -68,3 +68,6 @@ export function errorResponse(error: HttpError, redact: (text: string) => string
     },
   });
 }
+
+/** Text quoted back to a caller is cut, so a hostile link cannot make an error message huge. */
+export const clip = (text: string, max = 60): string => (text.length > max ? `${text.slice(0, max)}…` : text);

@@ -1,5 +1,5 @@
 import { createApp } from "./app.ts";
-import type { Env } from "./env.ts";
+import type { Env } from "./config/env.ts";
 
 const app = createApp({ upstreamFetch: (request) => fetch(request) });
 

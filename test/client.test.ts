@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CkanClient } from "../src/ckan/client.ts";
-import { parseConfig } from "../src/config.ts";
+import { parseConfig } from "../src/config/config.ts";
 import { HttpError } from "../src/errors.ts";
 import { FIXTURES as fixtures } from "./fixtures/ckan-2.10.ts";
 

@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
-import type { Env } from "../src/env.ts";
+import type { Env } from "../src/config/env.ts";
 
 /** Recognisable, so a test can prove it never leaves the worker. */
 export const TOKEN = "tok-SECRET-4f1d9a7e";

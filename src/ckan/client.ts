@@ -1,9 +1,8 @@
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
-import { redactorOf } from "../secrets.ts";
-import { sleep } from "../sleep.ts";
-import type { CopiedRecords, RecordsReader } from "../format/batch.ts";
-import { memberAt, NotTheJson } from "../format/json-scan.ts";
+import { redactorOf } from "../log/redact.ts";
+import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
+import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
 import { ckanError } from "./error-answers.ts";
 import { parseAnswer } from "./raw-json.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
@@ -67,6 +66,8 @@ const retryable = (status: number): boolean => status === 429 || status >= 500;
  * every attempt, bounded retries with jittered backoff on network errors, 429 and 5xx, none on 4xx.
  * Every failure becomes an HttpError whose message never holds the token.
  */
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 export class CkanClient {
   readonly stats: UpstreamStats = { requests: 0, bytes: 0, milliseconds: 0 };
   readonly #config: Config;

@@ -1,6 +1,7 @@
 import { HttpError } from "../errors.ts";
-import type { Column, Row } from "../format/types.ts";
-import type { SearchResult, TableQuery } from "./types.ts";
+import type { Column, Row } from "../rows/types.ts";
+import type { SearchResult } from "./types.ts";
+import type { TableQuery } from "../query/table-query.ts";
 
 /** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
 const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");

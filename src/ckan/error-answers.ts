@@ -1,5 +1,4 @@
-import { HttpError } from "../errors.ts";
-import { clip } from "../text.ts";
+import { HttpError, clip } from "../errors.ts";
 
 /** CKAN's validation errors: parameter -> messages, as in `{"filters": ["invalid value \"x\""]}`. */
 export type CkanErrorFields = Record<string, string[]>;

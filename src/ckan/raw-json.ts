@@ -3,7 +3,7 @@
 // rest of the answer (fields, total, next_page) goes through JSON.parse. JSON.parse alone would round
 // every number through a double.
 
-import { BACKSLASH, CLOSE_LIST, CLOSE_OBJECT, COLON, COMMA, isSpaceByte, OPEN_LIST, OPEN_OBJECT, QUOTE } from "../format/json-scan.ts";
+import { BACKSLASH, CLOSE_LIST, CLOSE_OBJECT, COLON, COMMA, isSpaceByte, OPEN_LIST, OPEN_OBJECT, QUOTE } from "../rows/json-bytes.ts";
 
 /** The source text of one JSON value, exactly as CKAN wrote it (`undefined`: the value is absent). */
 export type RawValue = string;

@@ -1,4 +1,5 @@
-import type { Config } from "../config.ts";
+import { cacheKey } from "../protocol/cache-key.ts";
+import type { Config } from "../config/config.ts";
 
 /**
  * A discovery answer, kept in the edge cache like exports (CACHE_TTL_SECONDS; 0: not kept): the page
@@ -9,10 +10,8 @@ import type { Config } from "../config.ts";
 export async function cachedJson(url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
   const ttl = config.cacheTtlSeconds;
   const operatorsOnly = config.linkSigningKey !== undefined;
-  // The settings that shape the answer: the site, what each alias stands for, the row maximum, whether
-  // a token is set (what is readable; never the token), the allow-list rule.
-  const settings = JSON.stringify([config.datastoreSearchUrl, [...config.resources], config.maxRows, config.apiToken !== undefined, config.allowUnlisted]);
-  const key = `${url.origin}${url.pathname}?settings=${encodeURIComponent(settings)}`;
+  // What each alias stands for shapes every discovery answer.
+  const key = cacheKey(url, config, [[...config.resources]]);
   if (ttl > 0 && !operatorsOnly && !fresh) {
     const hit = await caches.default.match(key);
     if (hit !== undefined) {

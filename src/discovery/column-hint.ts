@@ -1,10 +1,10 @@
 import { CkanClient } from "../ckan/client.ts";
-import { sortColumns } from "../ckan/sort.ts";
+import { sortColumns } from "../query/sort.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
-import { parseExportQuery } from "../export/query.ts";
-import { isFormatName } from "../format/index.ts";
+import { parseExportQuery } from "../query/export-query.ts";
+import { isFormatName } from "../query/formats.ts";
 import { tableInfo } from "./table-info.ts";
 
 const COLUMN_PARAMETERS = /^(fields|sort|filters|filter\..*)$/;

@@ -1,5 +1,5 @@
-import type { Env } from "../env.ts";
-import { FORMATS } from "../format/index.ts";
+import type { Env } from "../config/env.ts";
+import { FORMATS } from "../query/formats.ts";
 
 /** A browser asks for HTML; curl (any type), fetch() and JSON clients keep the JSON index. */
 export const wantsPage = (request: Request): boolean => /\btext\/html\b/i.test(request.headers.get("accept") ?? "");

@@ -1,8 +1,8 @@
-import { parameterAnchor, parametersFor, type Parameter } from "../export/params.ts";
-import { FORMATS, type FormatName } from "../format/index.ts";
+import { parameterAnchor, parametersFor, type Parameter } from "../query/params.ts";
+import { FORMATS, type FormatName } from "../query/formats.ts";
 
 // GET /openapi.json: an OpenAPI 3.1 description of every route, its export parameters rendered from
-// the one parameter table (src/export/params.ts), so the parser, the README and this never disagree.
+// the one parameter table (src/query/params.ts), so the parser, the README and this never disagree.
 
 type Json = Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 
 export interface ResourceText {

@@ -1,10 +1,9 @@
 import { CkanClient } from "../ckan/client.ts";
-import { isBefore212 } from "../ckan/first-page.ts";
+import { isBefore212 } from "../ckan/keyset-probe.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import type { Config } from "../config.ts";
-import { HttpError, toHttpError } from "../errors.ts";
-import { FORMATS } from "../format/index.ts";
-import { clip } from "../text.ts";
+import type { Config } from "../config/config.ts";
+import { HttpError, toHttpError, clip } from "../errors.ts";
+import { FORMATS } from "../query/formats.ts";
 import { resourceText } from "./resource-show.ts";
 import { probeDistinctValues, tableInfo, type ColumnInfo } from "./table-info.ts";
 

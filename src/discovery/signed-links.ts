@@ -1,7 +1,7 @@
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { badRequest, HttpError } from "../errors.ts";
-import { parseExportQuery } from "../export/query.ts";
-import { isFormatName } from "../format/index.ts";
+import { parseExportQuery } from "../query/export-query.ts";
+import { isFormatName } from "../query/formats.ts";
 import { signedPath } from "../security/signature.ts";
 
 /** Ten years: a longer expiry is a link that never expires, which is what leaving it out says. */

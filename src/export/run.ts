@@ -1,14 +1,15 @@
 import type { CkanClient } from "../ckan/client.ts";
-import { describeTable, openTable, type Table } from "../ckan/pages.ts";
-import type { Config } from "../config.ts";
+import { describeTable, openTable, type Table } from "../ckan/table.ts";
+import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
-import type { PassthroughFactory } from "../format/batch.ts";
+import type { PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
-import { formatMaxRows, FORMATS, type Format, type FormatName } from "../format/index.ts";
-import { encodeTable, toByteStream, type ByteStreamHooks } from "./encode.ts";
-import { packing } from "./pack.ts";
-import type { ExportQuery } from "./query.ts";
+import { formatMaxRows, type FormatName } from "../query/formats.ts";
+import { ENCODERS } from "../format/index.ts";
+import { encodeTable, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
+import { packing } from "./container.ts";
+import type { ExportQuery } from "../query/export-query.ts";
 
 /** Live counters of one export, final once its byte stream has ended. */
 export interface ExportProgress {
@@ -51,7 +52,7 @@ export async function runExport(
   client: CkanClient,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<ExportRun> {
-  const format: Format = FORMATS[query.format];
+  const format = ENCODERS[query.format];
   const abort = new AbortController();
   const table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
     pageSize: config.pageSize,

@@ -6,8 +6,8 @@ import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
 import { csvEncoder } from "./csv.ts";
 import { csvRecordsReader } from "./csv-passthrough.ts";
-import { memberAt } from "./json-scan.ts";
-import type { Column } from "./types.ts";
+import { memberAt } from "../rows/json-bytes.ts";
+import type { Column } from "../rows/types.ts";
 
 const utf8 = new TextEncoder();
 

@@ -1,8 +1,8 @@
-import { grownBytes, grownEnds, type RecordsReader } from "./batch.ts";
+import { grownBytes, grownEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, pageBuffer, readCell, scanned } from "./csv-records.ts";
-import { isJsonType, isNumericType, isPlainNumber } from "./guard.ts";
-import { BACKSLASH, COMMA, CR, LF, NotTheJson, QUOTE, SPACE, TAB } from "./json-scan.ts";
-import type { Column } from "./types.ts";
+import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
+import { BACKSLASH, COMMA, CR, LF, NotTheJson, QUOTE, SPACE, TAB } from "../rows/json-bytes.ts";
+import type { Column } from "../rows/types.ts";
 
 /** How one incoming column is written: as is, text (guarded or not), a boolean, JSON text, or not at all. */
 const Action = { Copy: 0, Text: 1, Guarded: 2, Bool: 3, Json: 4, Drop: 5 } as const;

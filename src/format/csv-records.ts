@@ -2,9 +2,9 @@
 // every non-ASCII character as `\uXXXX`) holding PostgreSQL's CSV (LF rows, quotes doubled, null an
 // empty unquoted cell). Read here cell by cell straight from the answer's bytes, for the readers
 // that write them as CSV (csv-passthrough.ts) or as JSON (json-from-csv.ts).
-import { NotTheJson } from "./json-scan.ts";
+import { NotTheJson } from "../rows/json-bytes.ts";
 
-// Module constants rather than json-scan.ts's imports: `readCell` compares each byte with them, and
+// Module constants rather than rows/json-bytes.ts's imports: `readCell` compares each byte with them, and
 // imported bindings measured about 10% slower there (reading a 32,000-row page, in Node).
 const QUOTE = 34;
 const BACKSLASH = 92;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { csvEncoder } from "./csv.ts";
-import type { Column, CsvOptions } from "./types.ts";
+import type { Column } from "../rows/types.ts";
+import type { CsvOptions } from "../query/formats.ts";
 
 const columns: Column[] = [
   { id: "id", type: "int4" },

@@ -1,6 +1,9 @@
 import Papa from "papaparse";
-import { guardFormula, isJsonType, isNumericType, PLAIN_NUMBER } from "./guard.ts";
-import type { Column, CsvOptions, Encoder, Row } from "./types.ts";
+import { guardFormula } from "./guard.ts";
+import { isJsonType, isNumericType, PLAIN_NUMBER } from "../rows/values.ts";
+import type { Column, Row } from "../rows/types.ts";
+import type { CsvOptions } from "../query/formats.ts";
+import type { Encoder } from "./types.ts";
 
 const CRLF = "\r\n";
 const BOM = "\ufeff";

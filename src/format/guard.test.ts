@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { guardFormula, isNumericType } from "./guard.ts";
+import { guardFormula } from "./guard.ts";
+import { isNumericType } from "../rows/values.ts";
 
 describe("formula guard", () => {
   it.each([

@@ -5,8 +5,8 @@ import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
 import { jsonCsvReader } from "./json-from-csv.ts";
-import { memberAt, NotTheJson } from "./json-scan.ts";
-import type { Column } from "./types.ts";
+import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
+import type { Column } from "../rows/types.ts";
 
 const utf8 = new TextEncoder();
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);

@@ -1,8 +1,8 @@
-import { grownBytes, grownEnds, type RecordsReader } from "./batch.ts";
+import { grownBytes, grownEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, doubledQuote, endOfCell, hex4, pageBuffer, readCell, scanned, writeEscape } from "./csv-records.ts";
-import { isJsonType, isNumericType, isPlainNumber } from "./guard.ts";
-import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "./json-scan.ts";
-import type { Column } from "./types.ts";
+import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
+import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "../rows/json-bytes.ts";
+import type { Column } from "../rows/types.ts";
 
 const utf8 = new TextEncoder();
 

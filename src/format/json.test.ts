@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
-import type { Column } from "./types.ts";
+import type { Column } from "../rows/types.ts";
 
 const columns: Column[] = [
   { id: "amount", type: "numeric" },

@@ -1,5 +1,6 @@
-import { isJsonType } from "./guard.ts";
-import type { Column, Encoder, Row } from "./types.ts";
+import { isJsonType } from "../rows/values.ts";
+import type { Column, Row } from "../rows/types.ts";
+import type { Encoder } from "./types.ts";
 
 /**
  * `{"a":` and `,"b":` written once per export; values are CKAN's own JSON text, copied, so a record

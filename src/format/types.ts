@@ -1,28 +1,4 @@
-/** A column as CKAN describes it: id and PostgreSQL type name. */
-export interface Column {
-  id: string;
-  type: string;
-  /** The data dictionary's label for the column (CKAN's `fields[].info.label`), when it has one. */
-  label?: string;
-}
-
-/**
- * A row: one cell per output column, in column order, each the exact JSON text CKAN wrote for the
- * value (`-0.50`, `"text"`, `["a","b"]`, `null`); undefined where CKAN sent no value. Extra trailing
- * cells are ignored.
- */
-export type Row = (string | undefined)[];
-
-/** How a CSV or TSV export is written. */
-export interface CsvOptions {
-  bom: boolean;
-  /** The header row: column ids, the data dictionary's labels (ids where a column has none), or none. */
-  header: "id" | "label" | "none";
-  delimiter: string;
-  formulaGuard: boolean;
-  /** The decimal mark of numbers in numeric columns: "," for locales that read `-0,50` as a number. */
-  decimal: "." | ",";
-}
+import type { Row } from "../rows/types.ts";
 
 /**
  * One renderer per format. An instance writes one export: `begin` once, `page` per upstream page

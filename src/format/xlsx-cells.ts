@@ -1,4 +1,4 @@
-import { isJsonType, isNumericType, PLAIN_NUMBER, significantDigits } from "./guard.ts";
+import { isJsonType, isNumericType, PLAIN_NUMBER, significantDigits } from "../rows/values.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 /** How a column's values become cells; a value that does not fit its column's kind is text. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readWorkbook } from "../../test/xlsx-reader.ts";
-import type { Column, Row } from "./types.ts";
+import type { Column, Row } from "../rows/types.ts";
 import { excelDate, exactDouble, MAX_CELL_TEXT } from "./xlsx-cells.ts";
 import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
 

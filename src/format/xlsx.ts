@@ -1,7 +1,8 @@
 import { HttpError } from "../errors.ts";
 import { cellKind, cellXml, textCell } from "./xlsx-cells.ts";
 import { FIXED_PARTS, SHEET_END, SHEET_PATH, sheetStart, STYLE } from "./xlsx-parts.ts";
-import type { Column, Encoder, Row } from "./types.ts";
+import type { Column, Row } from "../rows/types.ts";
+import type { Encoder } from "./types.ts";
 import { zipStream } from "./zip-stream.ts";
 
 /** Rows an Excel sheet holds, the header row included. */

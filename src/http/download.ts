@@ -1,7 +1,7 @@
-import type { Table } from "../ckan/pages.ts";
-import { contentDisposition } from "../export/filename.ts";
-import type { ExportQuery } from "../export/query.ts";
-import { FORMATS } from "../format/index.ts";
+import type { Table } from "../ckan/table.ts";
+import { contentDisposition } from "../query/filename.ts";
+import type { ExportQuery } from "../query/export-query.ts";
+import { FORMATS } from "../query/formats.ts";
 
 /** The headers that describe an export download: type, name and CKAN's count of matching rows. */
 export function downloadHeaders(query: ExportQuery, table: Pick<Table, "total">): Headers {

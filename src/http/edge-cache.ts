@@ -1,29 +1,7 @@
-import type { Config } from "../config.ts";
-import { canonicalLink } from "../security/signature.ts";
+import type { Config } from "../config/config.ts";
 import { boundedTee } from "./bounded-tee.ts";
-import { etagMatches, etagOf, notModified } from "../conditional.ts";
+import { etagMatches, etagOf, notModified } from "../protocol/conditional.ts";
 import type { ExportProgress } from "../export/run.ts";
-
-/**
- * Bumped whenever a release changes what an export's bytes are for the same link and settings, so
- * an entry written by an older release is never served by a newer one.
- */
-const OUTPUT_REVISION = "3";
-
-/**
- * The cache key: route plus canonical query, so reordered parameters, signatures, expiries and `_`
- * cache busters share one entry; plus every setting that shapes the answer, so a changed setting
- * never serves an old entry: the CKAN site, the resource an alias stands for today, MAX_ROWS,
- * whether a token is set (what private data is readable; never the token itself), the allow-list
- * rule, and the output revision.
- */
-export function cacheKey(url: URL, config: Config, resourceId: string): string {
-  const params = new URLSearchParams([...url.searchParams].filter(([name]) => name !== "exp"));
-  params.set("site", config.datastoreSearchUrl);
-  const settings = [resourceId, config.maxRows, config.apiToken !== undefined, config.allowUnlisted, OUTPUT_REVISION];
-  params.set("settings", settings.join("|"));
-  return `${url.origin}${canonicalLink(url.pathname, params)}`;
-}
 
 /** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
 export const etagKey = (key: string): string => `${key}&~etag`;

@@ -1,14 +1,15 @@
 import { CkanClient } from "../ckan/client.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import { contentEtag, etagMatches, notModified } from "../conditional.ts";
-import type { Config } from "../config.ts";
+import { contentEtag, etagMatches, notModified } from "../protocol/conditional.ts";
+import type { Config } from "../config/config.ts";
 import { HttpError, requireGetOrHead } from "../errors.ts";
-import { parseExportQuery, type ExportQuery } from "../export/query.ts";
+import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
 import { describeExport, runExport } from "../export/run.ts";
-import { FORMATS, isFormatName } from "../format/index.ts";
+import { FORMATS, isFormatName } from "../query/formats.ts";
+import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { downloadHeaders } from "./download.ts";
-import { cachedExport, cacheKey, clientCacheControl, storeWhileStreaming, storeWhole, wantsFresh, type CachePolicy } from "./edge-cache.ts";
+import { cachedExport, clientCacheControl, storeWhileStreaming, storeWhole, wantsFresh, type CachePolicy } from "./edge-cache.ts";
 import type { RequestInfo } from "./request-log.ts";
 
 export interface ExportRouteDeps {
@@ -44,7 +45,7 @@ export async function exportRoute(request: Request, format: string, deps: Export
   info.resource = query.alias ?? query.resourceId;
 
   const policy: CachePolicy = { ttlSeconds: config.cacheTtlSeconds, staleSeconds: config.cacheStaleSeconds };
-  const key = config.cacheTtlSeconds > 0 ? cacheKey(url, config, query.resourceId) : undefined;
+  const key = config.cacheTtlSeconds > 0 ? cacheKey(url, config, [query.resourceId]) : undefined;
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {

@@ -1,6 +1,6 @@
 import { toHttpError } from "../errors.ts";
 import { csvCell } from "../format/csv.ts";
-import { FORMATS, isFormatName, type Format } from "../format/index.ts";
+import { FORMATS, isFormatName, type Format } from "../query/formats.ts";
 import { xlsxEncoder, xlsxPackage } from "../format/xlsx.ts";
 
 /**

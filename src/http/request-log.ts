@@ -1,5 +1,5 @@
-import { log } from "../log.ts";
-import type { Redact } from "../secrets.ts";
+import { log } from "../log/log.ts";
+import type { Redact } from "../log/redact.ts";
 
 /** What the request log line needs, gathered while the request runs. */
 export interface RequestInfo {

@@ -1,4 +1,4 @@
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 
 const EXPOSED = "X-Total-Count, Content-Disposition, Content-Length, X-Cache, X-Request-Id, Retry-After";
 

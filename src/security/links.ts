@@ -1,4 +1,4 @@
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
 import { verifyLink } from "./signature.ts";
 

@@ -1,5 +1,5 @@
-import type { Config } from "../config.ts";
-import type { Env } from "../env.ts";
+import type { Config } from "../config/config.ts";
+import type { Env } from "../config/env.ts";
 import { HttpError } from "../errors.ts";
 
 /**

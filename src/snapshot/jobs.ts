@@ -1,8 +1,8 @@
-import type { Config } from "../config.ts";
-import { structuredSetting } from "../settings.ts";
+import type { Config } from "../config/config.ts";
+import { structuredSetting } from "../config/settings.ts";
 import { HttpError } from "../errors.ts";
-import { FORMATS, isFormatName, type FormatName } from "../format/index.ts";
-import { parseExportQuery, type ExportQuery } from "../export/query.ts";
+import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
+import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
 
 /** A validated snapshot job: one export query per format, written to R2 under `<name>/`. */
 export interface SnapshotJob {

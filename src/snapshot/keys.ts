@@ -1,4 +1,4 @@
-import { FORMATS, isFormatName, type FormatName } from "../format/index.ts";
+import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 
 /** `YYYYMMDDTHHmmssZ` in UTC: sorts as text in time order and is safe in a URL and a key. */
 export function stamp(time: number): string {

@@ -1,5 +1,4 @@
-import { sleep } from "../sleep.ts";
-import type { FormatName } from "../format/index.ts";
+import type { FormatName } from "../query/formats.ts";
 import { manifestKey } from "./keys.ts";
 
 /** One kept snapshot, as `manifest.json` lists it. */
@@ -52,7 +51,7 @@ export async function updateManifest(bucket: R2Bucket, job: string, change: (man
       onlyIf: object === null ? { etagDoesNotMatch: "*" } : { etagMatches: object.etag },
     });
     if (written !== null) return manifest;
-    await sleep(20 + Math.random() * 80 * (attempt + 1));
+    await scheduler.wait(20 + Math.random() * 80 * (attempt + 1));
   }
   throw new Error(`the manifest of ${job} kept changing under this run`);
 }

@@ -1,4 +1,4 @@
-import { hex } from "../text.ts";
+import { hex } from "../protocol/conditional.ts";
 
 /** R2's most parts per upload: with equal parts this bounds the largest snapshot. */
 const MAX_PARTS = 10_000;

@@ -1,12 +1,12 @@
 import { CkanClient } from "../ckan/client.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { toHttpError } from "../errors.ts";
-import { contentDisposition } from "../export/filename.ts";
+import { contentDisposition } from "../query/filename.ts";
 import { runExport } from "../export/run.ts";
-import { FORMATS, type FormatName } from "../format/index.ts";
-import type { Redact } from "../secrets.ts";
-import { log } from "../log.ts";
+import { FORMATS, type FormatName } from "../query/formats.ts";
+import type { Redact } from "../log/redact.ts";
+import { log } from "../log/log.ts";
 import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, stagingKey, stamp } from "./keys.ts";
 import { expired, newestFirst, readManifest, updateManifest, type SnapshotEntry } from "./manifest.ts";

@@ -1,11 +1,11 @@
 import type { IRequest } from "itty-router";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 import { configError, HttpError, requireGetOrHead } from "../errors.ts";
-import { FORMATS } from "../format/index.ts";
+import { FORMATS } from "../query/formats.ts";
 import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
 import { readManifest } from "./manifest.ts";
-import { ifRangeHolds, parseRange } from "./range.ts";
+import { ifRangeHolds, parseRange } from "../protocol/range.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {

@@ -11,30 +11,35 @@ import { OFFLINE_WRANGLER } from "../../scripts/offline.ts";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
- * Layers, lowest first: a module may import its own folder or a lower layer, never a higher one or a
- * sibling on its own layer (http/ and snapshot/ serve different sinks and share only what is below).
+ * Layers, lowest first, in the pipeline's order: query string -> validated export query -> upstream
+ * pages -> encoder -> byte stream -> sinks -> routes. Below them sit what every layer shares: the
+ * configuration, errors and logging; the row model (which upstream produces and encoders consume)
+ * and the rules of HTTP every sink follows (conditional requests, ranges, cache keys); link guards.
+ * A module may import its own folder or a lower rank, never a higher one or a sibling of its rank.
  */
-const LAYERS: Array<[string, RegExp]> = [
-  ["leaves", /^src\/[^/]+\.ts$/],
-  ["format", /^src\/format\//],
-  ["ckan", /^src\/ckan\//],
-  ["export", /^src\/export\//],
-  ["security", /^src\/security\//],
-  ["http", /^src\/http\//],
-  ["snapshot", /^src\/snapshot\//],
-  ["discovery", /^src\/discovery\//],
-  ["app", /^src\/app\.ts$/],
-  ["index", /^src\/index\.ts$/],
+const LAYERS: Array<[string, number, RegExp]> = [
+  ["config", 1, /^src\/config\//],
+  ["errors", 0, /^src\/errors\.ts$/],
+  ["log", 2, /^src\/log\//],
+  ["rows", 3, /^src\/rows\//],
+  ["protocol", 3, /^src\/protocol\//],
+  ["query", 4, /^src\/query\//],
+  ["security", 4, /^src\/security\//],
+  ["upstream", 5, /^src\/ckan\//],
+  ["encode", 6, /^src\/format\//],
+  ["stream", 7, /^src\/export\//],
+  ["http sink", 8, /^src\/http\//],
+  ["r2 sink", 8, /^src\/snapshot\//],
+  ["discovery", 8, /^src\/discovery\//],
+  ["routes", 9, /^src\/routes\//],
+  ["app", 10, /^src\/app\.ts$/],
+  ["index", 11, /^src\/index\.ts$/],
 ];
-/** Same-layer siblings that may not import each other; layers listed together share a rank. */
-const RANK: Record<string, number> = { leaves: 0, format: 1, ckan: 2, export: 3, security: 3, http: 4, snapshot: 4, discovery: 4, app: 5, index: 6 };
 
-const layerOf = (file: string): string => {
-  // app.ts and index.ts are more specific than "a file directly in src/".
-  for (const name of ["index", "app"]) if (LAYERS.find(([n]) => n === name)![1].test(file)) return name;
-  const found = LAYERS.find(([, pattern]) => pattern.test(file));
+const layerOf = (file: string): [string, number] => {
+  const found = LAYERS.find(([, , pattern]) => pattern.test(file));
   if (found === undefined) throw new Error(`${file} belongs to no layer`);
-  return found[0];
+  return [found[0], found[1]];
 };
 
 function sourceFiles(dir: string): string[] {
@@ -87,10 +92,10 @@ describe("the import graph of src/", () => {
   it("only imports downwards: a module never imports a layer above it or a sibling layer", () => {
     const upward: string[] = [];
     for (const [file, targets] of graph) {
-      const from = layerOf(file);
+      const [from, fromRank] = layerOf(file);
       for (const target of targets) {
-        const to = layerOf(target);
-        if (to !== from && RANK[to]! >= RANK[from]!) upward.push(`${file} (${from}) imports ${target} (${to})`);
+        const [to, toRank] = layerOf(target);
+        if (to !== from && toRank >= fromRank) upward.push(`${file} (${from}) imports ${target} (${to})`);
       }
     }
     expect(upward).toEqual([]);

@@ -1,4 +1,4 @@
-// The README's parameter table is the parameter table in src/export/params.ts, rendered.
+// The README's parameter table is the parameter table in src/query/params.ts, rendered.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { withParameterTable } from "../../scripts/docs.ts";

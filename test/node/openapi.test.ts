@@ -2,7 +2,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { openApiDocument } from "../../src/discovery/openapi.ts";
-import { PARAMETERS } from "../../src/export/params.ts";
+import { PARAMETERS } from "../../src/query/params.ts";
 
 describe("the OpenAPI description", () => {
   const document = openApiDocument("https://export.example.org");

@@ -1,5 +1,4 @@
-import { badRequest } from "../errors.ts";
-import { clip } from "../text.ts";
+import { badRequest, clip } from "../errors.ts";
 
 const SORT_PART = /^\s*("(?:[^"]|"")+"|[^\s",]+)(?:\s+(asc|desc))?\s*$/i;
 

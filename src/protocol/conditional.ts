@@ -1,4 +1,6 @@
-import { hex } from "./text.ts";
+/** Lower-case hex of bytes (digests in ETags and R2 metadata). */
+export const hex = (bytes: ArrayBuffer | Uint8Array): string =>
+  [...(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 /** A strong ETag: the content's own SHA-256, identical for identical bytes whoever computed it. */
 export const etagOf = (sha256: ArrayBuffer): string => `"${hex(new Uint8Array(sha256).slice(0, 16))}"`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FIRST_PAGE_ROWS, PageSizer, TARGET_PAGE_BYTES } from "./page-size.ts";
+import { FIRST_PAGE_ROWS, PageSizer, TARGET_PAGE_BYTES } from "./page-budget.ts";
 
 describe("page sizes", () => {
   it("starts small, then sizes pages by the bytes a row costs, up to the cap", () => {

@@ -1,8 +1,9 @@
 import { HttpError } from "../errors.ts";
-import { batchRows, leadingRows, type Batch, type RecordsReader } from "../format/batch.ts";
+import { batchRows, leadingRows, type Batch, type RecordsReader } from "../rows/batch.ts";
 import type { CkanClient } from "./client.ts";
-import { ISOLATE_PAGE_BUDGET, TARGET_PAGE_BYTES, type PageSizer } from "./page-size.ts";
-import type { Filters, SearchRequest, SearchResult } from "./types.ts";
+import { ISOLATE_PAGE_BUDGET, TARGET_PAGE_BYTES, type PageSizer } from "./page-budget.ts";
+import type { Filters } from "../query/table-query.ts";
+import type { SearchRequest, SearchResult } from "./types.ts";
 
 /**
  * A stretch of the table one request asks for: rows from an offset (CKAN before 2.12, or a user's

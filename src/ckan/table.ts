@@ -1,13 +1,14 @@
 import { HttpError } from "../errors.ts";
-import type { Batch, PassthroughFactory } from "../format/batch.ts";
-import type { Column } from "../format/types.ts";
+import type { Batch, PassthroughFactory } from "../rows/batch.ts";
+import type { Column } from "../rows/types.ts";
 import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
-import { fetchFirstPage, isBefore212, mayUseKeyset } from "./first-page.ts";
-import { idStretches, offsetStretches, readPages, type Page, type StretchPlanner } from "./page-loop.ts";
-import { PageSizer, rowsPerPage } from "./page-size.ts";
-import { sortColumns } from "./sort.ts";
-import { isRangeFilter, type SearchRequest, type SearchResult, type TableQuery } from "./types.ts";
+import { fetchFirstPage, isBefore212, mayUseKeyset } from "./keyset-probe.ts";
+import { idStretches, offsetStretches, readPages, type Page, type StretchPlanner } from "./paging.ts";
+import { PageSizer, rowsPerPage } from "./page-budget.ts";
+import { sortColumns } from "../query/sort.ts";
+import { isRangeFilter, type TableQuery } from "../query/table-query.ts";
+import type { SearchRequest, SearchResult } from "./types.ts";
 
 /** An opened export: the first page is already fetched, so early failures get a real status. */
 export interface Table {

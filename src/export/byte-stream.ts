@@ -1,4 +1,4 @@
-import type { Table } from "../ckan/pages.ts";
+import type { Table } from "../ckan/table.ts";
 import { HttpError, toHttpError } from "../errors.ts";
 import type { Encoder } from "../format/types.ts";
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../config.ts";
+import { parseConfig } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
-import type { FormatName } from "../format/index.ts";
-import { parseExportQuery } from "./query.ts";
+import type { FormatName } from "./formats.ts";
+import { parseExportQuery } from "./export-query.ts";
 
 const config = parseConfig({
   CKAN_BASE_URL: "https://portal.example/data/en",

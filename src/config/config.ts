@@ -1,6 +1,6 @@
 import type { Env } from "./env.ts";
-import { HttpError } from "./errors.ts";
-import { configError } from "./errors.ts";
+import { HttpError } from "../errors.ts";
+import { configError } from "../errors.ts";
 import { integerSetting, structuredSetting, UUID_PATTERN } from "./settings.ts";
 
 /** Everything the worker reads from its environment, validated once. */

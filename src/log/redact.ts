@@ -1,4 +1,4 @@
-import type { Env } from "./env.ts";
+import type { Env } from "../config/env.ts";
 
 export type Redact = (text: string) => string;
 

@@ -1,4 +1,4 @@
-import { configError } from "./errors.ts";
+import { configError } from "../errors.ts";
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

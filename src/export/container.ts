@@ -1,5 +1,5 @@
 import { toHttpError, type HttpError } from "../errors.ts";
-import type { ByteStreamHooks } from "./encode.ts";
+import type { ByteStreamHooks } from "./byte-stream.ts";
 
 /**
  * A format whose encoded bytes go into a container (XLSX: a ZIP around the sheet): the encoded

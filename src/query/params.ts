@@ -1,4 +1,4 @@
-import { FORMATS, type FormatName } from "../format/index.ts";
+import { FORMATS, type FormatName } from "./formats.ts";
 
 /**
  * The one table of link parameters. The query parser takes its names, enums and bounds from here;

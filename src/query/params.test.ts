@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../config.ts";
-import { FORMATS, type FormatName } from "../format/index.ts";
+import { parseConfig } from "../config/config.ts";
+import { FORMATS, type FormatName } from "./formats.ts";
 import { parametersFor, parameterEntry, PARAMETERS } from "./params.ts";
-import { allowedParams, parseExportQuery } from "./query.ts";
+import { allowedParams, parseExportQuery } from "./export-query.ts";
 
 const config = parseConfig({ CKAN_BASE_URL: "https://portal.example", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" } });
 

@@ -1,13 +1,12 @@
-import { sortColumns } from "../ckan/sort.ts";
-import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, type RangeOperator, type TableQuery } from "../ckan/types.ts";
-import type { Config } from "../config.ts";
-import { badRequest, HttpError } from "../errors.ts";
+import { sortColumns } from "./sort.ts";
+import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, type RangeOperator, type TableQuery } from "./table-query.ts";
+import type { Config } from "../config/config.ts";
+import { badRequest, HttpError, clip } from "../errors.ts";
 import { downloadName } from "./filename.ts";
-import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "../format/index.ts";
-import { significantDigits } from "../format/guard.ts";
-import { UUID_PATTERN } from "../settings.ts";
+import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "./formats.ts";
+import { significantDigits } from "../rows/values.ts";
+import { UUID_PATTERN } from "../config/settings.ts";
 import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES } from "./params.ts";
-import { clip } from "../text.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
 export interface ExportQuery extends TableQuery {
