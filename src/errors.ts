@@ -24,15 +24,16 @@ export class HttpError extends Error {
 }
 
 /** A 500 that names the setting an operator must fix, never its value. */
+/**
+ * A 503 that names the setting an operator must fix and where, never its value: the worker cannot
+ * serve until it is set, and every route says so the same way.
+ */
 export const configError = (setting: string, problem: string): HttpError =>
-  new HttpError(500, `The worker is misconfigured: setting ${setting} ${problem}. An operator must fix it.`, { setting });
-
-/** Exports and snapshot files are read-only: anything but GET and HEAD is a 405 naming both. */
-export function requireGetOrHead(method: string, what: string): void {
-  if (method !== "GET" && method !== "HEAD") {
-    throw new HttpError(405, `${what} are read with GET (or HEAD).`, { headers: { allow: "GET, HEAD" } });
-  }
-}
+  new HttpError(
+    503,
+    `The worker is not configured: setting ${setting} ${problem}. An operator must set it: in wrangler.toml under [vars] (npm run setup writes CKAN_BASE_URL and RESOURCES), with a binding for SNAPSHOTS, or in the dashboard's Variables, then deploy again.`,
+    { setting },
+  );
 
 export const badRequest = (parameter: string, message: string): HttpError =>
   new HttpError(400, message, { parameter });

@@ -389,6 +389,14 @@ describe("routes and configuration", () => {
     const notFound = await get("/nope");
     expect(notFound.status).toBe(404);
     expect(notFound.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    // The 404 lists what there is, from the route table: every export format included.
+    const { message } = ((await notFound.json()) as { error: { message: string } }).error;
+    for (const route of ["GET|HEAD /export.csv", "GET|HEAD /export.xlsx", "GET /resources", "POST /links", "GET|HEAD /snapshots/{name}/{file}"]) expect(message).toContain(route);
+    // A path that exists, asked with a method it does not answer: 405 naming the ones it does.
+    const postList = await get("/resources", { method: "POST" });
+    expect(postList.status).toBe(405);
+    expect(postList.headers.get("allow")).toBe("GET");
+    expect(((await postList.json()) as { error: { message: string } }).error.message).toBe("POST is not how /resources is used: it answers GET.");
     expect((await get("/export.xml?resource=sample")).status).toBe(404);
     const post = await get("/export.csv?resource=sample", { method: "POST" });
     expect(post.status).toBe(405);
@@ -404,10 +412,15 @@ describe("routes and configuration", () => {
     });
   });
 
-  it("reports a bad setting as a 500 naming it, and accepts RESOURCES as a table or JSON text", async () => {
-    const missing = await harness({ env: { CKAN_BASE_URL: undefined } }).get("/export.csv?resource=sample");
-    expect(missing.status).toBe(500);
-    expect(((await missing.json()) as { error: { setting: string } }).error.setting).toBe("CKAN_BASE_URL");
+  it("reports a bad setting as a 503 naming it on every route, and accepts RESOURCES as a table or JSON text", async () => {
+    const unset = harness({ env: { CKAN_BASE_URL: undefined } });
+    for (const path of ["/export.csv?resource=sample", "/resources", "/snapshots", "/openapi.json", "/nowhere"]) {
+      const missing = await unset.get(path);
+      expect(missing.status, path).toBe(503);
+      const { error } = (await missing.json()) as { error: { setting: string; message: string } };
+      expect(error.setting).toBe("CKAN_BASE_URL");
+      expect(error.message).toContain("wrangler.toml");
+    }
     const broken = await harness({ env: { RESOURCES: "{sample:" } }).get("/export.csv?resource=sample");
     expect(((await broken.json()) as { error: { setting: string } }).error.setting).toBe("RESOURCES");
     const badRows = await harness({ env: { MAX_ROWS: "lots" } }).get("/export.csv?resource=sample");

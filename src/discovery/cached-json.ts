@@ -1,3 +1,4 @@
+import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import type { Config } from "../config/config.ts";
 
@@ -7,7 +8,7 @@ import type { Config } from "../config/config.ts";
  * scan. The key holds the settings that shape the answer, so a settings change (another site, an alias
  * moved to another table) never serves an old answer. With signing on the answer is for operators: never stored where a proxy could share it.
  */
-export async function cachedJson(url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
+export async function cachedJson(request: Request, url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
   const ttl = config.cacheTtlSeconds;
   const operatorsOnly = config.linkSigningKey !== undefined;
   // What each alias stands for shapes every discovery answer.
@@ -15,19 +16,25 @@ export async function cachedJson(url: URL, config: Config, build: () => Promise<
   if (ttl > 0 && !operatorsOnly && !fresh) {
     const hit = await caches.default.match(key);
     if (hit !== undefined) {
-      const response = new Response(hit.body, hit);
-      response.headers.set("x-cache", "HIT");
-      return response;
+      const headers = new Headers(hit.headers);
+      headers.set("x-cache", "HIT");
+      const conditional = conditionalAnswer(request, headers);
+      if (conditional !== undefined) {
+        await hit.body?.cancel();
+        return conditional;
+      }
+      return new Response(hit.body, { headers });
     }
   }
   const headers = new Headers({
     "content-type": "application/json; charset=utf-8",
     "cache-control": operatorsOnly ? "private, no-store" : ttl > 0 ? `public, max-age=${ttl}` : "no-cache",
   });
-  const body = JSON.stringify(await build(), null, 2);
+  const body = new Uint8Array(new TextEncoder().encode(JSON.stringify(await build(), null, 2)));
+  headers.set("etag", await contentEtag(body));
   if (ttl > 0 && !operatorsOnly) {
     headers.set("x-cache", "MISS");
     await caches.default.put(key, new Response(body, { headers }));
   }
-  return new Response(body, { headers });
+  return conditionalAnswer(request, headers) ?? new Response(body, { headers });
 }

@@ -1,6 +1,6 @@
 import type { Config } from "../config/config.ts";
 import { boundedTee } from "./bounded-tee.ts";
-import { etagMatches, etagOf, notModified } from "../protocol/conditional.ts";
+import { conditionalAnswer, etagOf } from "../protocol/conditional.ts";
 import type { ExportProgress } from "../export/run.ts";
 
 /** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
@@ -72,9 +72,10 @@ export async function cachedExport(
   // Two fills of one key may overlap: a tag written by the other fill must not describe these bytes.
   const [tagFill, tag] = etag === undefined ? [] : (await etag.text()).split(" ");
   if (tag !== undefined && tagFill === fill && !headers.has("etag")) headers.set("etag", tag);
-  if (etagMatches(request.headers.get("if-none-match"), headers.get("etag"))) {
+  const conditional = conditionalAnswer(request, headers);
+  if (conditional !== undefined) {
     await cached.body?.cancel();
-    return notModified(headers);
+    return conditional;
   }
   if (request.method === "HEAD") {
     await cached.body?.cancel();

@@ -1,8 +1,8 @@
 import { CkanClient } from "../ckan/client.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import { contentEtag, etagMatches, notModified } from "../protocol/conditional.ts";
+import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
-import { HttpError, requireGetOrHead } from "../errors.ts";
+import { HttpError } from "../errors.ts";
 import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
 import { describeExport, runExport } from "../export/run.ts";
 import { FORMATS, isFormatName } from "../query/formats.ts";
@@ -25,7 +25,8 @@ interface Fresh {
   /** Undefined: caching is off. */
   key: string | undefined;
   policy: CachePolicy;
-  ifNoneMatch: string | null;
+  /** The client's request, whose preconditions a whole body is judged against; none for a background refresh. */
+  request: Request | undefined;
   report: (fields: Record<string, unknown>) => void;
 }
 
@@ -39,7 +40,6 @@ export async function exportRoute(request: Request, format: string, deps: Export
   if (!isFormatName(format)) {
     throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
   }
-  requireGetOrHead(request.method, "Exports");
   const url = new URL(request.url);
   const query = parseExportQuery(url.searchParams, format, config);
   info.resource = query.alias ?? query.resourceId;
@@ -49,7 +49,7 @@ export async function exportRoute(request: Request, format: string, deps: Export
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await freshExport({ query, key, policy, ifNoneMatch: null, report: () => {} }, deps);
+      const response = await freshExport({ query, key, policy, request: undefined, report: () => {} }, deps);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -65,7 +65,7 @@ export async function exportRoute(request: Request, format: string, deps: Export
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await freshExport({ query, key, policy, ifNoneMatch: request.headers.get("if-none-match"), report }, deps);
+  const response = await freshExport({ query, key, policy, request, report }, deps);
   info.completion = completion;
   return response;
 }
@@ -102,6 +102,7 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
   if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
-  if (etagMatches(fresh.ifNoneMatch, headers.get("etag"))) return notModified(headers);
+  const conditional = fresh.request && conditionalAnswer(fresh.request, headers);
+  if (conditional !== undefined) return conditional;
   return new Response(body.whole, { status: 200, headers });
 }

@@ -31,13 +31,3 @@ export function parseRange(header: string | null, size: number): RangeAnswer {
   const end = last === "" ? size - 1 : Math.min(Number(last), size - 1);
   return { kind: "part", offset, length: end - offset + 1 };
 }
-
-/** If-Range: the range applies only while the file is still the one the client has part of. */
-export function ifRangeHolds(header: string | null, etag: string, lastModified: Date): boolean {
-  if (header === null) return true;
-  const value = header.trim();
-  if (value.startsWith('"')) return value === etag;
-  if (value.startsWith("W/")) return false; // a weak tag never validates a range
-  const date = Date.parse(value);
-  return !Number.isNaN(date) && Math.floor(lastModified.getTime() / 1000) * 1000 === date;
-}

@@ -1,11 +1,11 @@
-import type { IRequest } from "itty-router";
 import type { Config } from "../config/config.ts";
-import { configError, HttpError, requireGetOrHead } from "../errors.ts";
+import { configError, HttpError } from "../errors.ts";
 import { FORMATS } from "../query/formats.ts";
 import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
 import { readManifest } from "./manifest.ts";
-import { ifRangeHolds, parseRange } from "../protocol/range.ts";
+import { conditionalAnswer, ifRangeHolds } from "../protocol/conditional.ts";
+import { parseRange } from "../protocol/range.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
@@ -57,57 +57,43 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
  * GET|HEAD /snapshots/<name>/<file>: streamed from R2 with validators, so a dashboard re-fetching a
  * snapshot gets a 304, and a client resuming a download gets a 206.
  */
-export async function serveSnapshotFile(request: IRequest, config: Config, bucket: R2Bucket): Promise<Response> {
-  requireGetOrHead(request.method, "Snapshots");
-  const job = findJob(config, String(request.params.name));
-  const file = parseSnapshotFile(String(request.params.file));
-  const notFound = new HttpError(404, `No snapshot ${String(request.params.file).slice(0, 64)} for job ${job.name}.`);
+export async function serveSnapshotFile(request: Request, name: string, fileName: string, config: Config, bucket: R2Bucket): Promise<Response> {
+  const job = findJob(config, name);
+  const file = parseSnapshotFile(fileName);
+  const notFound = new HttpError(404, `No snapshot ${fileName.slice(0, 64)} for job ${job.name}.`);
   if (file === undefined || (file.kind !== "manifest" && !job.formats.includes(file.format))) throw notFound;
   const key =
     file.kind === "manifest" ? manifestKey(job.name) : file.kind === "latest" ? latestKey(job.name, file.format) : datedKey(job.name, file.stamp, file.format);
 
   const head = await bucket.head(key);
   if (head === null) throw notFound;
-  const range = ifRangeHolds(request.headers.get("if-range"), head.httpEtag, head.uploaded)
-    ? parseRange(request.headers.get("range"), head.size)
-    : ({ kind: "whole" } as const);
-  // Preconditions (If-None-Match, If-Match, If-Modified-Since...) are R2's to judge; the range is ours.
-  const object = await bucket.get(key, {
-    onlyIf: new Headers(request.headers),
-    // Unsatisfiable: the body (an empty file's too) is never read, only the preconditions are judged.
-    ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : {}),
-  });
-  if (object === null) throw notFound;
   const out = new Headers();
-  object.writeHttpMetadata(out);
-  out.set("etag", object.httpEtag);
-  out.set("last-modified", object.uploaded.toUTCString());
+  head.writeHttpMetadata(out);
+  out.set("etag", head.httpEtag);
+  out.set("last-modified", head.uploaded.toUTCString());
   out.set("accept-ranges", "bytes");
-  if (!("body" in object)) {
-    // The precondition held back the body: If-None-Match matched (304) or If-Match/Unmodified-Since failed (412).
-    const notModified = request.headers.has("if-none-match") || request.headers.has("if-modified-since");
-    return new Response(null, { status: notModified ? 304 : 412, headers: out });
-  }
-  if (object.etag !== head.etag) {
-    await object.body.cancel();
-    throw new HttpError(503, "The snapshot was replaced while it was being read; try again.", { headers: { "retry-after": "1" } });
-  }
+  const conditional = conditionalAnswer(request, out);
+  if (conditional !== undefined) return conditional;
+  const range = ifRangeHolds(request, { etag: head.httpEtag, lastModified: head.uploaded }) ? parseRange(request.headers.get("range"), head.size) : ({ kind: "whole" } as const);
   if (range.kind === "unsatisfiable") {
-    await object.body.cancel();
     out.delete("content-type");
-    out.set("content-range", `bytes */${object.size}`);
+    out.set("content-range", `bytes */${head.size}`);
     return new Response(null, { status: 416, headers: out });
   }
   if (range.kind === "part") {
-    out.set("content-range", `bytes ${range.offset}-${range.offset + range.length - 1}/${object.size}`);
+    out.set("content-range", `bytes ${range.offset}-${range.offset + range.length - 1}/${head.size}`);
     out.set("content-length", String(range.length));
   } else {
-    out.set("content-length", String(object.size));
+    out.set("content-length", String(head.size));
   }
   const status = range.kind === "part" ? 206 : 200;
-  if (request.method === "HEAD") {
-    await object.body.cancel();
-    return new Response(null, { status, headers: out });
+  if (request.method === "HEAD") return new Response(null, { status, headers: out });
+  // The object the validators were judged on, or none: a `latest` replaced meanwhile must not be
+  // sent under the old one's ETag.
+  const object = await bucket.get(key, { onlyIf: { etagMatches: head.etag }, ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : {}) });
+  if (object === null) throw notFound;
+  if (!("body" in object)) {
+    throw new HttpError(503, "The snapshot was replaced while it was being read; try again.", { headers: { "retry-after": "1" } });
   }
   return new Response(object.body, { status, headers: out });
 }

@@ -1,20 +1,50 @@
-// /openapi.json is valid OpenAPI 3.1, checked against the specification's own JSON schema.
+// /openapi.json is valid OpenAPI 3.1, checked against the specification's own JSON schema, and it is
+// the route table: every route the router registers is described, and nothing else.
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
-import { openApiDocument } from "../../src/discovery/openapi.ts";
 import { PARAMETERS } from "../../src/query/params.ts";
+import { openApiDocument } from "../../src/routes/openapi.ts";
+import { ROUTES } from "../../src/routes/table.ts";
+
+type Operation = { parameters?: { name: string; description: string }[] };
+const document = openApiDocument(ROUTES, "https://export.example.org");
+const paths = document.paths as Record<string, Record<string, Operation>>;
+
+/** The route pattern's regex (itty-router's `:name` parts), to test a documented path against. */
+const patternOf = (path: string): RegExp => new RegExp(`^${path.replace(/\./g, "\\.").replace(/:(\w+)/g, "[^/]+")}$`);
+/** An OpenAPI path with a sample value in each `{part}`. */
+const sample = (path: string): string => path.replace(/\{\w+\}/g, "x");
 
 describe("the OpenAPI description", () => {
-  const document = openApiDocument("https://export.example.org");
-
   it("is valid OpenAPI 3.1", async () => {
     const result = await new Validator().validate(document);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
   });
 
+  it("describes every method of every route in the table", () => {
+    for (const route of ROUTES) {
+      const described = Object.entries(route.openapi());
+      expect(described.length, `${route.path} has no OpenAPI entry`).toBeGreaterThan(0);
+      for (const [path, operations] of described) {
+        expect(sample(path), `${path} is not a path of ${route.path}`).toMatch(patternOf(route.path));
+        for (const method of route.methods) expect(operations[method.toLowerCase() as "get"], `${method} ${path}`).toBeDefined();
+        expect(paths[path], `${path} is missing from /openapi.json`).toEqual(operations);
+      }
+    }
+  });
+
+  it("names no route that does not exist", () => {
+    for (const [path, operations] of Object.entries(paths)) {
+      for (const method of Object.keys(operations)) {
+        const route = ROUTES.find((r) => patternOf(r.path).test(sample(path)) && r.methods.some((m) => m.toLowerCase() === method));
+        expect(route, `${method.toUpperCase()} ${path} is documented but no route serves it`).toBeDefined();
+      }
+    }
+  });
+
   it("documents every parameter of the table, in the table's words", () => {
-    const csv = (document.paths as Record<string, { get: { parameters: { name: string; description: string }[] } }>)["/export.csv"]!.get.parameters;
+    const csv = paths["/export.csv"]!.get!.parameters!;
     expect(csv.map((p) => p.name)).toEqual(PARAMETERS.map((p) => p.name));
     for (const p of PARAMETERS) expect(csv.find((c) => c.name === p.name)?.description).toContain(p.meaning);
   });

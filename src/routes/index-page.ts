@@ -1,11 +1,11 @@
-import type { Env } from "../config/env.ts";
 import { FORMATS } from "../query/formats.ts";
+import type { Route, RouteContext } from "./route.ts";
 
 /** A browser asks for HTML; curl (any type), fetch() and JSON clients keep the JSON index. */
 export const wantsPage = (request: Request): boolean => /\btext\/html\b/i.test(request.headers.get("accept") ?? "");
 
 /** GET /: the link-builder page (Workers Static Assets, public/index.html) for browsers, else the JSON index. */
-export async function indexRoute(request: Request, env: Env): Promise<Response> {
+async function indexPage({ request, env }: RouteContext): Promise<Response> {
   if (wantsPage(request) && env.ASSETS !== undefined) {
     const page = await env.ASSETS.fetch(new Request(new URL("/", request.url), { headers: request.headers }));
     const response = new Response(page.body, page);
@@ -26,3 +26,19 @@ export async function indexRoute(request: Request, env: Env): Promise<Response> 
     { headers: { vary: "Accept" } },
   );
 }
+
+export const indexRoute: Route = {
+  methods: ["GET"],
+  path: "/",
+  handle: indexPage,
+  openapi: () => ({
+    "/": {
+      get: {
+        operationId: "index",
+        tags: ["discovery"],
+        summary: "The link-builder page; a JSON index for clients that ask for application/json",
+        responses: { "200": { description: "The page or the index.", content: { "text/html": { schema: { type: "string" } }, "application/json": { schema: { type: "object" } } } } },
+      },
+    },
+  }),
+};

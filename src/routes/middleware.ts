@@ -1,0 +1,61 @@
+import { configFor, type Config } from "../config/config.ts";
+import type { Env } from "../config/env.ts";
+import { errorResponse, HttpError, toHttpError } from "../errors.ts";
+import { logRequest, requestInfo } from "../http/request-log.ts";
+import { log } from "../log/log.ts";
+import { redactor } from "../log/redact.ts";
+import { parameterAnchor, parameterEntry } from "../query/params.ts";
+import { corsHeaders } from "../security/cors.ts";
+import type { Method, Route, RoutedRequest } from "./route.ts";
+
+/** A URL longer than this is refused before anything else reads it. */
+export const MAX_URL_LENGTH = 8192;
+
+/** Before any route: the request's log entry, the URL's length, and the configuration (503 naming a missing setting). */
+export function admit(request: RoutedRequest, env: Env): void {
+  requestInfo(request);
+  if (request.url.length > MAX_URL_LENGTH) {
+    throw new HttpError(400, `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`, { parameter: "url" });
+  }
+  configFor(env);
+}
+
+/** Every error, whatever threw it, becomes the one JSON shape; a 5xx with a cause is logged. */
+export function renderError(error: unknown, request: RoutedRequest, env: Env): Response {
+  const httpError = toHttpError(error);
+  const redact = redactor(env);
+  if (httpError.status >= 500 && httpError.cause !== undefined) {
+    log({ event: "error", id: requestInfo(request).id, message: httpError.message, cause: String(httpError.cause) }, redact);
+  }
+  const entry = httpError.status === 400 && httpError.parameter !== undefined ? parameterEntry(httpError.parameter) : undefined;
+  return errorResponse(httpError, redact, entry && `${new URL(request.url).origin}/#${parameterAnchor(entry)}`);
+}
+
+/** After every route: CORS, the request id, the one log line. */
+export function finish(response: Response, request: RoutedRequest, env: Env): Response {
+  let config: Config | undefined;
+  try {
+    config = configFor(env);
+  } catch {
+    config = undefined;
+  }
+  for (const [name, value] of Object.entries(corsHeaders(request, config))) response.headers.set(name, value);
+  response.headers.set("x-request-id", requestInfo(request).id);
+  logRequest(request, response.status, redactor(env));
+  return response;
+}
+
+const patternOf = (path: string): RegExp =>
+  new RegExp(`^${path.replace(/\./g, "\\.").replace(/:(\w+)/g, "[^/]+")}$`);
+
+/** What the route table says of a path no route took: 405 naming the methods it has, or 404 listing the routes. */
+export function noRoute(request: RoutedRequest, routes: readonly Route[]): never {
+  const { pathname } = new URL(request.url);
+  const allowed = new Set<Method>(routes.filter((route) => patternOf(route.path).test(pathname)).flatMap((route) => route.methods));
+  if (allowed.size > 0) {
+    const methods = [...allowed].join(", ");
+    throw new HttpError(405, `${request.method} is not how ${pathname.slice(0, 80)} is used: it answers ${methods}.`, { headers: { allow: methods } });
+  }
+  const paths = routes.flatMap((route) => Object.entries(route.openapi()).map(([path, operations]) => `${Object.keys(operations).map((m) => m.toUpperCase()).join("|")} ${path}`));
+  throw new HttpError(404, `Not found. This worker answers: ${paths.join(", ")}. Every route is described in /openapi.json.`);
+}

@@ -1,0 +1,19 @@
+import { resourceRoute, resourcesRoute, openApiRoute } from "./discovery.ts";
+import { exportsRoute } from "./exports.ts";
+import { indexRoute } from "./index-page.ts";
+import { linksRoute } from "./links.ts";
+import type { Route } from "./route.ts";
+import { snapshotFileRoute, snapshotListRoute, snapshotRunRoute } from "./snapshots.ts";
+
+/** Every route of the worker: the router registers these, /openapi.json describes these. */
+export const ROUTES: readonly Route[] = [
+  indexRoute,
+  exportsRoute,
+  resourcesRoute,
+  resourceRoute,
+  openApiRoute,
+  linksRoute,
+  snapshotListRoute,
+  snapshotRunRoute,
+  snapshotFileRoute,
+];
