@@ -114,7 +114,7 @@ describe("GET /resources/<alias>", () => {
     const { get } = harness();
     const res = await get("/resources/sampel");
     expect(res.status).toBe(404);
-    expect(((await res.json()) as ErrorBody).error.message).toBe('No resource is published under the name "sampel". Published: sample, private, big, edge.');
+    expect(((await res.json()) as ErrorBody).error.message).toBe('No resource is published under the name "sampel". Published: sample, private, big, edge (GET /resources lists them).');
   });
 
   it("is kept in the edge cache like an export", async () => {

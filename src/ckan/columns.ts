@@ -4,7 +4,8 @@ import type { SearchResult } from "./types.ts";
 import type { TableQuery } from "../query/table-query.ts";
 
 /** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
-const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
+/** CKAN's bookkeeping columns, which an export leaves out unless `fields` names them. */
+export const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
 /** A column as CKAN describes it in `fields`, with the data dictionary's label (`info.label`) when set. */
 function column(field: Column & { info?: unknown }): Column {

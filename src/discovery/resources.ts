@@ -1,8 +1,9 @@
+import { unknownAlias } from "../query/export-query.ts";
 import { CkanClient } from "../ckan/client.ts";
 import { isBefore212 } from "../ckan/keyset-probe.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { HttpError, toHttpError, clip } from "../errors.ts";
+import { HttpError, toHttpError } from "../errors.ts";
 import { FORMATS } from "../query/formats.ts";
 import { resourceText } from "./resource-show.ts";
 import { probeDistinctValues, tableInfo, type ColumnInfo } from "./table-info.ts";
@@ -24,16 +25,11 @@ export function exportPath(format: string, alias: string, params: [string, strin
   return `/export.${format}?${query}`;
 }
 
-/** The published alias, or a 404 that lists the published ones. */
+/** The published alias, or the 404 a link naming it would get. */
 export function publishedResource(config: Config, alias: string): string {
   const id = config.resources.get(alias);
-  if (id !== undefined) return id;
-  const names = [...config.resources.keys()];
-  throw new HttpError(
-    404,
-    `No resource is published under the name "${clip(alias)}". ${names.length === 0 ? "This worker publishes no aliases (RESOURCES is empty)." : `Published: ${names.join(", ")}.`}`,
-    { parameter: "resource" },
-  );
+  if (id === undefined) throw unknownAlias(config, alias);
+  return id;
 }
 
 async function inBatches<T, R>(items: T[], size: number, work: (item: T) => Promise<R>): Promise<R[]> {

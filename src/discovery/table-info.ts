@@ -1,3 +1,4 @@
+import { isHiddenColumn } from "../ckan/columns.ts";
 import type { CkanClient } from "../ckan/client.ts";
 import type { SearchRequest } from "../ckan/types.ts";
 
@@ -27,8 +28,6 @@ const DISTINCT_PAGE = 2000;
 const MAX_PROBED = 16;
 /** Types whose values are worth offering as a list: text, booleans, whole numbers, dates. */
 const PICKABLE = /^(text|varchar|bpchar|char|bool|int|int2|int4|int8|date)$/;
-/** CKAN's bookkeeping columns, which an export leaves out unless `fields` names them. */
-const HIDDEN = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
 const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value.trim() : undefined);
 
@@ -36,7 +35,7 @@ const text = (value: unknown): string | undefined => (typeof value === "string" 
 function columnsOf(fields: unknown[]): ColumnInfo[] {
   return fields.flatMap((raw) => {
     const field = raw as { id?: unknown; type?: unknown; info?: Record<string, unknown> };
-    if (typeof field.id !== "string" || HIDDEN(field.id)) return [];
+    if (typeof field.id !== "string" || isHiddenColumn(field.id)) return [];
     const column: ColumnInfo = { id: field.id, type: typeof field.type === "string" ? field.type : "text" };
     const label = text(field.info?.label);
     const description = text(field.info?.notes);

@@ -1,4 +1,5 @@
-import { concatBytes, crc32, DEFLATED, ZipWriter } from "./zip.ts";
+import { concatBytes } from "../rows/bytes.ts";
+import { crc32, DEFLATED, ZipWriter } from "./zip.ts";
 
 const utf8 = new TextEncoder();
 

@@ -1,3 +1,4 @@
+import { concatBytes } from "../rows/bytes.ts";
 /**
  * ZIP framing written as it streams (APPNOTE 6.3.x): each entry is a local header, its data and,
  * for an entry whose size is known only at its end, a data descriptor (flag bit 3); the central
@@ -44,18 +45,6 @@ interface Entry {
 }
 
 const utf8 = new TextEncoder();
-
-/** Chunks joined into one. */
-export function concatBytes(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
-}
 
 function record(length: number, fill: (view: DataView) => void): Uint8Array {
   const bytes = new Uint8Array(length);

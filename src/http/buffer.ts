@@ -1,16 +1,7 @@
+import { concatBytes } from "../rows/bytes.ts";
 import { HttpError, toHttpError } from "../errors.ts";
 import { ZIP_ENTRY_LIMIT } from "../format/zip.ts";
 import type { ExportRun } from "../export/run.ts";
-
-function concat(chunks: Uint8Array[], length: number): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
-}
 
 /** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
 export type ExportBody =
@@ -32,7 +23,7 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) return { whole: concat(chunks, length) };
+      if (done) return { whole: concatBytes(chunks) };
       chunks.push(value);
       length += value.byteLength;
       if (estimate === Number.POSITIVE_INFINITY && table.expectedRows !== undefined) {

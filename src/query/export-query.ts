@@ -217,6 +217,10 @@ function publishedNames(config: Config): string {
   return ` Published: ${shown}${names.length > 20 ? ` and ${names.length - 20} more` : ""} (GET /resources lists them).`;
 }
 
+/** The one answer to a name RESOURCES does not hold, for links and discovery alike. */
+export const unknownAlias = (config: Config, alias: string): HttpError =>
+  new HttpError(404, `No resource is published under the name "${clip(alias)}".${publishedNames(config)}`, { parameter: "resource" });
+
 function resource(params: URLSearchParams, config: Config): { resourceId: string; alias: string | undefined } {
   const id = single(params, "resource_id");
   const alias = single(params, "resource");
@@ -225,9 +229,7 @@ function resource(params: URLSearchParams, config: Config): { resourceId: string
   }
   if (alias !== undefined) {
     const mapped = config.resources.get(alias);
-    if (mapped === undefined) {
-      throw new HttpError(404, `No resource is published under the name "${clip(alias)}".${publishedNames(config)}`, { parameter: "resource" });
-    }
+    if (mapped === undefined) throw unknownAlias(config, alias);
     return { resourceId: mapped, alias };
   }
   if (id === undefined) {
