@@ -59,6 +59,13 @@ export async function cachedExport(
 ): Promise<Response | undefined> {
   const [cached, etag] = await Promise.all([caches.default.match(key), caches.default.match(etagKey(key))]);
   if (cached === undefined) return undefined;
+  // Two fills of one key may overlap: a tag written by the other fill must not describe these bytes.
+  const [tagFill, tag] = etag === undefined ? [] : (await etag.text()).split(" ");
+  // A streamed entry is whole only once its fill recorded the content's hash (a whole one has its ETag).
+  if (!cached.headers.has("etag") && (tag === undefined || tagFill !== cached.headers.get("x-fill"))) {
+    await cached.body?.cancel();
+    return undefined;
+  }
   const headers = new Headers(cached.headers);
   const age = Math.max(0, Math.floor((Date.now() - Number(headers.get("x-stored-at") ?? Date.now())) / 1000));
   const stale = age >= policy.ttlSeconds;
@@ -69,8 +76,6 @@ export async function cachedExport(
   headers.set("cache-control", clientCacheControl(policy));
   headers.set("x-cache", stale ? "STALE" : "HIT");
   if (stale) refreshOnce(key, refresh, waitUntil);
-  // Two fills of one key may overlap: a tag written by the other fill must not describe these bytes.
-  const [tagFill, tag] = etag === undefined ? [] : (await etag.text()).split(" ");
   if (tag !== undefined && tagFill === fill && !headers.has("etag")) headers.set("etag", tag);
   const conditional = conditionalAnswer(request, headers);
   if (conditional !== undefined) {
@@ -106,11 +111,36 @@ export function storeWhileStreaming(
 }
 
 /**
+ * The cache's copy of a stream that ends quietly where the stream fails. A Cache API `put` given a
+ * body that errors leaves a rejection inside the runtime that no caller can handle; a quiet end
+ * leaves a short entry instead, which is never served: it gets no completion record (below), and
+ * is deleted.
+ */
+function endingQuietly(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = stream.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch {
+          controller.close();
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
  * Writes a streamed export to the cache as it goes. Its ETag (the content hash) is known only at the
- * end, so it is stored beside the entry (rewriting the whole entry would write it twice). A stream
- * that errors makes `put` fail; the entry is deleted to be sure nothing partial is ever served, once
- * that `put` has settled: a put whose body errored may still store what it read (workerd's local
- * cache does), and a delete that runs first would leave that entry behind.
+ * end, so it is stored beside the entry (rewriting the whole entry would write it twice), and that
+ * record is also what says the entry is whole: an entry streamed without one is never served. An
+ * export that fails leaves a short entry, deleted once its `put` has settled (a delete that ran
+ * first would leave that entry behind).
  */
 async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>, headers: Headers, progress: ExportProgress): Promise<void> {
   const digest = new crypto.DigestStream("SHA-256");
@@ -121,7 +151,7 @@ async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>,
   try {
     // An older fill's tag must never describe these bytes, even for a moment.
     await caches.default.delete(etagKey(key));
-    put = caches.default.put(key, new Response(stored, { headers }));
+    put = caches.default.put(key, new Response(endingQuietly(stored), { headers }));
     await Promise.all([put, hashed.pipeTo(digest)]);
     if (progress.error !== undefined) throw progress.error;
     const etag = etagOf(await digest.digest);
