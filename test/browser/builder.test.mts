@@ -77,6 +77,9 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       const shown = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
       expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
 
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
+
       await page.click('button[data-copy="link"]');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
       expect(await page.textContent("#snippet-sheets")).toBe(`=IMPORTDATA("${link}")`);
@@ -88,8 +91,6 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(parsed.data).toHaveLength(301);
       expect(parsed.data[0]).toEqual(["id", "name"]);
 
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
       expect(errors).toEqual([]);
     } finally {
       await context.close();
@@ -189,6 +190,8 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       await page.screenshot({ path: `${ARTIFACTS}builder-phone.png`, fullPage: true });
       await page.locator("#preview-title").scrollIntoViewIfNeeded();
       await page.screenshot({ path: `${ARTIFACTS}builder-phone-preview.png` });
+      await page.evaluate(() => document.getElementById("output-title")?.scrollIntoView());
+      await page.screenshot({ path: `${ARTIFACTS}builder-phone-link.png` });
     } finally {
       await context.close();
     }
