@@ -2,12 +2,15 @@
 // CKAN emulator: numbers in the preview exactly as the export writes them, the health banner for each
 // answer of GET /health, the favicon, disabled buttons that look disabled, and the parameter
 // reference's code.
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import Papa from "papaparse";
 import type { Browser, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
 import { cleanUp, findBrowser, launchChromium, NO_BROWSER, settledPreview, startWorker, type WorkerProcess } from "./harness.mts";
 
+const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const skip = findBrowser() === undefined && process.env.CI !== "true";
 if (skip) process.stderr.write(`test/browser: ${NO_BROWSER}\n`);
 
@@ -23,6 +26,7 @@ describe.skipIf(skip)("the link-builder page's details, in headless Chromium", (
     cleanups.push(() => emulator.close());
     worker = await startWorker({ vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, CKAN_API_TOKEN: "demo-token" } });
     cleanups.push(() => worker.stop());
+    mkdirSync(ARTIFACTS, { recursive: true });
   }, 180_000);
 
   afterAll(() => cleanUp(cleanups), 30_000);
@@ -85,6 +89,7 @@ describe.skipIf(skip)("the link-builder page's details, in headless Chromium", (
       expect(shown.shown).toBe(true);
       expect(shown.text).toContain("This worker reports problems (CKAN at https://ckan.example.org/data/en): exports may fail until they are fixed.");
       expect(shown.items).toEqual(problems);
+      await down.page.screenshot({ path: `${ARTIFACTS}builder-health-banner.png`, clip: { x: 0, y: 0, width: 1280, height: 700 } });
     } finally {
       await down.page.close();
     }
