@@ -1,6 +1,8 @@
 // The link builder: reads /resources, /resources/<alias> and /openapi.json from this worker, keeps
 // the user's choices in `state`, and after every change rebuilds the link, the snippets and (debounced)
 // the preview. No framework: the page is small, and works offline with `npm start`.
+import { cellText, countText, EXACT_NUMBERS, parseExact } from "./exact-json.js";
+import { showHealth } from "./health.js";
 import { SNIPPETS } from "./snippets.js";
 
 const $ = (id) => document.getElementById(id);
@@ -19,6 +21,8 @@ const state = {
   fields: [],
   filters: [],
   format: "csv",
+  /** CKAN's count of rows matching the current filters (from the last preview). */
+  total: 0,
 };
 const PREVIEW_ROWS = 20;
 const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
@@ -29,7 +33,7 @@ function authHeaders() {
 
 async function getJson(path) {
   const response = await fetch(path, { headers: { accept: "application/json", ...authHeaders() } });
-  const body = await response.json().catch(() => ({}));
+  const body = await response.text().then(parseExact).catch(() => ({}));
   if (!response.ok) throw Object.assign(new Error(body.error?.message ?? `HTTP ${response.status}`), { status: response.status });
   return body;
 }
@@ -82,6 +86,30 @@ async function sign(path, expiresIn) {
   return body.link;
 }
 
+/**
+ * Why the worker would refuse this link, known before anyone uses it: a limit above the worker's
+ * MAX_ROWS, or no limit while more rows than that match (the count comes with the preview).
+ */
+function linkWarnings() {
+  const max = state.resource.max_rows;
+  if (typeof max !== "number") return [];
+  const limit = $("limit").value.trim();
+  const most = `this worker exports at most ${max.toLocaleString("en")} rows at once: the link would answer 400`;
+  if (limit === "") {
+    if (state.total <= max) return [];
+    return [`${state.total.toLocaleString("en")} rows match and there is no limit, but ${most}. Set a limit of ${max} or less, add filters, or export in parts with offset.`];
+  }
+  if (!/^\d+$/.test(limit)) return ["The limit must be a whole number, 0 or more: the link would answer 400."];
+  if (BigInt(limit) <= BigInt(max)) return [];
+  return [`The link asks for up to ${BigInt(limit).toLocaleString("en")} rows, but ${most}. Set a limit of ${max} or less, and export the rest in parts with offset.`];
+}
+
+function renderLinkWarnings() {
+  const warnings = linkWarnings();
+  $("link-warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
+  $("link").ariaInvalid = String(warnings.length > 0);
+}
+
 // ---- output ---------------------------------------------------------------------------------------
 
 function renderOutput(link) {
@@ -91,9 +119,10 @@ function renderOutput(link) {
   box.replaceChildren();
   if (link === "") return;
   for (const snippet of SNIPPETS) {
-    const { text, note } = snippet.make(link, choice, $("filename").value.trim());
+    const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim());
     const id = `snippet-${snippet.id}`;
     const part = el("div", { className: "snippet" }, el("h3", { textContent: snippet.title, id: `${id}-title` }));
+    if (warning) part.append(el("p", { className: "warning", textContent: warning }));
     if (note) part.append(el("p", { className: "note", textContent: note }));
     if (text) {
       part.append(el("pre", { id, textContent: text, tabIndex: 0, ariaLabel: snippet.title }));
@@ -109,6 +138,7 @@ function refreshLink() {
   // A signed link is made on request (Sign the link): an unsigned one would only get a 403.
   renderOutput(state.signing ? "" : location.origin + pathOf(state.format, exportParams()));
   $("link").placeholder = state.signing ? "Choose an expiry and press Sign the link" : "";
+  renderLinkWarnings();
   schedulePreview();
 }
 
@@ -116,12 +146,13 @@ document.addEventListener("click", async (event) => {
   const target = event.target;
   if (!(target instanceof HTMLButtonElement) || !target.dataset.copy) return;
   const source = $(target.dataset.copy);
-  const text = source instanceof HTMLInputElement ? source.value : source.textContent;
+  const field = source instanceof HTMLInputElement || source instanceof HTMLTextAreaElement;
+  const text = field ? source.value : source.textContent;
   try {
     await navigator.clipboard.writeText(text);
   } catch {
     // No clipboard (an http page other than localhost): select it for Ctrl+C instead.
-    if (source instanceof HTMLInputElement) source.select();
+    if (field) source.select();
   }
   const label = target.textContent;
   target.textContent = "Copied";
@@ -144,7 +175,7 @@ async function preview() {
   try {
     if (state.signing) path = await sign(path);
     const response = await fetch(path, { headers: { accept: "application/json" } });
-    const body = await response.json();
+    const body = parseExact(await response.text());
     if (run !== previewRun) return;
     if (!response.ok) {
       $("count").textContent = "This link would fail:";
@@ -154,11 +185,10 @@ async function preview() {
       const total = Number(response.headers.get("x-total-count"));
       $("count").textContent = `${total.toLocaleString("en")} matching rows`;
       $("count").dataset.total = String(total);
-      const limit = $("limit").value.trim();
-      const max = state.resource.max_rows;
-      if (limit === "" && total > max) {
-        warnings.push(`More rows match (${total.toLocaleString("en")}) than this worker exports at once (${max.toLocaleString("en")}): set a limit of ${max} or less, add filters, or export in parts with offset.`);
-      }
+      state.total = total;
+      renderLinkWarnings();
+      warnings.push(...linkWarnings());
+      if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
       renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body);
     }
   } catch (error) {
@@ -174,7 +204,7 @@ function renderTable(columns, rows) {
   const head = el("tr", {}, ...columns.map((c) => el("th", { scope: "col", textContent: c })));
   $("preview").tHead.replaceChildren(head);
   $("preview").tBodies[0].replaceChildren(
-    ...rows.map((row) => el("tr", {}, ...columns.map((c) => el("td", { textContent: row[c] === null ? "" : typeof row[c] === "object" ? JSON.stringify(row[c]) : String(row[c]) })))),
+    ...rows.map((row) => el("tr", {}, ...columns.map((c) => el("td", { textContent: cellText(row[c]) })))),
   );
 }
 
@@ -223,7 +253,7 @@ function renderFilters() {
       const op = el("select", { id: `filter-${index}-op` }, ...ops.map(([v, t]) => el("option", { value: v, textContent: t, selected: v === filter.op })));
       let value;
       if (picked?.values && filter.op === "eq") {
-        value = el("select", { id: `filter-${index}-value` }, el("option", { value: "", textContent: "Value…" }), ...picked.values.map((v) => el("option", { value: String(v), textContent: String(v), selected: String(v) === filter.value })));
+        value = el("select", { id: `filter-${index}-value` }, el("option", { value: "", textContent: "Value…" }), ...picked.values.map((v) => el("option", { value: cellText(v), textContent: cellText(v), selected: cellText(v) === filter.value })));
       } else {
         value = el("input", { id: `filter-${index}-value`, type: "text", value: filter.value, placeholder: picked?.type === "timestamp" ? "2021-01-01" : "" });
       }
@@ -247,6 +277,7 @@ function renderFilters() {
 async function pickResource(name) {
   state.fields = [];
   state.filters = [];
+  state.total = 0;
   $("resource-about").textContent = "Loading columns…";
   try {
     state.resource = await getJson(`/resources/${encodeURIComponent(name)}`);
@@ -255,7 +286,7 @@ async function pickResource(name) {
     return;
   }
   const r = state.resource;
-  $("resource-about").textContent = [r.title, r.description, r.rows === null ? "" : `${r.rows.toLocaleString("en")} rows, ${r.columns.length} columns.`].filter(Boolean).join(" · ");
+  $("resource-about").textContent = [r.title, r.description, r.rows === null ? "" : `${countText(r.rows)} rows, ${r.columns.length} columns.`].filter(Boolean).join(" · ");
   $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }), ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })));
   renderColumns();
   renderFilters();
@@ -272,7 +303,7 @@ async function renderSnapshots(name) {
     const mine = jobs.filter((job) => job.query?.resource === name);
     const items = mine.flatMap((job) =>
       Object.entries(job.latest).map(([format, file]) =>
-        el("li", {}, el("a", { href: file.url, textContent: `${job.name} (${format})` }), ` ${file.rows.toLocaleString("en")} rows, ${new Date(file.time).toLocaleString()}`),
+        el("li", {}, el("a", { href: file.url, textContent: `${job.name} (${format})` }), ` ${countText(file.rows)} rows, ${new Date(file.time).toLocaleString()}`),
       ),
     );
     box.replaceChildren(items.length > 0 ? el("ul", {}, ...items) : el("p", { className: "muted", textContent: mine.length > 0 ? `Jobs ${mine.map((j) => j.name).join(", ")} have not run yet.` : "None." }));
@@ -281,14 +312,22 @@ async function renderSnapshots(name) {
   }
 }
 
+/** The table's Markdown flavour: `text` in backticks is code. */
+function withCode(text) {
+  return text.split("`").map((part, i) => (i % 2 === 1 ? el("code", { textContent: part }) : part));
+}
+
 async function renderReference() {
   const doc = await getJson("/openapi.json");
   const params = doc.paths["/export.csv"].get.parameters;
-  $("reference").replaceChildren(...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", { textContent: `${p.description}. Example: ${p["x-example-link"]}` })]));
+  $("reference").replaceChildren(
+    ...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", {}, ...withCode(`${p.description}.`), " Example: ", el("code", { textContent: p["x-example-link"] }))]),
+  );
   if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
 }
 
 async function start() {
+  showHealth($("health"), {});
   renderReference().catch(() => {});
   // A decimal comma needs a separator other than the comma (CSV with ; or |, or TSV).
   const decimalAllowed = () => state.format === "tsv" || (state.format === "csv" && $("delimiter").value !== ",");
@@ -323,6 +362,7 @@ async function start() {
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     state.adminToken = $("admin-token").value.trim();
+    showHealth($("health"), authHeaders());
     loadResources();
   });
   await loadResources();
@@ -343,7 +383,7 @@ async function loadResources() {
   const wanted = new URLSearchParams(location.search).get("resource");
   $("resource").replaceChildren(
     el("option", { value: "", textContent: "Choose a table…" }),
-    ...list.resources.map((r) => el("option", { value: r.name, textContent: `${r.title ?? r.name}${typeof r.rows === "number" ? ` (${r.rows.toLocaleString("en")} rows)` : ""}` })),
+    ...list.resources.map((r) => el("option", { value: r.name, textContent: `${r.title ?? r.name}${typeof r.rows === "number" ? ` (${countText(r.rows)} rows)` : ""}` })),
   );
   const first = wanted ?? list.resources[0]?.name;
   if (first) {

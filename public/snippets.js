@@ -1,5 +1,6 @@
 // What to paste where: one function per tool, each from the finished link and the chosen options.
-// Pure functions (no DOM), so the page and its browser spec read the same rules.
+// Pure functions (no DOM), so the page and its browser spec read the same rules. Each gives `text`
+// to paste, a `note` (good to know) and a `warning` (this choice will not work there as it stands).
 
 /** @typedef {{ format: string, delimiter: string, header: boolean, bom: boolean }} Choice */
 
@@ -10,11 +11,11 @@ const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
 /** Google Sheets: IMPORTDATA reads comma- or tab-separated text only. */
 export function sheets(link, choice) {
   if (choice.format === "json" || choice.format === "ndjson" || choice.format === "xlsx") {
-    return { text: "", note: "Google Sheets imports CSV or TSV: pick one of those formats for =IMPORTDATA." };
+    return { text: "", note: "", warning: "Google Sheets imports CSV or TSV: pick one of those formats for =IMPORTDATA." };
   }
   const text = `=IMPORTDATA(${quoteM(link)})`;
   if (choice.format === "csv" && choice.delimiter !== ",") {
-    return { text, note: `Google Sheets reads only "," or tab-separated data: with "${choice.delimiter}" every row lands in one column. Use "," (or TSV) for Sheets.` };
+    return { text, note: "", warning: `Google Sheets reads only "," or tab-separated data: with "${choice.delimiter}" every row lands in one column. Use "," (or TSV) for Sheets.` };
   }
   return { text, note: "" };
 }
@@ -24,7 +25,7 @@ export function powerQuery(link, choice) {
   if (choice.format === "json") {
     return { text: `let\n    Source = Json.Document(Web.Contents(${quoteM(link)})),\n    Rows = Table.FromRecords(Source)\nin\n    Rows`, note: "" };
   }
-  if (choice.format === "ndjson") return { text: "", note: "Power Query reads CSV, TSV or JSON links; pick one of those." };
+  if (choice.format === "ndjson") return { text: "", note: "", warning: "Power Query reads CSV, TSV or JSON links; pick one of those." };
   if (choice.format === "xlsx") {
     return { text: `let\n    Source = Excel.Workbook(Web.Contents(${quoteM(link)}), true),\n    Sheet = Source{0}[Data]\nin\n    Sheet`, note: "Or open the downloaded .xlsx in Excel directly: numbers, dates and booleans arrive typed." };
   }
@@ -68,7 +69,7 @@ export function dashboard(link, choice) {
     };
   }
   const type = choice.format === "tsv" ? "tsv" : choice.format === "csv" && choice.delimiter === "," ? "csv" : "";
-  if (type === "") return { text: "", note: "For a dashboard, pick JSON (or CSV with \",\")." };
+  if (type === "") return { text: "", note: "", warning: "For a dashboard, pick JSON (or CSV with \",\")." };
   return { text: `// Vega-Lite\n{ "data": { "url": ${quotePy(link)}, "format": { "type": "${type}" } } }`, note: "" };
 }
 

@@ -8,7 +8,7 @@ import Papa from "papaparse";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
-import { cleanUp, findBrowser, launchChromium, NO_BROWSER, startWorker, type WorkerProcess } from "./harness.mts";
+import { cleanUp, findBrowser, launchChromium, NO_BROWSER, settledPreview, startWorker, type WorkerProcess } from "./harness.mts";
 
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const ADMIN = "builder-admin-token";
@@ -38,15 +38,6 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
   }, 180_000);
 
   afterAll(() => cleanUp(cleanups), 30_000);
-
-  /** Waits for the preview that follows the last change (it is debounced). */
-  async function settledPreview(page: Page): Promise<void> {
-    const before = await page.getAttribute("#preview", "data-ready");
-    await page.waitForFunction((old) => {
-      const ready = document.getElementById("preview")?.dataset.ready;
-      return ready !== undefined && ready !== old;
-    }, before, { timeout: 30_000 });
-  }
 
   async function build(page: Page): Promise<void> {
     await page.goto(`${worker.url}/`);
@@ -86,6 +77,9 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       const shown = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
       expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
 
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
+
       await page.click('button[data-copy="link"]');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
       expect(await page.textContent("#snippet-sheets")).toBe(`=IMPORTDATA("${link}")`);
@@ -97,24 +91,52 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(parsed.data).toHaveLength(301);
       expect(parsed.data[0]).toEqual(["id", "name"]);
 
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
       expect(errors).toEqual([]);
     } finally {
       await context.close();
     }
   });
 
-  it("warns about semicolons in Google Sheets and about more rows than the worker exports", async () => {
+  it("warns about semicolons in Google Sheets and, beside the link, about a link the worker's MAX_ROWS refuses", async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     try {
       await build(page);
+      expect(await page.textContent("#link-warnings")).toBe("");
       await page.selectOption("#delimiter", ";");
-      expect(await page.textContent("#snippets")).toContain('Google Sheets reads only "," or tab-separated data');
+      // A warning (Sheets will not split the rows) looks like one; a note (UTF-8) looks like a note.
+      const sheets = page.locator("#snippets .snippet", { has: page.locator("#snippet-sheets") });
+      expect(await sheets.locator(".warning").textContent()).toContain('Google Sheets reads only "," or tab-separated data');
+      expect(await sheets.locator(".note").count()).toBe(0);
+      const excel = page.locator("#snippets .snippet", { has: page.locator("#snippet-excel") });
+      expect(await excel.locator(".note").textContent()).toBe("Encoding 65001 is UTF-8: accents arrive intact.");
       expect(await page.textContent("#snippet-excel")).toContain('Delimiter=";", Encoding=65001');
+      const look = (selector: string) => page.$eval(selector, (e) => ({ color: getComputedStyle(e).color, background: getComputedStyle(e).backgroundColor }));
+      const [warning, note] = [await look("#snippets .warning"), await look("#snippets .note")];
+      expect(warning.color).not.toBe(note.color);
+      expect(warning.background).not.toBe(note.background);
+
+      // No limit while 20,002 rows match, then a limit above MAX_ROWS: each link would be a 400,
+      // and the page says so beside the link before anyone uses it.
       await page.fill("#limit", "");
       await settledPreview(page);
-      expect(await page.textContent("#warnings")).toContain("set a limit of 10000 or less");
+      const total = Number(await page.getAttribute("#count", "data-total"));
+      expect(total).toBeGreaterThan(10_000);
+      const unlimited = `${total.toLocaleString("en")} rows match and there is no limit, but this worker exports at most 10,000 rows at once: the link would answer 400. Set a limit of 10000 or less, add filters, or export in parts with offset.`;
+      expect(await page.textContent("#link-warnings")).toBe(unlimited);
+      expect(await page.textContent("#warnings")).toBe(unlimited);
+      expect((await fetch(await page.inputValue("#link"))).status).toBe(400);
+      for (const [limit, shown] of [["20000", "20,000"], ["99999999999999999999", "99,999,999,999,999,999,999"]] as const) {
+        await page.fill("#limit", limit);
+        expect(await page.textContent("#link-warnings")).toBe(`The link asks for up to ${shown} rows, but this worker exports at most 10,000 rows at once: the link would answer 400. Set a limit of 10000 or less, and export the rest in parts with offset.`);
+        expect(await page.getAttribute("#link", "aria-invalid")).toBe("true");
+        const refused = await fetch(await page.inputValue("#link"));
+        expect(refused.status).toBe(400);
+        expect(((await refused.json()) as { error: { parameter: string } }).error.parameter).toBe("limit");
+      }
+      await page.fill("#limit", "10000");
+      expect(await page.textContent("#link-warnings")).toBe("");
+      expect(await page.getAttribute("#link", "aria-invalid")).toBe("false");
+      expect((await fetch(await page.inputValue("#link"), { method: "HEAD" })).status).toBe(200);
     } finally {
       await page.close();
     }
@@ -159,9 +181,17 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       );
       expect(wide, "elements wider than the phone's screen").toEqual([]);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      // The whole link is in view: wrapped inside its box, nothing scrolled away either way.
+      const link = await page.$eval("#link", (e) => ({ text: (e as HTMLTextAreaElement).value, width: [e.scrollWidth, e.clientWidth], height: [e.scrollHeight, e.clientHeight], right: e.getBoundingClientRect().right }));
+      expect(link.text.length).toBeGreaterThan(80);
+      expect(link.width[0]).toBeLessThanOrEqual(link.width[1]!);
+      expect(link.height[0]).toBeLessThanOrEqual(link.height[1]!);
+      expect(link.right).toBeLessThanOrEqual(390);
       await page.screenshot({ path: `${ARTIFACTS}builder-phone.png`, fullPage: true });
       await page.locator("#preview-title").scrollIntoViewIfNeeded();
       await page.screenshot({ path: `${ARTIFACTS}builder-phone-preview.png` });
+      await page.evaluate(() => document.getElementById("output-title")?.scrollIntoView());
+      await page.screenshot({ path: `${ARTIFACTS}builder-phone-link.png` });
     } finally {
       await context.close();
     }

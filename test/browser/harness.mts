@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { delimiter, join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 
 // Starting `wrangler dev` is shared with the wire specs (test/http).
 export { freePort, startWorker, type StartWorkerOptions, type WorkerProcess } from "../http/harness.mts";
@@ -101,4 +101,13 @@ export async function cleanUp(cleanups: Array<() => Promise<unknown>>): Promise<
   const results = await Promise.allSettled(cleanups.reverse().map((cleanup) => cleanup()));
   const failed = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
   if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
+}
+
+/** Waits for the link builder's preview that follows the last change (it is debounced). */
+export async function settledPreview(page: Page): Promise<void> {
+  const before = await page.getAttribute("#preview", "data-ready");
+  await page.waitForFunction((old) => {
+    const ready = document.getElementById("preview")?.dataset.ready;
+    return ready !== undefined && ready !== old;
+  }, before, { timeout: 30_000 });
 }

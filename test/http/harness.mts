@@ -36,6 +36,8 @@ export interface WorkerProcess {
 export interface StartWorkerOptions {
   /** `--var NAME:value` pairs */
   vars: Record<string, string>;
+  /** More `wrangler dev` flags, e.g. `--test-scheduled` (as `npm start` passes it). */
+  flags?: string[];
   /** How long `wrangler dev` may take to print "Ready on". */
   timeoutMs?: number;
 }
@@ -57,6 +59,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
     "--persist-to", state,
     "--show-interactive-dev-session=false",
     ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
+    ...(options.flags ?? []),
   ];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
