@@ -81,6 +81,18 @@ describe("export query", () => {
     rejects("resource=sample&limit=1.5", "limit");
     rejects("resource=sample&offset=abc", "offset");
     expect(rejects("resource=sample&limit=1001", "limit")).toContain("1000");
+    // Twenty digits are still a whole number: what is wrong is its size, and the message names the maximum.
+    expect(rejects("resource=sample&limit=99999999999999999999", "limit")).toBe(
+      "limit=99999999999999999999 is above this worker's maximum of 1000 rows per export. Use a smaller limit, add filters, or export in parts with offset.",
+    );
+    expect(rejects("resource=sample&offset=99999999999999999999", "offset")).toContain("9007199254740991");
+  });
+
+  it("names the bound, not a column, when a range filter's bracket holds something else", () => {
+    expect(rejects("resource=sample&filter.amount[foo]=1", "filter.amount[foo]")).toBe(
+      "Parameter filter.amount[foo] has the bound [foo]; a range filter's bound is one of [gt], [gte], [lt], [lte], e.g. filter.amount[gte]=10.",
+    );
+    expect(parse("resource=sample&filter.amount[gte]=1").filters).toEqual({ amount: { gte: "1" } });
   });
 
   it("parses fields and sort", () => {

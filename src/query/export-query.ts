@@ -54,10 +54,13 @@ function checkNames(params: URLSearchParams, format: FormatName): void {
   );
 }
 
-function wholeNumber(name: string, value: string | undefined): number | undefined {
+/** A whole number up to `max`; above it (however many digits), a 400 saying whose maximum it passes. */
+function wholeNumber(name: string, value: string | undefined, max: number, above: (text: string) => string): number | undefined {
   if (value === undefined) return undefined;
-  const n = /^\d{1,16}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
-  if (!Number.isSafeInteger(n)) throw badRequest(name, `Parameter ${name} must be a whole number, 0 or more (got "${clip(value)}").`);
+  const text = value.trim();
+  if (!/^\d+$/.test(text)) throw badRequest(name, `Parameter ${name} must be a whole number, 0 or more (got "${clip(value)}").`);
+  const n = Number(text);
+  if (n > max) throw badRequest(name, above(clip(text.replace(/^0+(?=\d)/, ""), 40)));
   return n;
 }
 
@@ -126,6 +129,8 @@ function filterValue(field: string, value: unknown, parameter: string): Filters[
 
 /** `filter.<field>` (exact values) or `filter.<field>[gte]` (a bound of a range): the field and operator. */
 const FILTER_NAME = /^filter\.(.*?)(?:\[(gt|gte|lt|lte)\])?$/s;
+/** `filter.<field>[<anything>]`: a bound in brackets, told apart from a column whose name has brackets. */
+const FILTER_BOUND = /^filter\.(.+)\[([^\]]*)\]$/s;
 
 /**
  * A filter number with more digits than a double holds is passed on as its text (CKAN casts it to
@@ -162,6 +167,13 @@ function parseFilters(params: URLSearchParams): Filters {
     if (!name.startsWith("filter.")) continue;
     const [, field = "", op] = FILTER_NAME.exec(name) ?? [];
     if (field === "") throw badRequest(name, "A filter.<field> parameter needs a field name after the dot.");
+    const bound = op === undefined ? FILTER_BOUND.exec(name) : null;
+    if (bound !== null) {
+      throw badRequest(
+        name,
+        `Parameter ${clip(name)} has the bound [${clip(bound[2] ?? "", 20)}]; a range filter's bound is one of ${RANGE_OPERATORS.map((o) => `[${o}]`).join(", ")}, e.g. filter.${clip(bound[1] ?? "", 40)}[gte]=10.`,
+      );
+    }
     checkFieldName(name, field);
     if (fromJson.has(field)) {
       throw badRequest(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
@@ -253,12 +265,9 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const { resourceId, alias } = resource(params, config);
   const q = single(params, "q");
   checkLength("q", q, BOUNDS.q);
-  const limit = wholeNumber("limit", single(params, "limit"));
   const maxRows = formatMaxRows(format, config.maxRows);
-  if (limit !== undefined && limit > maxRows) {
-    const whose = maxRows < config.maxRows ? `the ${format} format's maximum of ${maxRows} rows (a sheet's rows, less the header)` : `this worker's maximum of ${maxRows} rows per export`;
-    throw badRequest("limit", `limit=${limit} is above ${whose}. Use a smaller limit, add filters, or export in parts with offset.`);
-  }
+  const whose = maxRows < config.maxRows ? `the ${format} format's maximum of ${maxRows} rows (a sheet's rows, less the header)` : `this worker's maximum of ${maxRows} rows per export`;
+  const limit = wholeNumber("limit", single(params, "limit"), maxRows, (text) => `limit=${text} is above ${whose}. Use a smaller limit, add filters, or export in parts with offset.`);
   const given = single(params, "sort");
   checkLength("sort", given, BOUNDS.sort);
   // An empty sort means the default order, as an empty q means no search.
@@ -286,7 +295,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
     q: q === undefined || q.trim() === "" ? undefined : q,
     filters: parseFilters(params),
     limit,
-    offset: wholeNumber("offset", single(params, "offset")) ?? 0,
+    offset: wholeNumber("offset", single(params, "offset"), Number.MAX_SAFE_INTEGER, (text) => `offset=${text} is above the largest offset this worker handles, ${Number.MAX_SAFE_INTEGER}.`) ?? 0,
     fields: parseFields(single(params, "fields")),
     sort,
     csv: {
