@@ -100,7 +100,9 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
     const copied = harness({ emulator: { version }, env });
     const encoded = harness({ emulator: { version }, env: { ...env, JSON_PASSTHROUGH: "false" } });
     for (const path of ["/export.json?resource=edge", "/export.ndjson?resource=edge", "/export.json?resource=edge&fields=meta,id,name", "/export.ndjson?resource=edge&fields=meta"]) {
-      const [a, b] = [await (await copied.get(path)).text(), await (await encoded.get(path)).text()];
+      // Decoded by hand: workerd warns on .text() of a type it does not know as text (application/x-ndjson).
+      const text = async (response: Promise<Response>): Promise<string> => new TextDecoder().decode(await (await response).arrayBuffer());
+      const [a, b] = [await text(copied.get(path)), await text(encoded.get(path))];
       expect(a.length, path).toBeGreaterThan(100_000);
       expect(a === b, path).toBe(true);
     }
