@@ -61,13 +61,13 @@ function abortion(signal: AbortSignal): Promise<never> {
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
  * Calls `datastore_search`: POST with a JSON body and the raw token in `Authorization`, a time-out on
  * every attempt, bounded retries with jittered backoff on network errors, 429 and 5xx, none on 4xx.
  * Every failure becomes an HttpError whose message never holds the token.
  */
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 export class CkanClient {
   readonly stats: UpstreamStats = { requests: 0, bytes: 0, milliseconds: 0 };
   readonly #config: Config;

@@ -1,5 +1,6 @@
 import { resourceRoute, resourcesRoute, openApiRoute } from "./discovery.ts";
 import { exportsRoute } from "./exports.ts";
+import { healthRoute } from "./health.ts";
 import { indexRoute } from "./index-page.ts";
 import { linksRoute } from "./links.ts";
 import type { Route } from "./route.ts";
@@ -12,6 +13,7 @@ export const ROUTES: readonly Route[] = [
   resourcesRoute,
   resourceRoute,
   openApiRoute,
+  healthRoute,
   linksRoute,
   snapshotListRoute,
   snapshotRunRoute,

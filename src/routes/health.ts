@@ -1,0 +1,64 @@
+import { upstreamHealth } from "../discovery/health.ts";
+import { snapshotJobs } from "../snapshot/jobs.ts";
+import { guardDiscovery } from "./guards.ts";
+import { errors, json } from "./openapi-parts.ts";
+import type { Route, RouteContext } from "./route.ts";
+
+/** A check costs CKAN a few small calls per alias: monitors polling every few seconds share one. */
+const FRESH_MS = 15_000;
+const recent = new Map<string, { at: number; body: Promise<Record<string, unknown>> }>();
+
+async function check({ config, env, deps }: RouteContext): Promise<Record<string, unknown>> {
+  const upstream = await upstreamHealth(config, deps.upstreamFetch);
+  const { jobs, problems: jobProblems } = snapshotJobs(config);
+  // Snapshots failing stop no export: they are warnings, which the status code does not count.
+  const warnings = jobProblems.map((p) => `Snapshot job ${p.job}: ${p.message}`);
+  if (jobs.length > 0 && env.SNAPSHOTS === undefined) warnings.push(`${jobs.length} snapshot job(s) are set but the SNAPSHOTS R2 binding is missing: add [[r2_buckets]] to wrangler.toml.`);
+  return {
+    ok: upstream.problems.length === 0,
+    checked: new Date().toISOString(),
+    ckan: upstream.ckan,
+    token: upstream.token,
+    resources: upstream.resources,
+    snapshots: { r2_binding: env.SNAPSHOTS !== undefined, jobs: jobs.length },
+    problems: upstream.problems,
+    warnings,
+  };
+}
+
+/** GET /health: can an export work now, and if not, why, in words an operator can act on. */
+export const healthRoute: Route = {
+  methods: ["GET"],
+  path: "/health",
+  async handle(context) {
+    const discovery = await guardDiscovery(context);
+    // The settings that shape the answer, never the token itself.
+    const key = JSON.stringify([discovery.config.datastoreSearchUrl, [...discovery.config.resources], discovery.config.apiToken !== undefined, context.env.SNAPSHOTS !== undefined]);
+    let entry = recent.get(key);
+    if (entry === undefined || Date.now() - entry.at > FRESH_MS) {
+      entry = { at: Date.now(), body: check(context) };
+      recent.set(key, entry);
+      entry.body.catch(() => recent.delete(key));
+    }
+    const body = await entry.body;
+    const operatorsOnly = discovery.config.linkSigningKey !== undefined;
+    return Response.json(body, {
+      status: body.ok === true ? 200 : 503,
+      headers: { "cache-control": operatorsOnly ? "private, no-store" : `public, max-age=${FRESH_MS / 1000}` },
+    });
+  },
+  openapi: () => ({
+    "/health": {
+      get: {
+        operationId: "health",
+        tags: ["discovery"],
+        summary: "Whether an export can work now: CKAN's version and DataStore, each alias, the token, R2 and the snapshot jobs",
+        responses: {
+          "200": json({ type: "object" }, "Exports can work; `warnings` may still name snapshot problems."),
+          "503": json({ type: "object", properties: { ok: { const: false }, problems: { type: "array", items: { type: "string" } } } }, "`problems` names what stops exports, or (`error.setting`) a missing setting."),
+          ...errors("401", "429"),
+        },
+      },
+    },
+  }),
+};
