@@ -1,11 +1,14 @@
 // `npm start`: the CKAN emulator on loopback plus the worker in `wrangler dev`, fully offline.
 // Prints links that work as soon as the worker is up.
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startEmulatorServer } from "../emulator/server.ts";
 import { OFFLINE_WRANGLER } from "./offline.ts";
 
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const emulatorPort = Number(process.env.EMULATOR_PORT ?? 8788);
 const workerPort = Number(process.env.PORT ?? 8787);
 const token = process.env.EMULATOR_TOKEN ?? "demo-token";
@@ -14,12 +17,18 @@ const emulator = await startEmulatorServer({ port: emulatorPort, token });
 const base = `${emulator.url}/data/en`;
 console.log(`CKAN emulator: ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
 
+// The demo's own configuration (the emulator's resources and snapshot jobs); wrangler.toml is the
+// operator's. Wrangler would look for .dev.vars beside demo/wrangler.toml: the developer's local
+// settings (a LINK_SIGNING_KEY to try signed links) are in the project's root .dev.vars, named here.
+const localSettings = join(ROOT, ".dev.vars");
 // wrangler's own script under this Node (npx would add npm's chatter and its own Node lookup).
 const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
 const wrangler = spawn(
   process.execPath,
   [
     wranglerBin, "dev",
+    "--config", join(ROOT, "demo", "wrangler.toml"),
+    ...(existsSync(localSettings) ? ["--env-file", localSettings] : []),
     "--ip", "127.0.0.1",
     "--port", String(workerPort),
     "--var", `CKAN_BASE_URL:${base}`,
