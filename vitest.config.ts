@@ -1,12 +1,20 @@
+import { existsSync } from "node:fs";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
 
-// Two projects, both run by `vitest run` (npm test):
-// - workers: every spec inside workerd through @cloudflare/vitest-plugin (the plugin belongs to
-//   this project only: it turns its project's pool into workerd);
-// - node: specs in Node: the shape of the code (test/node), specs that start `wrangler dev` and
-//   read its answers on the wire (test/http) or drive a real browser (test/browser).
-// Quiet when green: what a test prints (request log lines, mostly) is shown only when it fails.
+// The specs run the demo's configuration (demo/wrangler.toml), never the operator's wrangler.toml.
+// Wrangler adds to the worker's env the .dev.vars found beside the config it reads (else .env, and
+// with CLOUDFLARE_INCLUDE_PROCESS_ENV every variable of the shell), and the vitest plugin cannot be
+// told otherwise: the demo folder holds no .dev.vars, and .env loading is off for this process and the
+// `wrangler dev` it starts, so a developer's local settings (a LINK_SIGNING_KEY in the root .dev.vars)
+// never change what a spec sees. The wire specs' `wrangler dev` also gets an empty --env-file
+// (test/http/harness.mts).
+const DEMO_CONFIG = "./demo/wrangler.toml";
+if (existsSync(new URL("./demo/.dev.vars", import.meta.url))) {
+  throw new Error("demo/.dev.vars would reach the specs' worker: keep local settings in the project's root .dev.vars");
+}
+process.env["CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV"] = "false";
+
 export default defineConfig({
   test: {
     silent: "passed-only",
@@ -16,7 +24,7 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
+            wrangler: { configPath: DEMO_CONFIG },
           }),
         ],
         test: {

@@ -7,15 +7,16 @@ import type { ColumnType, Value } from "./schema.ts";
 // `lists` everything else through to_json. `objects` rows are array_to_json(array_agg(row)).
 // So the three record formats agree on every value's text; only JSON quoting differs from CSV.
 
-export type Version = "2.10" | "2.12";
+/** The CKAN releases the emulator answers as: 2.11 is 2.10 but for how it binds filter values. */
+export type Version = "2.10" | "2.11" | "2.12";
 
 /** Output column types: the table's, plus "float" for the `rank` columns a text search adds. */
 export type OutputType = ColumnType | "float";
 
-/** to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS') in 2.10; 2.12 adds '.MS' (milliseconds, cut not rounded). */
+/** to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS') in 2.10 and 2.11; 2.12 adds '.MS' (milliseconds, cut not rounded). */
 export function timestampText(value: string, version: Version): string {
   const seconds = value.slice(0, 19);
-  if (version === "2.10") return seconds;
+  if (version !== "2.12") return seconds;
   const fraction = value.length > 20 ? value.slice(20, 23).padEnd(3, "0") : "000";
   return `${seconds}.${fraction}`;
 }

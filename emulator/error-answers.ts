@@ -1,10 +1,13 @@
+import type { Version } from "./cells.ts";
 import { pyDumps } from "./py-json.ts";
 
 // CKAN's error answers, in the exact shapes (and, written with Python's json.dumps, the exact
 // bytes) of the recorded 2.10 and 2.12 responses: an envelope {help, error, success: false} for
 // action errors, a bare JSON string for a malformed request.
 
-export const HELP_URL = "http://127.0.0.1:5000/api/3/action/help_show?name=datastore_search";
+/** The site's own address as CKAN writes it (site_url): where the recorded 2.12 answers were made. */
+export const SITE_URL = "http://127.0.0.1:5000";
+export const HELP_URL = `${SITE_URL}/api/3/action/help_show?name=datastore_search`;
 export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 
 export class EmulatorError extends Error {
@@ -45,7 +48,7 @@ export function notFound(resourceId: string): EmulatorError {
   });
 }
 
-export function notAuthorized(resourceId: string, version: "2.10" | "2.12"): EmulatorError {
+export function notAuthorized(resourceId: string, version: Version): EmulatorError {
   // The empty user name (two spaces) is what CKAN prints for an anonymous caller; 2.12 checks
   // access through resource_show and says so.
   const action = version === "2.12" ? "perform resource_show on" : "read";

@@ -6,12 +6,19 @@ import { parseRequest } from "./request.ts";
 import { findResource } from "./resources.ts";
 import { select, type Matched } from "./search.ts";
 import { validateSchema } from "./validate.ts";
+import type { Version } from "./cells.ts";
+import { packageSearch, packageShow, resourceShow, statusShow, TABLE_METADATA, tableMetadata, unknownAction } from "./site.ts";
 
-// A CKAN `datastore_search` action that answers as CKAN 2.10 (or 2.12) does, over generated
-// tables, so the export can be developed and tested without a CKAN site. Held byte for byte
-// against recorded answers of real CKAN (test/emulator.test.ts, test/emulator-2.12.test.ts).
+// A CKAN `datastore_search` action that answers as CKAN 2.10, 2.11 or 2.12 does, over generated
+// tables, so the export can be developed and tested without a CKAN site, with the few site actions
+// a client finding its way asks (site.ts). Held byte for byte against recorded answers of real CKAN
+// (test/emulator.test.ts, test/emulator-2.12.test.ts, test/emulator-recorded.test.ts).
 
 export { EMULATOR_RESOURCES } from "./resources.ts";
+
+/** The CKAN releases the emulator can answer as. */
+export const CKAN_VERSIONS = ["2.10", "2.11", "2.12"] as const satisfies readonly Version[];
+export type CkanVersion = Version;
 
 export interface EmulatorOptions {
   /** The API token that unlocks the private resource, compared with the raw Authorization header. */
@@ -21,7 +28,12 @@ export interface EmulatorOptions {
    * ({gt,gte,lt,lte}, $or, $and), writes timestamps with milliseconds, drops _links and
    * total_was_estimated, and counts an unfiltered table from a cache (see staleTotal).
    */
-  version?: "2.10" | "2.12";
+  version?: CkanVersion;
+  /**
+   * false: a site without the datastore plugin (status_show does not list it; datastore_search is
+   * an action it does not know). Default true.
+   */
+  datastore?: boolean;
   /** ckan.datastore.search.rows_max: a larger limit is capped silently and echoed capped. */
   rowsMax?: number;
   /**
@@ -38,42 +50,34 @@ export interface Emulator {
 }
 
 // Any mount prefix and language segment may come first: /data/en/api/action/datastore_search.
-const ACTION_PATH = /\/api(?:\/3)?\/action\/datastore_search\/?$/;
-const RESOURCE_SHOW_PATH = /\/api(?:\/3)?\/action\/resource_show\/?$/;
+const ACTION_PATH = /\/api(?:\/3)?\/action\/([^/]+)\/?$/;
 const SCANNED_QUERIES_KEPT = 4;
 
 export function createEmulator(options: EmulatorOptions = {}): Emulator {
+  // The library's default is what the specs were written against; the demo's is npm start's.
   const version = options.version ?? "2.10";
   const rowsMax = options.rowsMax ?? 32000;
+  const datastore = options.datastore ?? true;
   const cache = new LruCache<Matched>(SCANNED_QUERIES_KEPT);
+  // A wrong or missing token is not an error: the caller is anonymous, which only private data refuses.
+  const isAuthorized = (request: Request): boolean => options.token !== undefined && request.headers.get("authorization") === options.token;
 
   async function search(request: Request, url: URL): Promise<Response> {
     const { params: raw, linkQuery } = await parseRequest(request, url);
+    const path = url.pathname.slice(url.pathname.lastIndexOf("/api/"));
+    if (raw["resource_id"] === TABLE_METADATA) return tableMetadata(raw, version, path, linkQuery);
     const params = validateSchema(raw, { rowsMax, nextPage: version === "2.12" });
     const resource = findResource(params.resourceId);
     if (resource === undefined) throw notFound(params.resourceId);
     // CKAN swaps an alias for the resource id before anything else, so the answer names the id.
     params.echo["resource_id"] = resource.id;
-    // A wrong or missing token is not an error: the caller is anonymous, which only private data refuses.
-    const authorized = options.token !== undefined && request.headers.get("authorization") === options.token;
-    if (resource.private && !authorized) throw notAuthorized(resource.id, version);
+    if (resource.private && !isAuthorized(request)) throw notAuthorized(resource.id, version);
 
     const query = plan(params, resource, version);
-    const path = url.pathname.slice(url.pathname.lastIndexOf("/api/"));
     return renderResult(query, select(query, cache), {
-      links: version === "2.10" ? { path, query: linkQuery } : undefined,
+      links: version === "2.12" ? undefined : { path, query: linkQuery },
       staleTotal: options.staleTotal ?? 0,
     });
-  }
-
-  /** `resource_show?id=`: the resource's name and description (what the worker's discovery reads). */
-  function show(request: Request, url: URL): Response {
-    const resource = findResource(url.searchParams.get("id") ?? "");
-    if (resource === undefined) throw notFound(url.searchParams.get("id") ?? "");
-    const authorized = options.token !== undefined && request.headers.get("authorization") === options.token;
-    if (resource.private && !authorized) throw notAuthorized(resource.id, version);
-    const result = { id: resource.id, name: resource.name, description: resource.description, datastore_active: true, format: "CSV" };
-    return Response.json({ help: "http://127.0.0.1:5000/api/3/action/help_show?name=resource_show", success: true, result });
   }
 
   const emulator: Emulator = {
@@ -81,10 +85,24 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
     async fetch(request) {
       const url = new URL(request.url);
       try {
-        if (RESOURCE_SHOW_PATH.test(url.pathname)) return show(request, url);
-        if (!ACTION_PATH.test(url.pathname)) throw noSuchPath();
-        emulator.requests++;
-        return await search(request, url);
+        const action = ACTION_PATH.exec(url.pathname)?.[1];
+        if (action === undefined) throw noSuchPath();
+        switch (action) {
+          case "status_show":
+            return statusShow(version, datastore);
+          case "resource_show":
+            return resourceShow(url, isAuthorized(request), datastore);
+          case "package_show":
+            return packageShow(url, isAuthorized(request), datastore);
+          case "package_search":
+            return packageSearch(url, isAuthorized(request), datastore);
+          case "datastore_search":
+            if (!datastore) throw unknownAction(action);
+            emulator.requests++;
+            return await search(request, url);
+          default:
+            throw unknownAction(action);
+        }
       } catch (error) {
         if (error instanceof EmulatorError) return errorResponse(error);
         throw error;

@@ -25,7 +25,12 @@ export interface RenderOptions {
 
 export function renderResult(plan: Plan, selection: Selection, options: RenderOptions): Response {
   const { params, version } = plan;
-  const fields = plan.output.map(({ id, type }) => ({ id, type }));
+  const dictionary = plan.resource.dictionary ?? {};
+  // CKAN adds `info` to a field the data dictionary describes; a rank column has none.
+  const fields = plan.output.map(({ id, type }) => {
+    const info = Object.hasOwn(dictionary, id) ? dictionary[id] : undefined;
+    return info === undefined ? { id, type } : { id, type, info };
+  });
   const result: Record<string, unknown> = {};
   for (const key of Object.keys(params.echo).sort()) {
     // A given `fields` keeps its place among the inputs but is answered with the column list.

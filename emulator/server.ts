@@ -1,12 +1,12 @@
 // The CKAN datastore_search emulator on a loopback port, for `npm start`, benchmarks and curl.
 //   node scripts/emulator-server.ts [port]
 // Env: EMULATOR_PORT (default 8788), EMULATOR_TOKEN (default "demo-token"),
-//      EMULATOR_CKAN_VERSION ("2.10" default, or "2.12"),
+//      EMULATOR_CKAN_VERSION ("2.12" default, as in npm start; or "2.10", "2.11"),
 //      EMULATOR_STALE_TOTAL (2.12: rows missing from the cached count of an unfiltered total).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
-import { createEmulator, type Emulator, type EmulatorOptions } from "./index.ts";
+import { CKAN_VERSIONS, createEmulator, type CkanVersion, type Emulator, type EmulatorOptions } from "./index.ts";
 
 /**
  * Fault injection for specs, like the in-process harness's `fault`: called for every
@@ -22,6 +22,8 @@ export interface EmulatorServerOptions {
   token?: string;
   version?: EmulatorOptions["version"];
   staleTotal?: number;
+  /** false: a CKAN without the datastore plugin. */
+  datastore?: boolean;
   fault?: EmulatorFault;
 }
 
@@ -39,7 +41,7 @@ interface FaultState {
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
-  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal });
+  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore });
   const faults: FaultState = { fault: options.fault, calls: 0 };
   const server = createServer((req, res) => {
     handle(emulator, faults, req, res).catch((error: unknown) => {
@@ -138,10 +140,11 @@ async function toRequest(req: IncomingMessage): Promise<Request> {
   return new Request(url, { method, headers, body: Buffer.concat(chunks) });
 }
 
-function parseVersion(value: string | undefined): EmulatorOptions["version"] {
-  if (value === undefined || value === "") return undefined;
-  if (value === "2.10" || value === "2.12") return value;
-  throw new Error(`EMULATOR_CKAN_VERSION must be 2.10 or 2.12, not ${value}`);
+function parseVersion(value: string | undefined): CkanVersion {
+  if (value === undefined || value === "") return "2.12";
+  const version = CKAN_VERSIONS.find((v) => v === value);
+  if (version === undefined) throw new Error(`EMULATOR_CKAN_VERSION must be one of ${CKAN_VERSIONS.join(", ")}, not ${value}`);
+  return version;
 }
 
 const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;

@@ -45,6 +45,26 @@ export function identifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
+// PostgreSQL's reserved words as SQLAlchemy's PostgreSQL dialect lists them: a column of one of these
+// names is quoted even when it is lower case.
+const RESERVED = new Set(
+  ("all analyse analyze and any array as asc asymmetric both case cast check collate column constraint create " +
+    "current_catalog current_date current_role current_time current_timestamp current_user default deferrable desc " +
+    "distinct do else end except false fetch for foreign from grant group having in initially intersect into lateral " +
+    "leading limit localtime localtimestamp new not null of off offset old on only or order placing primary references " +
+    "returning select session_user some symmetric table then to trailing true union unique user using variadic when " +
+    "where window with authorization between binary cross current_schema freeze full ilike inner is isnull join left " +
+    "like natural notnull outer over overlaps right similar verbose").split(" "),
+);
+
+/**
+ * A column as CKAN 2.11 writes it in a filter clause (SQLAlchemy's `sa.column(name)`): bare when
+ * PostgreSQL would read it back unchanged (`id = %(value_0)s`, as recorded), quoted otherwise.
+ */
+export function columnName(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) && !RESERVED.has(name) ? name : identifier(name);
+}
+
 export function literalString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
@@ -53,7 +73,7 @@ export function literalString(text: string): string {
 class Sql {
   statement = "";
   query = "";
-  /** 2.12 binds by name (value_0, ...); 2.10 by position. */
+  /** 2.11 and 2.12 bind by name (value_0, ...); 2.10 by position. */
   readonly named: Record<string, unknown> = {};
   readonly positional: unknown[] = [];
   /** The first value psycopg2 cannot adapt. */
@@ -75,7 +95,7 @@ class Sql {
     const offset = this.query.length;
     const literal = sqlLiteral(value);
     if (literal === undefined) this.clientError ??= { message: `can't adapt type '${Array.isArray(value) ? "list" : "dict"}'`, at: "none" };
-    if (this.version === "2.12") {
+    if (this.version !== "2.10") {
       const name = `value_${Object.keys(this.named).length}`;
       this.named[name] = value;
       this.statement += `%(${name})s`;
@@ -128,7 +148,7 @@ function writeFilters(sql: Sql, node: FilterNode, table: Table, failures: Failur
     sql.text("false");
     return { kind: "leaf", column: node.column, type, op: "in", values: [] };
   }
-  sql.text(`${identifier(node.field)} `);
+  sql.text(`${sql.version === "2.11" ? columnName(node.field) : identifier(node.field)} `);
   const opOffset = sql.query.length;
   if (node.op === "in") {
     sql.text("in (");
@@ -229,7 +249,7 @@ export function buildQuery(query: SqlQuery): Condition | undefined {
   const statement = template(query, select, finalOf(sql.statement), true);
   const text = template(query, select, finalOf(sql.query), false);
   const whereStart = text.indexOf(finalOf(sql.query));
-  const params = query.version === "2.12" ? [sql.named] : [sql.positional];
+  const params = query.version === "2.10" ? [sql.positional] : [sql.named];
 
   const fail = (error: PgError, at?: number): never => {
     let orig = error.message;

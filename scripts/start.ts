@@ -1,36 +1,97 @@
 // `npm start`: the CKAN emulator on loopback plus the worker in `wrangler dev`, fully offline.
 // Prints links that work as soon as the worker is up.
+//   npm start -- [--port 8787] [--emulator-port 8788] [--ckan 2.12] [any other wrangler dev option]
+// Env: PORT, EMULATOR_PORT, EMULATOR_CKAN_VERSION, EMULATOR_TOKEN (the switches win over the env).
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CKAN_VERSIONS, type CkanVersion } from "../emulator/index.ts";
 import { startEmulatorServer } from "../emulator/server.ts";
 import { OFFLINE_WRANGLER } from "./offline.ts";
 
-const emulatorPort = Number(process.env.EMULATOR_PORT ?? 8788);
-const workerPort = Number(process.env.PORT ?? 8787);
-const token = process.env.EMULATOR_TOKEN ?? "demo-token";
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
-const emulator = await startEmulatorServer({ port: emulatorPort, token });
+function fail(message: string): never {
+  console.error(`npm start: ${message}`);
+  process.exit(2);
+}
+
+/**
+ * Takes our own switches (`--name value` or `--name=value`) out of the command line; everything
+ * else goes to `wrangler dev` as it came (wrangler refuses a second --port, so ours must not reach it).
+ */
+function takeSwitches(argv: readonly string[], names: readonly string[]): { values: Map<string, string>; rest: string[] } {
+  const values = new Map<string, string>();
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    const name = names.find((n) => arg === `--${n}` || arg.startsWith(`--${n}=`));
+    if (name === undefined) {
+      rest.push(arg);
+      continue;
+    }
+    const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : argv[++i];
+    if (value === undefined || value === "") fail(`--${name} needs a value`);
+    values.set(name, value);
+  }
+  return { values, rest };
+}
+
+function port(value: string, what: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65535) fail(`${what} must be a port number from 1 to 65535, not "${value}"`);
+  return n;
+}
+
+function ckanVersion(value: string, what: string): CkanVersion {
+  const version = CKAN_VERSIONS.find((v) => v === value);
+  if (version === undefined) fail(`${what} must be one of ${CKAN_VERSIONS.join(", ")}, not "${value}"`);
+  return version;
+}
+
+const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan"]);
+const workerPort = port(values.get("port") ?? process.env["PORT"] ?? "8787", values.has("port") ? "--port" : "PORT");
+const emulatorPort = port(values.get("emulator-port") ?? process.env["EMULATOR_PORT"] ?? "8788", values.has("emulator-port") ? "--emulator-port" : "EMULATOR_PORT");
+const version = ckanVersion(values.get("ckan") ?? process.env["EMULATOR_CKAN_VERSION"] ?? "2.12", values.has("ckan") ? "--ckan" : "EMULATOR_CKAN_VERSION");
+const token = process.env["EMULATOR_TOKEN"] ?? "demo-token";
+
+const emulator = await startEmulatorServer({ port: emulatorPort, token, version }).catch((error: unknown) =>
+  fail(`the CKAN emulator cannot listen on 127.0.0.1:${emulatorPort} (${error instanceof Error ? error.message : String(error)}): try --emulator-port`),
+);
 const base = `${emulator.url}/data/en`;
-console.log(`CKAN emulator: ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
+console.log(`CKAN emulator (answering as CKAN ${version}): ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
 
+// The demo's own configuration (the emulator's resources and snapshot jobs); wrangler.toml is the
+// operator's. Wrangler would look for .dev.vars beside demo/wrangler.toml: the developer's local
+// settings (a LINK_SIGNING_KEY to try signed links) are in the project's root .dev.vars, named here
+// unless the command line names its own --env-file.
+const localSettings = join(ROOT, ".dev.vars");
+const ownEnvFile = rest.some((arg) => arg === "--env-file" || arg.startsWith("--env-file="));
 // wrangler's own script under this Node (npx would add npm's chatter and its own Node lookup).
 const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
 const wrangler = spawn(
   process.execPath,
   [
     wranglerBin, "dev",
+    "--config", join(ROOT, "demo", "wrangler.toml"),
+    ...(existsSync(localSettings) && !ownEnvFile ? ["--env-file", localSettings] : []),
     "--ip", "127.0.0.1",
     "--port", String(workerPort),
     "--var", `CKAN_BASE_URL:${base}`,
     "--var", `CKAN_API_TOKEN:${token}`,
     "--test-scheduled",
-    ...process.argv.slice(2),
+    ...rest,
   ],
   { stdio: ["inherit", "pipe", "inherit"], env: { ...process.env, ...OFFLINE_WRANGLER } },
 );
 
 const origin = `http://127.0.0.1:${workerPort}`;
+// CKAN sorts nulls first in a descending sort and takes no NULLS LAST, so the 20 largest amounts of
+// a `desc` sort would be 20 nulls: a range filter (CKAN 2.12) leaves them out; before 2.12 the
+// ascending sort shows amounts (nulls come last there).
+const largest = version === "2.12" ? "sort=amount%20desc&filter.amount%5Bgt%5D=0" : "sort=amount";
 let announced = false;
 wrangler.stdout.on("data", (data: Buffer) => {
   process.stdout.write(data);
@@ -41,7 +102,8 @@ Open ${origin}/ in a browser to build a link (columns, filters, preview, what to
 
 Try these links (paste a CSV one into Google Sheets as =IMPORTDATA("...") once deployed):
   ${origin}/export.csv?resource=sample&limit=100
-  ${origin}/export.csv?resource=sample&q=glacier&fields=id,name,amount&sort=amount%20desc&limit=20
+  ${origin}/export.csv?resource=sample&q=glacier&fields=id,name,amount&${largest}&limit=20
+  ${origin}/export.csv?resource=sample&fields=id,amount,category&header=label&limit=5   (data dictionary labels)
   ${origin}/export.json?resource=sample&filter.category=alpha&filter.category=beta&limit=5
   ${origin}/export.ndjson?resource=sample&limit=3
   ${origin}/export.csv?resource=sample&limit=10&bom=1&delimiter=%3B

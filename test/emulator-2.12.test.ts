@@ -5,6 +5,7 @@ import { EDGE_COLUMNS, EDGE_ROWS, edgeCell } from "../emulator/edge-rows.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
 import { pyDumps } from "../emulator/py-json.ts";
 import { FIXTURES, RECORDED_TABLE_ID, RECORDED_TABLE_TAIL, type Fixture } from "./fixtures/ckan-2.12.ts";
+import { csvRows, edgeRows, holdsWord, members, rowsOf, splitRecords, TOTALS } from "./recorded-answers.ts";
 
 // The emulator in 2.12 mode, on its `edge` resource, held against real CKAN 2.12 answers over the
 // table it copies: same status, same bytes. Where the recording holds CKAN's exact text
@@ -39,91 +40,6 @@ async function result(body: Json, options: EmulatorOptions = {}): Promise<Json> 
 function forEdge(text: string): string {
   return text.replaceAll(RECORDED_TABLE_ID, edge).replaceAll(RECORDED_TABLE_TAIL, edge.slice(-RECORDED_TABLE_TAIL.length));
 }
-
-/** End (exclusive) of the JSON value starting at `start`. */
-function valueEnd(text: string, start: number): number {
-  const first = text[start];
-  if (first !== '"' && first !== "[" && first !== "{") {
-    const end = text.slice(start).search(/[,\]}]/);
-    return end < 0 ? text.length : start + end;
-  }
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const char = text[i];
-    if (inString) {
-      if (char === "\\") i++;
-      else if (char === '"') {
-        inString = false;
-        if (depth === 0) return i + 1;
-      }
-    } else if (char === '"') inString = true;
-    else if (char === "[" || char === "{") depth++;
-    else if (char === "]" || char === "}") {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-  }
-  return text.length;
-}
-
-/** Splits an answer into the envelope around `records` and the records' text. */
-function splitRecords(text: string): { envelope: string; records: string } {
-  const key = '"records": ';
-  const start = text.indexOf(key) + key.length;
-  const end = valueEnd(text, start);
-  return { envelope: `${text.slice(0, start)}<records>${text.slice(end)}`, records: text.slice(start, end) };
-}
-
-/** The members of a JSON array, as text. */
-function members(arrayText: string): string[] {
-  const out: string[] = [];
-  let i = 1;
-  while (i < arrayText.length - 1) {
-    const end = valueEnd(arrayText, i);
-    out.push(arrayText.slice(i, end));
-    i = end + 1;
-  }
-  return out;
-}
-
-/** Rows of CSV text (quoted cells may hold line breaks), each with its line end. */
-function csvRows(csv: string): string[] {
-  const rows: string[] = [];
-  let start = 0;
-  let quoted = false;
-  for (let i = 0; i < csv.length; i++) {
-    if (csv[i] === '"') quoted = !quoted;
-    else if (csv[i] === "\n" && !quoted) {
-      rows.push(csv.slice(start, i + 1));
-      start = i + 1;
-    }
-  }
-  return rows;
-}
-
-/** The records as a list of row texts. */
-function rowsOf(records: string): string[] {
-  return records.startsWith('"') ? csvRows(JSON.parse(records) as string) : members(records);
-}
-
-const userColumns = EDGE_COLUMNS.slice(1);
-const edgeRows = Array.from({ length: EDGE_ROWS }, (_, index) => userColumns.map((_, c) => edgeCell(c + 1, index)));
-const holdsWord = (word: string) => (row: unknown[]) => row.some((cell) => new RegExp(`(^|[^\\p{L}\\p{N}])${word}([^\\p{L}\\p{N}]|$)`, "iu").test(JSON.stringify(cell) ?? ""));
-
-/**
- * What `total` must be on the emulated table where the recorded count depends on rows the
- * recording does not show; undefined where the recorded total holds as it is.
- */
-const TOTALS: Record<string, () => number> = {
-  keyset_first: () => EDGE_ROWS,
-  limit_above_rows_max: () => EDGE_ROWS,
-  total_estimation: () => EDGE_ROWS,
-  include_total_default: () => edgeRows.filter((row) => row[3] === "alpha").length,
-  q_csv_no_fields: () => edgeRows.filter(holdsWord("glacier")).length,
-  q_lists_fields: () => edgeRows.filter(holdsWord("glacier")).length,
-  q_objects_no_fields: () => edgeRows.filter(holdsWord("glacier")).length,
-};
 
 describe("side by side with real CKAN 2.12 answers", () => {
   it("covers every recording", () => {

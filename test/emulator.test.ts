@@ -92,7 +92,8 @@ describe("side by side with real CKAN 2.10 answers", () => {
       const result = body["result"] as Result;
       const real = expected["result"] as Result;
       expect(Object.keys(result)).toEqual(Object.keys(real));
-      expect(result.fields).toEqual(real.fields);
+      // The recorded table had no data dictionary; the emulated one describes its columns (`info`).
+      expect(result.fields.map(({ id, type }) => ({ id, type }))).toEqual(real.fields);
       for (const key of Object.keys(real)) {
         if (!["records", "fields", "total"].includes(key)) expect(result[key], key).toEqual(real[key]);
       }
@@ -319,7 +320,7 @@ describe("requests and routes", () => {
     const bad = await emulator.fetch(new Request(ENDPOINT, { method: "POST", body: "{not json" }));
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatch(/^Bad request - JSON Error: /);
-    const elsewhere = await emulator.fetch(new Request("http://ckan.test/api/action/package_show"));
+    const elsewhere = await emulator.fetch(new Request("http://ckan.test/dataset/sample"));
     expect(elsewhere.status).toBe(404);
     expect(elsewhere.headers.get("content-type")).toBe("application/json;charset=utf-8");
     expect(emulator.requests).toBe(1);

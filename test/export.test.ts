@@ -188,25 +188,18 @@ describe("row budget", () => {
 
 describe("header=label", () => {
   it("heads each column with its data dictionary label, its id where it has none, in CSV, TSV and XLSX", async () => {
-    const { get } = harness({
-      fault: async (_n, body) => {
-        // CKAN answers with the data dictionary in fields[].info, which the emulator does not keep.
-        const answer = await harness().emulator.fetch(new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }));
-        const json = (await answer.json()) as { result: { fields: { id: string; info?: unknown }[] } };
-        for (const field of json.result.fields) if (field.id === "amount") field.info = { label: "Amount (CAD)", notes: "Taxes included." };
-        return Response.json(json);
-      },
-    });
-    const csv = await (await get("/export.csv?resource=sample&fields=id,amount&limit=2&header=label")).text();
-    expect(csv.split("\r\n")[0]).toBe("id,Amount (CAD)");
-    const tsv = await (await get("/export.tsv?resource=sample&fields=id,amount&limit=2&header=label")).text();
-    expect(tsv.split("\r\n")[0]).toBe("id\tAmount (CAD)");
-    const ids = await (await get("/export.csv?resource=sample&fields=id,amount&limit=2")).text();
-    expect(ids.split("\r\n")[0]).toBe("id,amount");
-    const xlsx = await get("/export.xlsx?resource=sample&fields=id,amount&limit=2&header=label");
+    // The emulated sample table has a data dictionary (CKAN's fields[].info) for every column but formula.
+    const { get } = harness();
+    const csv = await (await get("/export.csv?resource=sample&fields=id,amount,formula&limit=2&header=label")).text();
+    expect(csv.split("\r\n")[0]).toBe("Grant number,Amount (CAD),formula");
+    const tsv = await (await get("/export.tsv?resource=sample&fields=id,amount,formula&limit=2&header=label")).text();
+    expect(tsv.split("\r\n")[0]).toBe("Grant number\tAmount (CAD)\tformula");
+    const ids = await (await get("/export.csv?resource=sample&fields=id,amount,formula&limit=2")).text();
+    expect(ids.split("\r\n")[0]).toBe("id,amount,formula");
+    const xlsx = await get("/export.xlsx?resource=sample&fields=id,amount,formula&limit=2&header=label");
     expect(xlsx.status).toBe(200);
     const sheet = await readWorkbook(new Uint8Array(await xlsx.arrayBuffer()));
-    expect(sheet.rows[0]!.map((cell) => cell.value)).toEqual(["id", "Amount (CAD)"]);
+    expect(sheet.rows[0]!.map((cell) => cell.value)).toEqual(["Grant number", "Amount (CAD)", "formula"]);
     expect((await get("/export.xlsx?resource=sample&limit=2&header=0")).status).toBe(400);
     const bad = await get("/export.csv?resource=sample&limit=2&header=labels");
     expect(bad.status).toBe(400);

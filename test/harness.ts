@@ -35,7 +35,8 @@ let sites = 0;
  * learns about one site (keyset support) must not leak into another test.
  */
 export function harness(options: HarnessOptions = {}) {
-  const emulator = createEmulator({ token: TOKEN, ...options.emulator });
+  // CKAN 2.10 unless a spec says otherwise: what the specs were written against, whatever the demo runs.
+  const emulator = createEmulator({ token: TOKEN, version: "2.10", ...options.emulator });
   const calls: UpstreamCall[] = [];
   let warming = false;
   const app = createApp({

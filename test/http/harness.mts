@@ -1,7 +1,7 @@
 // Helpers for specs that run in Node against the worker in `wrangler dev` (workerd, exactly as
 // `npm start` runs it) and read what crosses the wire. Everything listens on 127.0.0.1 only.
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, get, type IncomingHttpHeaders } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
@@ -12,6 +12,20 @@ import { fileURLToPath } from "node:url";
 import { OFFLINE_WRANGLER } from "../../scripts/offline.ts";
 
 const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The demo's configuration (the emulator's resources); the operator's wrangler.toml is not the specs'. */
+export const DEMO_CONFIG = join(PROJECT_ROOT, "demo", "wrangler.toml");
+
+/**
+ * The environment of a `wrangler dev` that sees none of the developer's local settings: wrangler
+ * would hand the worker every variable of the process with CLOUDFLARE_INCLUDE_PROCESS_ENV, and
+ * CLOUDFLARE_ENV would pick another environment of the config.
+ */
+export function isolatedEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" };
+  delete env["CLOUDFLARE_INCLUDE_PROCESS_ENV"];
+  delete env["CLOUDFLARE_ENV"];
+  return env;
+}
 
 /** A port nobody listens on right now (the kernel picks it; a small race is acceptable in tests). */
 export async function freePort(): Promise<number> {
@@ -40,6 +54,14 @@ export interface StartWorkerOptions {
   flags?: string[];
   /** How long `wrangler dev` may take to print "Ready on". */
   timeoutMs?: number;
+  /** The wrangler config (default: the demo's, demo/wrangler.toml). */
+  config?: string;
+  /**
+   * "ignore" (the default, and what every spec wants): the worker gets the config's vars and `vars`,
+   * never a .dev.vars or .env. "read" lets wrangler read them as it would by itself, only so a spec
+   * can show what ignoring them prevents.
+   */
+  localSettings?: "ignore" | "read";
 }
 
 /**
@@ -51,8 +73,14 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const state = await mkdtemp(join(tmpdir(), "datastore-export-wrangler-"));
+  // With --env-file wrangler reads that file instead of .dev.vars and .env: an empty one gives the
+  // worker exactly the config's vars and the spec's --var pairs, whatever the developer keeps locally.
+  const noLocalSettings = join(state, "empty.env");
+  await writeFile(noLocalSettings, "");
   const args = [
     wrangler, "dev",
+    "--config", options.config ?? DEMO_CONFIG,
+    ...(options.localSettings === "read" ? [] : ["--env-file", noLocalSettings]),
     "--ip", "127.0.0.1",
     "--port", String(port),
     "--inspector-port", String(inspectorPort),
@@ -63,7 +91,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   ];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" },
+    env: options.localSettings === "read" ? { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" } : isolatedEnv(),
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
