@@ -168,12 +168,13 @@ describe("XLSX exports", () => {
     expect((await readWorkbook(await bytes(res))).rows).toHaveLength(20001);
   });
 
-  it("refuses, before the first byte, a workbook whose sheet would pass the 4 GiB a ZIP without ZIP64 holds", async () => {
+  it("refuses, before the first byte, a workbook whose sheet would pass the 4 GiB a ZIP without ZIP64 holds: as a link and as a snapshot", async () => {
     const wide = "x".repeat(5000);
+    const snapshots = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
     const h = harness({
-      env: { PAGE_SIZE: "1000" },
-      fault: (n, body) =>
-        n !== 1
+      env: { PAGE_SIZE: "1000", SNAPSHOT_JOBS: JSON.stringify([{ name: "huge-book", resource: "sample", formats: ["xlsx"], cron: "0 4 * * *" }]) },
+      fault: (_n, body) =>
+        body.resource_id === undefined || isProbe(body)
           ? undefined
           : Response.json({
               success: true,
@@ -189,7 +190,12 @@ describe("XLSX exports", () => {
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { message: string; parameter: string } };
     expect(error).toMatchObject({ parameter: "limit" });
-    expect(error.message).toContain("4 GiB");
+    expect(error.message).toContain("more than the 4 GiB one XLSX sheet holds");
+    // The snapshot is refused the same way, from its first page: nothing is written to R2.
+    const [run] = await h.scheduled("0 4 * * *", Date.UTC(2026, 10, 20, 4));
+    expect(run).toMatchObject({ job: "huge-book", status: "failed" });
+    expect(run!.error).toContain("more than the 4 GiB one XLSX sheet holds");
+    expect((await snapshots.list({ prefix: "huge-book/" })).objects.map((o) => o.key)).toEqual(["huge-book/manifest.json"]);
   });
 
   it("is served from the edge cache the second time, the same bytes", async () => {

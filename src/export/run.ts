@@ -75,7 +75,9 @@ export async function runExport(
     },
   };
   const pack = format.package === undefined ? undefined : packing(hooks, format.package());
-  const encoded = toByteStream(explainLimit(query.format, config, encodeTable(table, encoder, progress)), pack?.hooks ?? hooks);
+  const encoding = explainLimit(query.format, config, encodeTable(table, encoder, progress));
+  const chunks = await primed(format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress), abort);
+  const encoded = toByteStream(chunks, pack?.hooks ?? hooks);
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
@@ -111,4 +113,53 @@ async function* explainLimit<T>(format: FormatName, config: Config, chunks: Asyn
   } catch (error) {
     throw formatLimitError(format, config, error);
   }
+}
+
+/**
+ * A format with a size limit of its own (XLSX: one sheet in a ZIP without ZIP64) is refused as soon
+ * as its first page shows the file would pass it, estimated from the rows' encoded text (an upper
+ * bound of what compression leaves): before the first byte, for every sink, never after gigabytes
+ * written to R2. Past the limit anyway (CKAN's count was short), it stops there.
+ */
+async function* withinSize<T>(
+  chunks: AsyncGenerator<T, void, undefined>,
+  max: { limit: number; refusal: (estimate: number) => string },
+  table: Pick<Table, "expectedRows">,
+  progress: ExportProgress,
+): AsyncGenerator<T, void, undefined> {
+  let judged = false;
+  for await (const chunk of chunks) {
+    if (!judged && progress.rows > 0 && table.expectedRows !== undefined) {
+      judged = true;
+      const estimate = (progress.chars / progress.rows) * table.expectedRows;
+      if (estimate > max.limit) throw new HttpError(400, max.refusal(estimate), { parameter: "limit" });
+    }
+    if (progress.chars > max.limit) throw new HttpError(400, max.refusal(progress.chars), { parameter: "limit" });
+    yield chunk;
+  }
+}
+
+/**
+ * The chunks with the first one already encoded: what the first page tells about the whole file (a
+ * size the format cannot hold) is an error status before any sink has a byte, as a failed first
+ * page is. On such a failure the paging stops at once.
+ */
+async function primed<T>(chunks: AsyncGenerator<T, void, undefined>, abort: AbortController): Promise<AsyncGenerator<T, void, undefined>> {
+  let first: IteratorResult<T, void>;
+  try {
+    first = await chunks.next();
+  } catch (error) {
+    abort.abort();
+    await chunks.return();
+    throw error;
+  }
+  return (async function* () {
+    try {
+      if (first.done) return;
+      yield first.value;
+      yield* chunks;
+    } finally {
+      await chunks.return();
+    }
+  })();
 }

@@ -4,11 +4,14 @@ import { csvEncoder, headerText } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
 import type { Encoder } from "./types.ts";
 import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
+import { ZIP_ENTRY_LIMIT } from "./zip.ts";
 
 export interface FormatEncoder {
   encoder(columns: Column[], csv: CsvOptions): Encoder;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;
+  /** The most encoded bytes the format holds, and what a file past it would be told. */
+  maxBytes?: { limit: number; refusal: (estimate: number) => string };
 }
 
 /** One renderer per format of query/formats.ts. */
@@ -20,5 +23,10 @@ export const ENCODERS: Record<FormatName, FormatEncoder> = {
   xlsx: {
     encoder: (columns, csv) => xlsxEncoder(columns, { header: headerText(columns, csv.header === "label" ? "label" : "id") }),
     package: xlsxPackage,
+    maxBytes: {
+      limit: ZIP_ENTRY_LIMIT,
+      refusal: (estimate) =>
+        `This workbook's sheet would be about ${Math.max(4, Math.round(estimate / 2 ** 30))} GiB, more than the 4 GiB one XLSX sheet holds. Use a smaller limit, fewer fields, or CSV.`,
+    },
   },
 };

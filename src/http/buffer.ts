@@ -1,6 +1,5 @@
 import { concatBytes } from "../rows/bytes.ts";
-import { HttpError, toHttpError } from "../errors.ts";
-import { ZIP_ENTRY_LIMIT } from "../format/zip.ts";
+import { toHttpError } from "../errors.ts";
 import type { ExportRun } from "../export/run.ts";
 
 /** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
@@ -31,15 +30,6 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
         // text, an upper bound of what compression leaves.
         const perRow = run.packed ? (progress.rows > 0 ? progress.chars / progress.rows : undefined) : table.firstPageRows > 0 ? value.byteLength / table.firstPageRows : undefined;
         if (perRow !== undefined) estimate = perRow * table.expectedRows;
-        // Found out before the first byte rather than after gigabytes: a ZIP without ZIP64 cannot hold it.
-        if (run.packed && estimate > ZIP_ENTRY_LIMIT) {
-          await reader.cancel();
-          throw new HttpError(
-            400,
-            `This workbook's sheet would be about ${Math.round(estimate / 2 ** 30)} GiB, more than the 4 GiB one XLSX sheet holds. Use a smaller limit, fewer fields, or CSV.`,
-            { parameter: "limit" },
-          );
-        }
         if (estimate > bufferBytes && estimate !== Number.POSITIVE_INFINITY) break;
       }
       if (length > bufferBytes) break;
