@@ -173,7 +173,13 @@ export class CkanClient {
       const result = envelope.result as Record<string, unknown> | undefined;
       const records = result?.records;
       if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records == null)) {
-        return { ...result, records: records ?? [] } as unknown as SearchResult;
+        // Only the members this worker reads, each checked for its type.
+        const out: SearchResult = { fields: result.fields as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
+        if (typeof result.total === "number") out.total = result.total;
+        if (typeof result.total_was_estimated === "boolean") out.total_was_estimated = result.total_was_estimated;
+        if (typeof result.limit === "number") out.limit = result.limit;
+        if (result.next_page !== null && typeof result.next_page === "object") out.next_page = result.next_page as Record<string, unknown>;
+        return out;
       }
       throw new HttpError(502, "CKAN's answer has no result.fields/result.records.");
     }

@@ -26,8 +26,9 @@ export const csvCell = (text: string): string => Papa.unparse([[text]], COMMA_WR
  * A cell's CSV text from CKAN's JSON text for it: null is an empty cell, text is unescaped (and
  * guarded), numbers and booleans stay as CKAN wrote them, arrays and json stay JSON text.
  */
-function cellText(raw: string | undefined, json: boolean, guarded: boolean): string | null {
-  if (raw === undefined || raw === "null") return null;
+// A null is an empty cell: papaparse writes undefined as nothing.
+function cellText(raw: string | undefined, json: boolean, guarded: boolean): string | undefined {
+  if (raw === undefined || raw === "null") return undefined;
   if (json || raw.charCodeAt(0) !== QUOTE) return raw;
   const text = raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
   return guarded ? guardFormula(text) : text;
@@ -37,8 +38,7 @@ function cellText(raw: string | undefined, json: boolean, guarded: boolean): str
  * A number's text with a decimal comma: `-0.50` -> `-0,50`, `1.5e-07` -> `1,5e-07`. Only a plain
  * number takes one: `money`'s `$1,234.56` and `NaN` stay as CKAN wrote them.
  */
-const decimalComma = (text: string | null): string | null => (text === null || !PLAIN_NUMBER.test(text) ? text : text.replace(".", ","));
-
+const decimalComma = (text: string | undefined): string | undefined => (text === undefined || !PLAIN_NUMBER.test(text) ? text : text.replace(".", ","));
 
 /** The header row's text: each column's id, or its data dictionary label where it has one. */
 export const headerText = (columns: Column[], header: CsvOptions["header"]): string[] =>
@@ -54,7 +54,7 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
   const json = columns.map((c) => isJsonType(c.type));
   const comma = columns.map((c) => options.decimal === "," && isNumericType(c.type));
   const writer = writerOptions(options.delimiter);
-  const unparse = (rows: (string | null)[][]): string => Papa.unparse(rows, writer) + CRLF;
+  const unparse = (rows: (string | undefined)[][]): string => Papa.unparse(rows, writer) + CRLF;
 
   return {
     begin() {
@@ -65,8 +65,7 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
     },
     page(rows: Row[]) {
       if (rows.length === 0) return "";
-      const cells = rows as unknown as (string | null)[][];
-      for (const row of cells) {
+      for (const row of rows) {
         // Trailing cells beyond the columns (`_id` kept for keyset paging) are dropped here, in place.
         row.length = columns.length;
         for (let i = 0; i < row.length; i++) {
@@ -74,7 +73,7 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
           row[i] = comma[i] ? decimalComma(text) : text;
         }
       }
-      return unparse(cells);
+      return unparse(rows);
     },
     end: () => "",
     failure: (reason) => unparse([[`#EXPORT INCOMPLETE: ${reason} The rows above are only part of the export.`]]),

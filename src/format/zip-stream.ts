@@ -36,7 +36,6 @@ export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entr
       controller.enqueue(concatBytes([zip.finishEntry(crc, compressed, size), zip.close()]));
     },
   });
-  // Node's typings (the specs run this code there too) declare its writable side as BufferSource.
-  const deflate = new CompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
+  const deflate = new CompressionStream("deflate-raw");
   return { writable: measure.writable, readable: measure.readable.pipeThrough(deflate).pipeThrough(frame) };
 }
