@@ -89,3 +89,24 @@ describe("CKAN client fed real CKAN 2.10 responses", () => {
     expect(e2.message).not.toContain(TOKEN);
   });
 });
+
+describe("a CKAN_BASE_URL no deployed worker can reach", () => {
+  it("is the setting's fault, a 503 naming CKAN_BASE_URL, when it points at this machine's own address", async () => {
+    for (const base of ["http://127.0.0.1:8788/data/en", "http://localhost:5000"]) {
+      const client = new CkanClient(parseConfig({ CKAN_BASE_URL: base, UPSTREAM_RETRIES: "0" }), async () => {
+        throw new TypeError("connect ECONNREFUSED");
+      });
+      const error = await client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HttpError);
+      expect(error).toMatchObject({ status: 503, setting: "CKAN_BASE_URL" });
+      expect((error as HttpError).message).toContain("this machine's own address");
+    }
+  });
+
+  it("is CKAN's fault, a 502, for any other host", async () => {
+    const client = new CkanClient(config, async () => {
+      throw new TypeError("connect ECONNREFUSED");
+    });
+    await expect(client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 })).rejects.toMatchObject({ status: 502 });
+  });
+});

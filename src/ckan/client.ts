@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { HttpError } from "../errors.ts";
+import { configError, HttpError } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
 import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
@@ -58,6 +58,8 @@ function abortion(signal: AbortSignal): Promise<never> {
     signal.addEventListener("abort", () => reject(signal.reason), { once: true });
   });
 }
+
+const isLoopback = (hostname: string): boolean => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(hostname);
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
 
@@ -128,7 +130,9 @@ export class CkanClient {
       if (timeout.aborted) {
         throw new HttpError(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
       }
-      const host = new URL(this.#config.datastoreSearchUrl).host;
+      const { host, hostname } = new URL(this.#config.datastoreSearchUrl);
+      // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
+      if (isLoopback(hostname)) throw configError("CKAN_BASE_URL", `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`);
       return {
         retry: true,
         error: new HttpError(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
