@@ -5,7 +5,7 @@
 // never written anywhere: it only lets setup check that every chosen resource answers.
 // Every failure is a line or two naming what to fix, exit 1, and wrangler.toml left as it was.
 import { randomBytes } from "node:crypto";
-import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { createInterface, type Interface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -344,6 +344,11 @@ async function main(): Promise<void> {
   const base = `${url.origin}${url.pathname.replace(/\/api(\/\d+)?(\/action(\/.*)?)?\/?$/, "").replace(/\/+$/, "")}`;
   const config = options.config ?? join(ROOT, "wrangler.toml");
   const interactive = options.yes !== true;
+  try {
+    accessSync(config, constants.R_OK | constants.W_OK);
+  } catch (error) {
+    fail(`${config} cannot be read and written (${(error as NodeJS.ErrnoException).code ?? String(error)}): run setup in the project, or name the file with --config.`);
+  }
 
   const ask = interactive ? new Prompter() : undefined;
   try {
