@@ -21,7 +21,7 @@ interface Field { id: string; type: string }
 interface Result extends Json { fields: Field[]; records: unknown; total?: number; next_page?: Json }
 
 async function call(body: Json, options: EmulatorOptions & { authorization?: string } = {}) {
-  const emulator = createEmulator({ token: TOKEN, ...options });
+  const emulator = createEmulator({ token: TOKEN, version: "2.10", ...options });
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.authorization !== undefined) headers["authorization"] = options.authorization;
   const response = await emulator.fetch(new Request(ENDPOINT, { method: "POST", headers, body: JSON.stringify(body) }));
@@ -30,7 +30,7 @@ async function call(body: Json, options: EmulatorOptions & { authorization?: str
 
 /** The result with every JSON number kept as its text (JSON.parse's reviver sees the source). */
 async function searchLossless(body: Json, options: EmulatorOptions = {}): Promise<Result> {
-  const response = await createEmulator({ token: TOKEN, ...options }).fetch(new Request(ENDPOINT, { method: "POST", body: JSON.stringify(body) }));
+  const response = await createEmulator({ token: TOKEN, version: "2.10", ...options }).fetch(new Request(ENDPOINT, { method: "POST", body: JSON.stringify(body) }));
   expect(response.status).toBe(200);
   const keepText = (_key: string, value: unknown, context?: { source?: string }) => (typeof value === "number" ? context?.source : value);
   return (JSON.parse(await response.text(), keepText as (key: string, value: unknown) => unknown) as { result: Result }).result;
@@ -208,7 +208,7 @@ describe("paging", () => {
   });
 
   it("answers a deep offset into the million-row table without scanning it", async () => {
-    const emulator = createEmulator();
+    const emulator = createEmulator({ version: "2.10" });
     const started = performance.now();
     for (let round = 0; round < 20; round++) {
       const request = new Request(ENDPOINT, { method: "POST", body: JSON.stringify({ resource_id: big, offset: 990_000 + round, limit: 5 }) });
@@ -307,7 +307,7 @@ describe("records_format csv and tsv", () => {
 
 describe("requests and routes", () => {
   it("reads GET query strings, JSON-encoded filters included", async () => {
-    const emulator = createEmulator();
+    const emulator = createEmulator({ version: "2.10" });
     const url = `${ENDPOINT}?resource_id=${sample}&limit=2&filters=${encodeURIComponent('{"category":"beta"}')}`;
     const body = (await (await emulator.fetch(new Request(url))).json()) as { result: Result };
     expect(body.result["filters"]).toEqual({ category: "beta" });
@@ -316,7 +316,7 @@ describe("requests and routes", () => {
   });
 
   it("answers an unreadable body with a bare JSON string, and other paths with 404", async () => {
-    const emulator = createEmulator();
+    const emulator = createEmulator({ version: "2.10" });
     const bad = await emulator.fetch(new Request(ENDPOINT, { method: "POST", body: "{not json" }));
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatch(/^Bad request - JSON Error: /);

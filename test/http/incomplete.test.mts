@@ -38,7 +38,7 @@ describe("a streamed export cut off by an upstream failure, read with node:http"
   const workers: { plain?: WorkerProcess; cached?: WorkerProcess } = {};
 
   beforeAll(async () => {
-    emulator = await startEmulatorServer({ port: 0 });
+    emulator = await startEmulatorServer({ port: 0, version: "2.10" });
     const vars = {
       CKAN_BASE_URL: `${emulator.url}/data/en`,
       // Stream from the first byte (a small export is read whole and gets a 502), and no retry.

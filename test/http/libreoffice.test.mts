@@ -37,7 +37,7 @@ describe.skipIf(skip)("an XLSX export opened in LibreOffice", () => {
   let worker: WorkerProcess;
 
   beforeAll(async () => {
-    emulator = await startEmulatorServer({ port: 0 });
+    emulator = await startEmulatorServer({ port: 0, version: "2.10" });
     worker = await startWorker({
       vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "500", CACHE_TTL_SECONDS: "0" },
     });
@@ -100,7 +100,7 @@ describe.skipIf(skip)("a semicolon CSV with decimal commas, imported by LibreOff
   let worker: WorkerProcess;
 
   beforeAll(async () => {
-    emulator = await startEmulatorServer({ port: 0 });
+    emulator = await startEmulatorServer({ port: 0, version: "2.10" });
     worker = await startWorker({
       vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), CACHE_TTL_SECONDS: "0" },
     });

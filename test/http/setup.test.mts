@@ -1,0 +1,165 @@
+import { spawn } from "node:child_process";
+import { copyFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { experimental_readRawConfig } from "wrangler";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
+import { startEmulatorServer, type EmulatorServer } from "../../emulator/server.ts";
+import { freePort, isolatedEnv } from "./harness.mts";
+
+// `npm run setup` against CKAN emulators on loopback, on a copy of the project's wrangler.toml: a
+// run that succeeds writes what wrangler then reads (read back with wrangler's own reader), keeps
+// every comment, and names what is left to do; each failure is one or two lines naming what to fix,
+// exit 1, and the file byte for byte as it was. The token (recognisable) appears in no file written
+// and no line printed.
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const TOKEN = "tok-SETUP-SECRET-5c1e";
+const { sample, big } = EMULATOR_RESOURCES;
+const PRIVATE = EMULATOR_RESOURCES.private;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  config: string;
+  before: string;
+  after: string;
+}
+
+describe("npm run setup", () => {
+  let ckan: EmulatorServer;
+  let noDatastore: EmulatorServer;
+  let html: Server;
+  let htmlUrl: string;
+  let folder: string;
+  let runs = 0;
+
+  beforeAll(async () => {
+    ckan = await startEmulatorServer({ port: 0, token: TOKEN, version: "2.12" });
+    noDatastore = await startEmulatorServer({ port: 0, token: TOKEN, version: "2.11", datastore: false });
+    html = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end("<!doctype html><title>Open data</title><p>Welcome");
+    });
+    await new Promise<void>((resolve) => html.listen(0, "127.0.0.1", resolve));
+    htmlUrl = `http://127.0.0.1:${(html.address() as AddressInfo).port}`;
+    folder = await mkdtemp(join(tmpdir(), "datastore-export-setup-"));
+  });
+
+  afterAll(async () => {
+    await ckan?.close();
+    await noDatastore?.close();
+    await new Promise((resolve) => html?.close(resolve));
+    if (folder) await rm(folder, { recursive: true, force: true });
+  });
+
+  async function setup(args: string[], token?: string, input?: string): Promise<Run> {
+    const config = join(folder, `wrangler-${++runs}.toml`);
+    await copyFile(join(ROOT, "wrangler.toml"), config);
+    const before = await readFile(config, "utf8");
+    const env = isolatedEnv();
+    delete env["CKAN_API_TOKEN"];
+    if (token !== undefined) env["CKAN_API_TOKEN"] = token;
+    const child = spawn(process.execPath, [join(ROOT, "scripts", "setup.ts"), ...args, "--config", config], { cwd: ROOT, env, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    child.stdin?.end(input);
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => void (stdout += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => void (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    return { code, stdout, stderr, config, before, after: await readFile(config, "utf8") };
+  }
+
+  /** A failure: exit 1, one or two lines on stderr naming the fix, the config untouched, no token anywhere. */
+  function expectFailure(run: Run, message: RegExp): void {
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    const lines = run.stderr.trimEnd().split("\n");
+    expect(lines.length).toBeLessThanOrEqual(2);
+    expect(lines[0]).toMatch(/^setup: /);
+    expect(run.stderr).toMatch(message);
+    expect(run.after).toBe(run.before);
+    expect(run.stdout + run.stderr).not.toContain(TOKEN);
+  }
+
+  it("checks the site and each table, writes CKAN_BASE_URL, RESOURCES and a snapshot job, and says what is left", async () => {
+    const page = `${ckan.url}/data/en/dataset/demo-private-grants/resource/${PRIVATE}`;
+    const run = await setup(["--ckan", `${ckan.url}/data/en/`, "--resource", `grants=${sample}`, "--resource", `secret=${page}`, "--snapshot", "grants=0 3 * * *", "--yes"], TOKEN);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toBe("");
+    const { rawConfig } = experimental_readRawConfig({ config: run.config });
+    const vars = rawConfig.vars as Record<string, unknown>;
+    expect(vars["CKAN_BASE_URL"]).toBe(`${ckan.url}/data/en`);
+    expect({ ...(vars["RESOURCES"] as object) }).toEqual({ grants: sample, secret: PRIVATE });
+    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([{ name: "grants-snapshot", resource: "grants", formats: ["csv"], cron: "0 3 * * *", keep: 30 }]);
+    expect(rawConfig.triggers?.crons).toEqual(["0 3 * * *"]);
+    expect(vars["MAX_ROWS"]).toBe("1000000");
+    expect(rawConfig.r2_buckets).toEqual([{ binding: "SNAPSHOTS", bucket_name: "datastore-export-snapshots" }]);
+    // Every comment of the file is still there, in order.
+    const comments = (text: string) => text.split("\n").filter((line) => line.trimStart().startsWith("#"));
+    expect(comments(run.after)).toEqual(comments(run.before));
+    expect(run.stdout).toContain("CKAN 2.12.0b0");
+    expect(run.stdout).toMatch(/secret = 60686d2e-\S+ {2}Private grants {2}\(private: read with the token\)/);
+    const steps = ["wrangler secret put CKAN_API_TOKEN", "wrangler r2 bucket create datastore-export-snapshots", "wrangler deploy", "/health"].map((step) => run.stdout.indexOf(step));
+    expect(steps.every((at) => at > 0)).toBe(true);
+    expect([...steps].sort((a, b) => a - b)).toEqual(steps);
+    expect(run.after + run.stdout).not.toContain(TOKEN);
+    expect((await readdir(folder)).filter((name) => name.startsWith(".wrangler-setup-"))).toEqual([]);
+  });
+
+  it("asks, when run without --yes: the token, a search by name, a pick, its alias, a schedule, a last yes", async () => {
+    // Lines piped in as a terminal user would type them: the token, "grants" (a search), 4 (the
+    // private table), an alias, Enter (done), a cron, y.
+    const run = await setup(["--ckan", `${ckan.url}/data/en`], undefined, `${TOKEN}\ngrants\n4\nstaff-only\n\n15 4 * * 1\ny\n`);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/4\. Private grants \/ Private grants {2}\(60686d2e-/);
+    const vars = experimental_readRawConfig({ config: run.config }).rawConfig.vars as Record<string, unknown>;
+    expect({ ...(vars["RESOURCES"] as object) }).toEqual({ "staff-only": PRIVATE });
+    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([{ name: "staff-only-snapshot", resource: "staff-only", formats: ["csv"], cron: "15 4 * * 1", keep: 30 }]);
+    expect(run.after + run.stdout + run.stderr).not.toContain(TOKEN);
+    // Saying no at the end leaves the file as it was.
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`], undefined, `\n${sample}\nmine\n\n\nn\n`), /nothing written/);
+  });
+
+  it("says a wrong token on public tables cannot be judged, since CKAN answers it as if none were sent", async () => {
+    const run = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--yes"], "not-the-token");
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("The token was not checked: every chosen table is public");
+    expect(run.after).not.toContain("not-the-token");
+  });
+
+  it("fails on a host nobody answers on", async () => {
+    const run = await setup(["--ckan", `http://127.0.0.1:${await freePort()}/data/en`, "--resource", `a=${sample}`, "--yes"], TOKEN);
+    expectFailure(run, /cannot reach http:\/\/127\.0\.0\.1:\d+\/data\/en \(ECONNREFUSED\)/);
+  });
+
+  it("fails on a site that is not a CKAN (an HTML page)", async () => {
+    const run = await setup(["--ckan", htmlUrl, "--resource", `a=${sample}`, "--yes"], TOKEN);
+    expectFailure(run, /does not answer as a CKAN site \(status_show: HTTP 200, text\/html.*\n.*language segment/);
+  });
+
+  it("fails on a CKAN without the DataStore", async () => {
+    const run = await setup(["--ckan", `${noDatastore.url}/data/en`, "--resource", `a=${sample}`, "--yes"], TOKEN);
+    expectFailure(run, /is CKAN 2\.11\.5 without the DataStore/);
+  });
+
+  it("fails on a table the DataStore does not have", async () => {
+    const run = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--resource", "gone=0000aaaa-1111-4222-8333-444455556666", "--yes"], TOKEN);
+    expectFailure(run, /gone = 0000aaaa-1111-4222-8333-444455556666: not a table in .*DataStore/);
+  });
+
+  it("fails on a private table without a token, and with a token CKAN refuses", async () => {
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `secret=${PRIVATE}`, "--yes"]), /secret = .* is private: CKAN needs a token.*\n.*CKAN_API_TOKEN/);
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `secret=${PRIVATE}`, "--yes"], `${TOKEN}-wrong`), /CKAN refused the token/);
+  });
+
+  it("refuses a token given as an argument, and a reference that is no resource", async () => {
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--token", TOKEN, "--yes"]), /never an argument/);
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", "a=https://portal.example/dataset/x", "--yes"], TOKEN), /neither a resource id nor a resource page URL/);
+  });
+});
