@@ -10,7 +10,7 @@ import { dirname, join, relative } from "node:path";
 import { createInterface, type Interface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual, parseArgs } from "node:util";
-import { UUID_PATTERN } from "../src/settings.ts";
+import { UUID_PATTERN } from "../src/config/settings.ts";
 import { setProductionVars, type SnapshotJob } from "./wrangler-toml.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
