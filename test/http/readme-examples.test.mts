@@ -1,7 +1,7 @@
 // Every curl command in README.md's sh/bash blocks, run as pasted: by a shell (so quoting is the
 // shell's) and the real curl, against the demo as `npm start` runs it (the CKAN emulator, answering as
 // CKAN 2.12, and the worker in `wrangler dev --test-scheduled`). Only the address changes: the
-// README's http://127.0.0.1:8787 becomes this spec's worker. An example must exit 0 and end with an
+// README's http://127.0.0.1:8787 (and the deployed address of "Deploy to your portal") becomes this spec's worker. An example must exit 0 and end with an
 // answer under 400, unless its comment says `answers <status>`, the status it shows.
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -14,6 +14,8 @@ import { startWorker, type WorkerProcess } from "./harness.mts";
 
 const README = new URL("../../README.md", import.meta.url);
 const DEMO = "http://127.0.0.1:8787";
+/** What "Deploy to your portal" calls the deployed worker: its examples run against the demo too. */
+const DEPLOYED = "https://datastore-export.<your-subdomain>.workers.dev";
 
 interface Example {
   /** 1-based line of README.md where the command starts */
@@ -106,12 +108,12 @@ describe.skipIf(skip)("README's curl examples, run as pasted against the demo", 
     for (const needed of ["filters={", "filter.amount[gte]", "sort=amount desc, name"]) {
       expect(commands.filter((c) => c.includes(needed)), needed).not.toEqual([]);
     }
-    expect(examples.filter((e) => !e.command.includes(DEMO)), "examples not against the demo's address").toEqual([]);
+    expect(examples.filter((e) => !e.command.includes(DEMO) && !e.command.includes(DEPLOYED)), "examples against an address this spec cannot stand in for").toEqual([]);
   });
 
   // One at a time, in README order: the snapshot examples read what the one before wrote.
   it.each(examples.map((e) => [`README.md:${e.line}: ${e.command}`, e] as const))("%s", async (_name, example) => {
-    const result = await run(example.command.replaceAll(DEMO, worker.url), cwd);
+    const result = await run(example.command.replaceAll(DEMO, worker.url).replaceAll(DEPLOYED, worker.url), cwd);
     const expected = example.answers;
     // A command that retries (a snapshot not written yet) gets a status per attempt: the last one counts.
     const last = result.statuses.at(-1);
