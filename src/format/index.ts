@@ -1,12 +1,13 @@
 import type { Column } from "../rows/types.ts";
-import type { CsvOptions, FormatName } from "../query/formats.ts";
+import type { CsvOptions, FormatName, NumericMode } from "../query/formats.ts";
 import { csvEncoder, headerText } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
+import { parquetEncoder } from "./parquet.ts";
 import type { Encoder } from "./types.ts";
 import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
 
 export interface FormatEncoder {
-  encoder(columns: Column[], csv: CsvOptions): Encoder;
+  encoder(columns: Column[], csv: CsvOptions, numeric: NumericMode): Encoder<string | Uint8Array>;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;
 }
@@ -20,5 +21,8 @@ export const ENCODERS: Record<FormatName, FormatEncoder> = {
   xlsx: {
     encoder: (columns, csv) => xlsxEncoder(columns, { header: headerText(columns, csv.header === "label" ? "label" : "id") }),
     package: xlsxPackage,
+  },
+  parquet: {
+    encoder: (columns, csv, numeric) => parquetEncoder(columns, { names: headerText(columns, csv.header === "label" ? "label" : "id"), numeric }),
   },
 };
