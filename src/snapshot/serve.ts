@@ -6,6 +6,7 @@ import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
 import { readManifest } from "./manifest.ts";
 import { ifRangeHolds, parseRange } from "../protocol/range.ts";
+import { acceptsGzip } from "./compress.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
@@ -34,6 +35,7 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
           rows: entry.rows,
           bytes: entry.bytes,
           sha256: entry.sha256,
+          ...(entry.encoding === undefined ? {} : { encoding: entry.encoding, decoded_bytes: entry.decoded_bytes }),
           url: await link(`/snapshots/${job.name}/latest.${FORMATS[format].extension}`),
           dated_url: await link(`/snapshots/${job.name}/${entry.stamp}.${FORMATS[format].extension}`),
         };
@@ -68,21 +70,25 @@ export async function serveSnapshotFile(request: IRequest, config: Config, bucke
 
   const head = await bucket.head(key);
   if (head === null) throw notFound;
-  const range = ifRangeHolds(request.headers.get("if-range"), head.httpEtag, head.uploaded)
+  const gzip = gzipRepresentation(head, request.headers, clientAcceptEncoding(request));
+  // A gzipped file decoded on the fly has no byte offsets to serve a range of: it goes whole.
+  const range = !gzip.decoded && ifRangeHolds(request.headers.get("if-range"), head.httpEtag, head.uploaded)
     ? parseRange(request.headers.get("range"), head.size)
     : ({ kind: "whole" } as const);
   // Preconditions (If-None-Match, If-Match, If-Modified-Since...) are R2's to judge; the range is ours.
   const object = await bucket.get(key, {
-    onlyIf: new Headers(request.headers),
+    onlyIf: gzip.conditions,
     // Unsatisfiable: the body (an empty file's too) is never read, only the preconditions are judged.
     ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : {}),
   });
   if (object === null) throw notFound;
   const out = new Headers();
   object.writeHttpMetadata(out);
-  out.set("etag", object.httpEtag);
+  out.set("etag", gzip.decoded ? decodedEtag(object.httpEtag) : object.httpEtag);
   out.set("last-modified", object.uploaded.toUTCString());
-  out.set("accept-ranges", "bytes");
+  out.set("accept-ranges", gzip.decoded ? "none" : "bytes");
+  if (gzip.stored) out.set("vary", "accept-encoding");
+  if (gzip.decoded) out.delete("content-encoding");
   if (!("body" in object)) {
     // The precondition held back the body: If-None-Match matched (304) or If-Match/Unmodified-Since failed (412).
     const notModified = request.headers.has("if-none-match") || request.headers.has("if-modified-since");
@@ -101,7 +107,7 @@ export async function serveSnapshotFile(request: IRequest, config: Config, bucke
   if (range.kind === "part") {
     out.set("content-range", `bytes ${range.offset}-${range.offset + range.length - 1}/${object.size}`);
     out.set("content-length", String(range.length));
-  } else {
+  } else if (!gzip.decoded) {
     out.set("content-length", String(object.size));
   }
   const status = range.kind === "part" ? 206 : 200;
@@ -109,5 +115,37 @@ export async function serveSnapshotFile(request: IRequest, config: Config, bucke
     await object.body.cancel();
     return new Response(null, { status, headers: out });
   }
-  return new Response(object.body, { status, headers: out });
+  if (gzip.decoded) return new Response(object.body.pipeThrough(new DecompressionStream("gzip")), { status, headers: out });
+  // Stored gzip bytes go out as they are: without "manual", the runtime would gzip them again.
+  return new Response(object.body, { status, headers: out, ...(gzip.stored ? { encodeBody: "manual" as const } : {}) });
+}
+
+/**
+ * The client's own Accept-Encoding: Cloudflare rewrites the header before the worker sees it (to
+ * `gzip, br` whatever the client sent) and keeps the client's in `cf.clientAcceptEncoding`.
+ */
+function clientAcceptEncoding(request: IRequest): string | null {
+  const cf = (request as { cf?: { clientAcceptEncoding?: unknown } }).cf;
+  return typeof cf?.clientAcceptEncoding === "string" ? cf.clientAcceptEncoding : request.headers.get("accept-encoding");
+}
+
+/** The decoded representation of a gzipped snapshot has its own validator, told apart from the stored bytes'. */
+const decodedEtag = (etag: string): string => etag.replace(/"$/, '-gunzip"');
+
+/**
+ * How a snapshot is sent: a gzipped one (`stored`) as its gzip bytes to a client that accepts gzip,
+ * else decoded on the fly (`decoded`). The decoded representation's ETag is mapped back to the
+ * stored one for R2 to judge If-None-Match and If-Match.
+ */
+function gzipRepresentation(head: R2Object, headers: Headers, acceptEncoding: string | null): { stored: boolean; decoded: boolean; conditions: Headers } {
+  const conditions = new Headers(headers);
+  const stored = head.httpMetadata?.contentEncoding === "gzip";
+  const decoded = stored && !acceptsGzip(acceptEncoding);
+  if (decoded) {
+    for (const name of ["if-none-match", "if-match"]) {
+      const value = conditions.get(name);
+      if (value !== null) conditions.set(name, value.replaceAll(decodedEtag(head.httpEtag), head.httpEtag));
+    }
+  }
+  return { stored, decoded, conditions };
 }
