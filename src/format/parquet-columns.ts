@@ -19,7 +19,6 @@ import type { NumericMode } from "../query/formats.ts";
 //   element type cannot always);
 // - anything else (text, time, interval, money, ...): UTF-8 text.
 
-
 type Value = string | number | bigint | boolean | null;
 
 export interface ParquetColumn {
