@@ -1,7 +1,7 @@
 import type { FormatName } from "../query/formats.ts";
 import type { SnapshotJob } from "./jobs.ts";
 
-// Snapshots stored gzipped: text compresses to a third or less (118 MB of CSV to 33 MB), which R2
+// Snapshots stored gzipped: text compresses to a quarter or less (157 MiB of CSV to 37.5), which R2
 // storage and every download of it pay for. XLSX and Parquet are compressed inside already.
 
 /** The formats a job's `"compress": "gzip"` applies to. */
