@@ -65,7 +65,7 @@ function exportParams({ preview = false } = {}) {
     if (!$("formula-guard").checked) params.push(["formula_guard", "0"]);
     if (!$("decimal").disabled && $("decimal").checked) params.push(["decimal", ","]);
   }
-  if (state.format === "xlsx" && $("labels").checked) params.push(["header", "label"]);
+  if ((state.format === "xlsx" || state.format === "parquet") && $("labels").checked) params.push(["header", "label"]);
   const filename = $("filename").value.trim();
   if (filename) params.push(["filename", filename]);
   return params;
@@ -319,7 +319,8 @@ function withCode(text) {
 
 async function renderReference() {
   const doc = await getJson("/openapi.json");
-  const params = doc.paths["/export.csv"].get.parameters;
+  // Every export's parameters, once each (some belong to one format: numeric to Parquet).
+  const params = [...new Map(Object.entries(doc.paths).filter(([path]) => path.startsWith("/export.")).flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]))).values()];
   $("reference").replaceChildren(
     ...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", {}, ...withCode(`${p.description}.`), " Example: ", el("code", { textContent: p["x-example-link"] }))]),
   );
@@ -332,7 +333,7 @@ async function start() {
   // A decimal comma needs a separator other than the comma (CSV with ; or |, or TSV).
   const decimalAllowed = () => state.format === "tsv" || (state.format === "csv" && $("delimiter").value !== ",");
   $("delimiter").addEventListener("change", () => ($("decimal").disabled = !decimalAllowed()));
-  for (const format of ["csv", "tsv", "xlsx", "json", "ndjson"]) {
+  for (const format of ["csv", "tsv", "xlsx", "json", "ndjson", "parquet"]) {
     const radio = el("input", { type: "radio", name: "format", value: format, checked: format === state.format, id: `format-${format}` });
     radio.addEventListener("change", () => {
       state.format = format;

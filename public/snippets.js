@@ -10,7 +10,7 @@ const shellQuote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
 
 /** Google Sheets: IMPORTDATA reads comma- or tab-separated text only. */
 export function sheets(link, choice) {
-  if (choice.format === "json" || choice.format === "ndjson" || choice.format === "xlsx") {
+  if (choice.format === "json" || choice.format === "ndjson" || choice.format === "xlsx" || choice.format === "parquet") {
     return { text: "", note: "", warning: "Google Sheets imports CSV or TSV: pick one of those formats for =IMPORTDATA." };
   }
   const text = `=IMPORTDATA(${quoteM(link)})`;
@@ -26,6 +26,9 @@ export function powerQuery(link, choice) {
     return { text: `let\n    Source = Json.Document(Web.Contents(${quoteM(link)})),\n    Rows = Table.FromRecords(Source)\nin\n    Rows`, note: "" };
   }
   if (choice.format === "ndjson") return { text: "", note: "", warning: "Power Query reads CSV, TSV or JSON links; pick one of those." };
+  if (choice.format === "parquet") {
+    return { text: `let\n    Source = Parquet.Document(Binary.Buffer(Web.Contents(${quoteM(link)})))\nin\n    Source`, note: "Parquet.Document needs a recent Excel (Microsoft 365); columns arrive typed." };
+  }
   if (choice.format === "xlsx") {
     return { text: `let\n    Source = Excel.Workbook(Web.Contents(${quoteM(link)}), true),\n    Sheet = Source{0}[Data]\nin\n    Sheet`, note: "Or open the downloaded .xlsx in Excel directly: numbers, dates and booleans arrive typed." };
   }
@@ -42,6 +45,9 @@ export function pandas(link, choice) {
   if (choice.format === "json") return { text: `import pandas as pd\n\ndf = pd.read_json(${url})`, note: "" };
   if (choice.format === "ndjson") return { text: `import pandas as pd\n\ndf = pd.read_json(${url}, lines=True)`, note: "" };
   if (choice.format === "xlsx") return { text: `import pandas as pd\n\ndf = pd.read_excel(${url})`, note: "pandas reads .xlsx with openpyxl installed." };
+  if (choice.format === "parquet") {
+    return { text: `import pandas as pd\n\ndf = pd.read_parquet(${url})`, note: "pandas reads Parquet with pyarrow installed. numeric columns are exact text: pd.to_numeric(df.amount), or add numeric=double to the link." };
+  }
   const sep = choice.format === "tsv" ? "\\t" : choice.delimiter;
   const header = choice.header ? "" : ", header=None";
   return { text: `import pandas as pd\n\ndf = pd.read_csv(${url}, sep=${quotePy(sep).replace("\\\\t", "\\t")}${header})`, note: "" };
@@ -52,8 +58,30 @@ export function r(link, choice) {
   if (choice.format === "json") return { text: `library(jsonlite)\ndf <- fromJSON(${url})`, note: "" };
   if (choice.format === "ndjson") return { text: `library(jsonlite)\ndf <- stream_in(url(${url}))`, note: "" };
   if (choice.format === "xlsx") return { text: `library(readxl)\ntmp <- tempfile(fileext = ".xlsx")\ndownload.file(${url}, tmp, mode = "wb")\ndf <- read_excel(tmp)`, note: "" };
+  if (choice.format === "parquet") return { text: `library(arrow)\ndf <- read_parquet(${url})`, note: "" };
   const sep = choice.format === "tsv" ? "\\t" : choice.delimiter;
   return { text: `df <- read.csv(${url}, sep = "${sep}", header = ${choice.header ? "TRUE" : "FALSE"}, encoding = "UTF-8")`, note: "" };
+}
+
+/** DuckDB (CLI, Python or Node): reads the link itself; Parquet's footer and row groups by Range. */
+export function duckdb(link, choice) {
+  const url = `'${link.replaceAll("'", "''")}'`;
+  if (choice.format === "parquet") return { text: `SELECT * FROM read_parquet(${url});`, note: "Typed columns; json and array columns are JSON (tags::VARCHAR[]), numeric is exact text (CAST(amount AS DECIMAL(18,2)))." };
+  if (choice.format === "json" || choice.format === "ndjson") return { text: `SELECT * FROM read_json(${url});`, note: "" };
+  if (choice.format === "xlsx") return { text: "", note: "For DuckDB, pick Parquet: typed columns, read by Range." };
+  const delimiter = choice.format === "tsv" ? "\\t" : choice.delimiter;
+  return { text: `SELECT * FROM read_csv(${url}, delim = '${delimiter}', header = ${choice.header ? "true" : "false"});`, note: "Parquet keeps CKAN's column types; CSV leaves DuckDB to guess them." };
+}
+
+/** Polars (Python). */
+export function polars(link, choice) {
+  const url = quotePy(link);
+  if (choice.format === "parquet") return { text: `import polars as pl\n\ndf = pl.read_parquet(${url})`, note: "" };
+  if (choice.format === "ndjson") return { text: `import polars as pl\n\ndf = pl.read_ndjson(${url})`, note: "" };
+  if (choice.format === "json") return { text: `import polars as pl\n\ndf = pl.read_json(${url})`, note: "" };
+  if (choice.format === "xlsx") return { text: "", note: "For Polars, pick Parquet: typed columns." };
+  const sep = choice.format === "tsv" ? "\\t" : choice.delimiter;
+  return { text: `import polars as pl\n\ndf = pl.read_csv(${url}, separator="${sep}", has_header=${choice.header ? "True" : "False"})`, note: "" };
 }
 
 export function curl(link, choice, filename) {
@@ -68,6 +96,7 @@ export function dashboard(link, choice) {
       note: "",
     };
   }
+  if (choice.format === "parquet") return { text: "", note: "", warning: "For a dashboard, pick JSON (or CSV with \",\"); DuckDB-Wasm reads Parquet in the browser." };
   const type = choice.format === "tsv" ? "tsv" : choice.format === "csv" && choice.delimiter === "," ? "csv" : "";
   if (type === "") return { text: "", note: "", warning: "For a dashboard, pick JSON (or CSV with \",\")." };
   return { text: `// Vega-Lite\n{ "data": { "url": ${quotePy(link)}, "format": { "type": "${type}" } } }`, note: "" };
@@ -77,6 +106,8 @@ export const SNIPPETS = [
   { id: "sheets", title: "Google Sheets", make: sheets },
   { id: "excel", title: "Excel Power Query (M)", make: powerQuery },
   { id: "pandas", title: "Python (pandas)", make: pandas },
+  { id: "polars", title: "Python (Polars)", make: polars },
+  { id: "duckdb", title: "DuckDB (SQL)", make: duckdb },
   { id: "r", title: "R", make: r },
   { id: "curl", title: "curl", make: curl },
   { id: "dashboard", title: "Dashboard (fetch / Vega-Lite)", make: dashboard },

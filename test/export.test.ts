@@ -1,3 +1,4 @@
+import { parquetMetadata } from "hyparquet";
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { asCsvText, exactJson, ExactNumber, harness, isProbe, pageCalls, readAll } from "./harness.ts";
@@ -187,7 +188,7 @@ describe("row budget", () => {
 });
 
 describe("header=label", () => {
-  it("heads each column with its data dictionary label, its id where it has none, in CSV, TSV and XLSX", async () => {
+  it("heads each column with its data dictionary label, its id where it has none, in CSV, TSV, XLSX and Parquet", async () => {
     // The emulated sample table has a data dictionary (CKAN's fields[].info) for every column but formula.
     const { get } = harness();
     const csv = await (await get("/export.csv?resource=sample&fields=id,amount,formula&limit=2&header=label")).text();
@@ -201,6 +202,21 @@ describe("header=label", () => {
     const sheet = await readWorkbook(new Uint8Array(await xlsx.arrayBuffer()));
     expect(sheet.rows[0]!.map((cell) => cell.value)).toEqual(["Grant number", "Amount (CAD)", "formula"]);
     expect((await get("/export.xlsx?resource=sample&limit=2&header=0")).status).toBe(400);
+    // Parquet names its columns by the labels, read by hyparquet from the file's footer; two columns
+    // with one label (a Parquet file needs its names unique) get the id beside the second.
+    const twice = harness({
+      fault: async (_n, body) => {
+        const answer = await harness().emulator.fetch(new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }));
+        const json = (await answer.json()) as { result: { fields: { id: string; info?: unknown }[] } };
+        for (const field of json.result.fields) if (field.id === "ratio") field.info = { label: "Amount (CAD)" };
+        return Response.json(json);
+      },
+    });
+    const parquet = await twice.get("/export.parquet?resource=sample&fields=id,amount,ratio&limit=2&header=label");
+    expect(parquet.status).toBe(200);
+    const schema = parquetMetadata(await parquet.arrayBuffer()).schema.slice(1).map((element) => element.name);
+    expect(schema).toEqual(["Grant number", "Amount (CAD)", "Amount (CAD) (ratio)"]);
+    expect((await get("/export.parquet?resource=sample&limit=2&header=0")).status).toBe(400);
     const bad = await get("/export.csv?resource=sample&limit=2&header=labels");
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toContain("1, 0 or label");

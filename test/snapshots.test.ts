@@ -168,7 +168,8 @@ describe("scheduled snapshots", () => {
         { name: "unknown-alias", resource: "nope" },
         { name: "good", resource: "sample" },
         { name: "Bad Name", resource: "sample" },
-        { name: "bad-format", resource: "sample", formats: ["parquet"] },
+        { name: "bad-format", resource: "sample", formats: ["pdf"] },
+        { name: "bad-compress", resource: "sample", compress: "brotli" },
         { name: "other-trigger", resource: "sample", limit: 5, cron: "0 * * * *" },
       ),
     });
@@ -177,7 +178,7 @@ describe("scheduled snapshots", () => {
     expect(await keys("other-trigger/")).toEqual([]);
     const listing = (await (await h.get("/snapshots")).json()) as { jobs: { name: string }[]; problems: { job: string; message: string }[] };
     expect(listing.jobs.map((j) => j.name)).toEqual(["good", "other-trigger"]);
-    expect(listing.problems.map((p) => p.job)).toEqual(["unknown-alias", "good", "Bad Name", "bad-format"]);
+    expect(listing.problems.map((p) => p.job)).toEqual(["unknown-alias", "good", "Bad Name", "bad-format", "bad-compress"]);
     expect(listing.problems[0]!.message).toContain('"nope"');
   });
 });

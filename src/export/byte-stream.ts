@@ -11,11 +11,12 @@ const ROWS_PER_CHUNK = 4096;
 /** Encoded text of a whole export (or bytes, for pages copied as bytes), a chunk at a time; never more than a page held. */
 export async function* encodeTable(
   table: Table,
-  encoder: Encoder,
+  encoder: Encoder<string | Uint8Array>,
   progress: { rows: number; chars: number },
 ): AsyncGenerator<string | Uint8Array, void, undefined> {
   const begin = encoder.begin();
-  let pending = begin;
+  let pending = typeof begin === "string" ? begin : "";
+  if (typeof begin !== "string" && begin.byteLength > 0) yield begin;
   for await (const batch of table.pages) {
     if ("bytes" in batch) {
       if (pending !== "") yield pending;
@@ -29,15 +30,29 @@ export async function* encodeTable(
     for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
       // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
       const rows = at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK);
-      const text = pending + encoder.page(rows);
-      pending = "";
+      const encoded = encoder.page(rows);
       progress.rows += rows.length;
+      if (typeof encoded !== "string") {
+        // A binary format's bytes (Parquet's row groups): sent as they are, after any text before them.
+        if (pending !== "") yield pending;
+        pending = "";
+        progress.chars += encoded.byteLength;
+        if (encoded.byteLength > 0) yield encoded;
+        continue;
+      }
+      const text = pending + encoded;
+      pending = "";
       progress.chars += text.length;
       if (text !== "") yield text;
     }
   }
-  const end = pending + encoder.end();
-  if (end !== "") yield end;
+  const end = encoder.end();
+  if (typeof end !== "string") {
+    if (pending !== "") yield pending;
+    if (end.byteLength > 0) yield end;
+    return;
+  }
+  if (pending + end !== "") yield pending + end;
 }
 
 export interface ByteStreamHooks {

@@ -62,7 +62,7 @@ export async function runExport(
     ...(passthroughFor(query, config) ?? {}),
     signal: abort.signal,
   }));
-  const encoder = format.encoder(table.columns, query.csv);
+  const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
     failure: (reason) => encoder.failure(reason),

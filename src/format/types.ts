@@ -10,11 +10,13 @@ import type { Row } from "../rows/types.ts";
  * of a whole file whose last row says the export stopped at a row limit, or undefined when it cannot
  * (any other failure, or no row left to say it in). The file then ends normally; the export still
  * counts as failed, so no cache or snapshot keeps it.
+ *
+ * Text formats give strings; a binary one (Parquet) gives bytes (`Chunk`), sent as they are.
  */
-export interface Encoder {
-  begin(): string;
-  page(rows: Row[]): string;
-  end(): string;
+export interface Encoder<Chunk extends string | Uint8Array = string> {
+  begin(): Chunk;
+  page(rows: Row[]): Chunk;
+  end(): Chunk;
   failure(reason: string): string;
   cutOff?(reason: string, rowLimit: boolean): string | undefined;
 }

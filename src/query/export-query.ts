@@ -3,10 +3,10 @@ import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, typ
 import type { Config } from "../config/config.ts";
 import { badRequest, HttpError, clip } from "../errors.ts";
 import { downloadName } from "./filename.ts";
-import { formatMaxRows, FORMATS, type CsvOptions, type FormatName } from "./formats.ts";
+import { formatMaxRows, FORMATS, type CsvOptions, type FormatName, type NumericMode } from "./formats.ts";
 import { significantDigits } from "../rows/values.ts";
 import { UUID_PATTERN } from "../config/settings.ts";
-import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES } from "./params.ts";
+import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES, NUMERIC_MODES } from "./params.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
 export interface ExportQuery extends TableQuery {
@@ -14,6 +14,8 @@ export interface ExportQuery extends TableQuery {
   /** The alias from RESOURCES when the link used `resource=`. */
   alias: string | undefined;
   csv: CsvOptions;
+  /** Parquet: numeric columns as exact text (default) or doubles. */
+  numeric?: NumericMode;
   filename: string;
 }
 
@@ -78,6 +80,7 @@ function headerOption(value: string | undefined, format: FormatName): CsvOptions
   }
   if (flag("header", value, true)) return "id";
   if (format === "xlsx") throw badRequest("header", "An XLSX sheet always has its header row (frozen above the data): use header=1 or header=label.");
+  if (format === "parquet") throw badRequest("header", "A Parquet file always names its columns: use header=1 (ids) or header=label.");
   return "none";
 }
 
@@ -288,6 +291,10 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   if (decimal === "," && delimiter === ",") {
     throw badRequest("decimal", "decimal=, needs another delimiter: with commas between cells, a decimal comma would split every number in two. Add delimiter=%3B (a semicolon), as semicolon locales expect.");
   }
+  const numeric = single(params, "numeric");
+  if (numeric !== undefined && !(NUMERIC_MODES as readonly string[]).includes(numeric)) {
+    throw badRequest("numeric", `Parameter numeric must be text or double (got "${clip(numeric)}").`);
+  }
   return {
     format,
     resourceId,
@@ -305,6 +312,7 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
       formulaGuard: flag("formula_guard", single(params, "formula_guard"), true),
       decimal: decimal as CsvOptions["decimal"],
     },
+    ...(numeric === undefined ? {} : { numeric: numeric as NumericMode }),
     filename: downloadName(single(params, "filename"), alias ?? resourceId, FORMATS[format].extension),
   };
 }

@@ -25,6 +25,8 @@ export const FORMATS = {
     // One sheet, its first row the header.
     maxRows: SHEET_ROWS - 1,
   },
+  // The media type registered for Parquet in 2024.
+  parquet: { contentType: "application/vnd.apache.parquet", extension: "parquet", params: ["header", "numeric"] },
 } as const satisfies Record<string, Format>;
 
 export type FormatName = keyof typeof FORMATS;
@@ -36,6 +38,9 @@ export const formatMaxRows = (format: FormatName, workerMax: number): number => 
   const own: Format = FORMATS[format];
   return Math.min(workerMax, own.maxRows ?? workerMax);
 };
+
+/** How a Parquet export writes numeric columns: CKAN's exact text, or doubles (see format/parquet-columns.ts). */
+export type NumericMode = "text" | "double";
 
 /** How a CSV or TSV export is written. */
 export interface CsvOptions {

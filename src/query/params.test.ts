@@ -17,7 +17,9 @@ describe("the parameter table", () => {
   it("gives examples the parser accepts", () => {
     for (const p of PARAMETERS.filter((p) => !p.link)) {
       const url = new URL(p.example, "https://x.test");
-      expect(() => parseExportQuery(url.searchParams, "csv", config), p.name).not.toThrow();
+      // Each example for the format of its own path (`/export.parquet?...&numeric=double`).
+      const format = url.pathname.replace("/export.", "") as FormatName;
+      expect(() => parseExportQuery(url.searchParams, format, config), p.name).not.toThrow();
     }
   });
 

@@ -1,4 +1,4 @@
-import { FORMATS, type FormatName } from "./formats.ts";
+import { FORMATS, type FormatName, type NumericMode } from "./formats.ts";
 
 /**
  * The one table of link parameters. The query parser takes its names, enums and bounds from here;
@@ -43,6 +43,7 @@ export const BOUNDS = {
 export const DELIMITERS = [",", ";", "|"] as const;
 export const DECIMALS = [".", ","] as const;
 export const ERROR_MODES = ["inline", "status"] as const;
+export const NUMERIC_MODES = ["text", "double"] as const satisfies readonly NumericMode[];
 
 const flag = (fallback: boolean): ParameterSchema => ({ type: "string", enum: ["1", "0", "true", "false"], default: fallback ? "1" : "0" });
 
@@ -126,7 +127,7 @@ export const PARAMETERS: readonly Parameter[] = [
   },
   {
     name: "header",
-    meaning: "CSV/TSV/XLSX: `label` heads each column with its data dictionary label (its id where it has none); CSV/TSV: `0` leaves out the header row",
+    meaning: "CSV/TSV/XLSX/Parquet: `label` heads (names) each column with its data dictionary label (its id where it has none); CSV/TSV: `0` leaves out the header row",
     example: "/export.csv?resource=sample&header=label",
     schema: { type: "string", enum: ["1", "0", "true", "false", "label"], default: "1" },
   },
@@ -148,6 +149,13 @@ export const PARAMETERS: readonly Parameter[] = [
     meaning: "CSV/TSV: `0` turns off the formula-injection guard (below) for this link",
     example: "/export.csv?resource=sample&formula_guard=0",
     schema: flag(true),
+  },
+  {
+    name: "numeric",
+    meaning:
+      "Parquet: how columns of CKAN's `numeric` type are written. `text` (default) keeps every digit and trailing zero CKAN sent, as UTF-8 text (`CAST(amount AS DECIMAL(18,2))` in DuckDB, `pd.to_numeric` in pandas); `double` writes 64-bit floats, which readers sum at once but which keep only about 16 significant digits",
+    example: "/export.parquet?resource=sample&numeric=double",
+    schema: { type: "string", enum: NUMERIC_MODES, default: "text" },
   },
   {
     name: "errors",

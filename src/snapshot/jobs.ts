@@ -11,6 +11,8 @@ export interface SnapshotJob {
   cron: string | undefined;
   keep: number;
   formats: FormatName[];
+  /** `gzip`: the job's CSV, TSV, JSON and NDJSON files are stored gzipped (see compress.ts). */
+  compress: "gzip" | undefined;
   queries: Record<string, ExportQuery>;
   /** What the job asks for, as recorded in the manifest and object metadata (never a secret). */
   description: Record<string, unknown>;
@@ -26,7 +28,7 @@ export interface SnapshotJobs {
   problems: JobProblem[];
 }
 
-const JOB_KEYS = new Set(["name", "resource", "resource_id", "q", "filters", "fields", "sort", "limit", "formats", "cron", "keep"]);
+const JOB_KEYS = new Set(["name", "resource", "resource_id", "q", "filters", "fields", "sort", "limit", "formats", "cron", "keep", "compress"]);
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
 
 class JobError extends Error {}
@@ -67,6 +69,8 @@ function parseJob(raw: unknown, config: Config, seen: Set<string>): SnapshotJob 
   if (typeof keep !== "number" || !Number.isInteger(keep) || keep < 1 || keep > 1000) throw new JobError('"keep" must be a whole number from 1 to 1000');
   const cron = job.cron;
   if (cron !== undefined && (typeof cron !== "string" || cron.trim() === "")) throw new JobError('"cron" must be a trigger expression');
+  const compress = job.compress;
+  if (compress !== undefined && compress !== "gzip") throw new JobError('"compress" must be "gzip" (or left out)');
 
   const params = asParams(job);
   const queries: Record<string, ExportQuery> = {};
@@ -79,11 +83,11 @@ function parseJob(raw: unknown, config: Config, seen: Set<string>): SnapshotJob 
     }
   }
   const description: Record<string, unknown> = {};
-  for (const key of ["resource", "resource_id", "q", "filters", "fields", "sort", "limit"]) {
+  for (const key of ["resource", "resource_id", "q", "filters", "fields", "sort", "limit", "compress"]) {
     if (job[key] !== undefined) description[key] = job[key];
   }
   seen.add(name);
-  return { name, cron, keep, formats: Object.keys(queries) as FormatName[], queries, description };
+  return { name, cron, keep, formats: Object.keys(queries) as FormatName[], compress, queries, description };
 }
 
 /** Validates SNAPSHOT_JOBS; a bad job is reported and skipped, the others still run. */

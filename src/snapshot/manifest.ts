@@ -14,6 +14,12 @@ export interface SnapshotEntry {
   query: Record<string, unknown>;
   /** CKAN's count of matching rows at the time, before limit/offset. */
   total: number | null;
+  /**
+   * `gzip`: the file is stored gzipped, and `bytes` and `sha256` are those of the stored gzip file
+   * (what a client sending `Accept-Encoding: gzip` receives); `decoded_bytes` is the export's size.
+   */
+  encoding?: "gzip";
+  decoded_bytes?: number;
 }
 
 export interface LastRun {

@@ -11,6 +11,7 @@ import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, stagingKey, stamp } from "./keys.ts";
 import { expired, newestFirst, readManifest, updateManifest, type SnapshotEntry } from "./manifest.ts";
 import { copyObject, writeObject } from "./r2-writer.ts";
+import { storedBody, storedEncoding } from "./compress.ts";
 
 export interface SnapshotDeps {
   bucket: R2Bucket;
@@ -28,11 +29,12 @@ export interface JobResult {
   error?: string;
 }
 
-function httpMetadata(format: FormatName, name: string, immutable: boolean): R2HTTPMetadata {
+function httpMetadata(format: FormatName, name: string, immutable: boolean, encoding: "gzip" | undefined): R2HTTPMetadata {
   return {
     contentType: FORMATS[format].contentType,
     contentDisposition: contentDisposition(name),
     cacheControl: immutable ? "public, max-age=31536000, immutable" : "public, max-age=300",
+    ...(encoding === undefined ? {} : { contentEncoding: encoding }),
   };
 }
 
@@ -50,8 +52,13 @@ function entryFromObject(object: R2Object, format: FormatName, time: string): Sn
     finished: meta.finished ?? object.uploaded.toISOString(),
     query: JSON.parse(meta.query ?? "{}") as Record<string, unknown>,
     total: meta.total ? Number(meta.total) : null,
+    ...encodingOf(object.httpMetadata?.contentEncoding === "gzip" ? "gzip" : undefined, Number(meta.decoded_bytes ?? 0)),
   };
 }
+
+/** A gzipped snapshot's entry says so: its `bytes` and `sha256` are the stored gzip file's. */
+const encodingOf = (encoding: "gzip" | undefined, decoded: number): Pick<SnapshotEntry, "encoding" | "decoded_bytes"> =>
+  encoding === undefined ? {} : { encoding, decoded_bytes: decoded };
 
 /** One format of one run: the export pipeline with R2 as its sink; `latest` only after the dated object is whole. */
 async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string, deps: SnapshotDeps): Promise<SnapshotEntry> {
@@ -61,13 +68,14 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
   const started = new Date().toISOString();
   const run = await runExport(query, config, new CkanClient(config, deps.upstreamFetch));
   const total = run.table.total ?? null;
+  const encoding = storedEncoding(job, format);
   let finished = "";
   let customMetadata: Record<string, string> = {};
-  const written = await writeObject(bucket, key, run.body, {
+  const written = await writeObject(bucket, key, storedBody(run.body, encoding), {
     partBytes: config.snapshotPartBytes,
     // One staging key per run: two runs of the same second must not assemble into one object.
     stagingKey: stagingKey(job.name, `${time}-${crypto.randomUUID()}`, format),
-    httpMetadata: httpMetadata(format, `${job.name}-${time}.${FORMATS[format].extension}`, true),
+    httpMetadata: httpMetadata(format, `${job.name}-${time}.${FORMATS[format].extension}`, true, encoding),
     customMetadata: ({ sha256 }) => {
       // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
       if (run.progress.error !== undefined) throw run.progress.error;
@@ -80,6 +88,7 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
         finished,
       };
       if (total !== null) meta.total = String(total);
+      if (encoding !== undefined) meta.decoded_bytes = String(run.progress.bytes);
       customMetadata = meta;
       return meta;
     },
@@ -95,10 +104,11 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
     finished,
     query: job.description,
     total,
+    ...encodingOf(encoding, run.progress.bytes),
   };
   try {
     await copyObject(bucket, key, latestKey(job.name, format), {
-      httpMetadata: httpMetadata(format, `${job.name}.${FORMATS[format].extension}`, false),
+      httpMetadata: httpMetadata(format, `${job.name}.${FORMATS[format].extension}`, false, encoding),
       customMetadata,
     });
   } catch (error) {

@@ -6,6 +6,7 @@ import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "
 import { readManifest } from "./manifest.ts";
 import { conditionalAnswer, ifRangeHolds } from "../protocol/conditional.ts";
 import { parseRange } from "../protocol/range.ts";
+import { acceptsGzip } from "./compress.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
@@ -34,6 +35,7 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
           rows: entry.rows,
           bytes: entry.bytes,
           sha256: entry.sha256,
+          ...(entry.encoding === undefined ? {} : { encoding: entry.encoding, decoded_bytes: entry.decoded_bytes }),
           url: await link(`/snapshots/${job.name}/latest.${FORMATS[format].extension}`),
           dated_url: await link(`/snapshots/${job.name}/${entry.stamp}.${FORMATS[format].extension}`),
         };
@@ -67,14 +69,21 @@ export async function serveSnapshotFile(request: Request, name: string, fileName
 
   const head = await bucket.head(key);
   if (head === null) throw notFound;
+  const gzip = gzipRepresentation(head, clientAcceptEncoding(request));
+  // The decoded representation of a gzipped file has a validator of its own.
+  const etag = gzip.decoded ? decodedEtag(head.httpEtag) : head.httpEtag;
   const out = new Headers();
   head.writeHttpMetadata(out);
-  out.set("etag", head.httpEtag);
+  out.set("etag", etag);
   out.set("last-modified", head.uploaded.toUTCString());
-  out.set("accept-ranges", "bytes");
+  out.set("accept-ranges", gzip.decoded ? "none" : "bytes");
+  if (gzip.stored) out.set("vary", "accept-encoding");
+  if (gzip.decoded) out.delete("content-encoding");
   const conditional = conditionalAnswer(request, out);
   if (conditional !== undefined) return conditional;
-  const range = ifRangeHolds(request, { etag: head.httpEtag, lastModified: head.uploaded }) ? parseRange(request.headers.get("range"), head.size) : ({ kind: "whole" } as const);
+  // A gzipped file decoded on the fly has no byte offsets to serve a range of: it goes whole.
+  const range =
+    !gzip.decoded && ifRangeHolds(request, { etag, lastModified: head.uploaded }) ? parseRange(request.headers.get("range"), head.size) : ({ kind: "whole" } as const);
   if (range.kind === "unsatisfiable") {
     out.delete("content-type");
     out.set("content-range", `bytes */${head.size}`);
@@ -83,7 +92,7 @@ export async function serveSnapshotFile(request: Request, name: string, fileName
   if (range.kind === "part") {
     out.set("content-range", `bytes ${range.offset}-${range.offset + range.length - 1}/${head.size}`);
     out.set("content-length", String(range.length));
-  } else {
+  } else if (!gzip.decoded) {
     out.set("content-length", String(head.size));
   }
   const status = range.kind === "part" ? 206 : 200;
@@ -95,5 +104,25 @@ export async function serveSnapshotFile(request: Request, name: string, fileName
   if (!("body" in object)) {
     throw new HttpError(503, "The snapshot was replaced while it was being read; try again.", { headers: { "retry-after": "1" } });
   }
-  return new Response(object.body, { status, headers: out });
+  if (gzip.decoded) return new Response(object.body.pipeThrough(new DecompressionStream("gzip")), { status, headers: out });
+  // Stored gzip bytes go out as they are: without "manual", the runtime would gzip them again.
+  return new Response(object.body, { status, headers: out, ...(gzip.stored ? { encodeBody: "manual" as const } : {}) });
+}
+
+/**
+ * The client's own Accept-Encoding: Cloudflare rewrites the header before the worker sees it (to
+ * `gzip, br` whatever the client sent) and keeps the client's in `cf.clientAcceptEncoding`.
+ */
+function clientAcceptEncoding(request: Request): string | null {
+  const cf = (request as { cf?: { clientAcceptEncoding?: unknown } }).cf;
+  return typeof cf?.clientAcceptEncoding === "string" ? cf.clientAcceptEncoding : request.headers.get("accept-encoding");
+}
+
+/** The decoded representation of a gzipped snapshot has its own validator, told apart from the stored bytes'. */
+const decodedEtag = (etag: string): string => etag.replace(/"$/, '-gunzip"');
+
+/** How a snapshot is sent: a gzipped one (`stored`) as its gzip bytes to a client that accepts gzip, else decoded on the fly (`decoded`). */
+function gzipRepresentation(head: R2Object, acceptEncoding: string | null): { stored: boolean; decoded: boolean } {
+  const stored = head.httpMetadata?.contentEncoding === "gzip";
+  return { stored, decoded: stored && !acceptsGzip(acceptEncoding) };
 }

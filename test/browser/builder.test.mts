@@ -169,6 +169,30 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     }
   });
 
+  it("builds a Parquet link with labels, served as Parquet, with DuckDB, pandas and Polars snippets", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await build(page);
+      await page.check("#format-parquet");
+      await page.check("#labels");
+      const link = await page.inputValue("#link");
+      const url = new URL(link);
+      expect(url.pathname).toBe("/export.parquet");
+      expect(url.searchParams.get("header")).toBe("label");
+      const file = await fetch(url);
+      expect(file.status).toBe(200);
+      expect(file.headers.get("content-type")).toBe("application/vnd.apache.parquet");
+      expect(new TextDecoder().decode((await file.arrayBuffer()).slice(-4))).toBe("PAR1");
+      expect(await page.textContent("#snippet-duckdb")).toBe(`SELECT * FROM read_parquet('${link}');`);
+      expect(await page.textContent("#snippet-pandas")).toContain(`pd.read_parquet(${JSON.stringify(link)})`);
+      expect(await page.textContent("#snippet-polars")).toContain(`pl.read_parquet(${JSON.stringify(link)})`);
+      // The parameter reference lists Parquet's own parameter too.
+      expect(await page.textContent("#reference")).toContain("numeric");
+    } finally {
+      await page.close();
+    }
+  });
+
   it("reads well on a phone", async () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     const page = await context.newPage();

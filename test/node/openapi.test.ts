@@ -2,7 +2,8 @@
 // the route table: every route the router registers is described, and nothing else.
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
-import { PARAMETERS } from "../../src/query/params.ts";
+import { FORMATS, type FormatName } from "../../src/query/formats.ts";
+import { PARAMETERS, parametersFor } from "../../src/query/params.ts";
 import { openApiDocument } from "../../src/routes/openapi.ts";
 import { ROUTES } from "../../src/routes/table.ts";
 
@@ -44,8 +45,12 @@ describe("the OpenAPI description", () => {
   });
 
   it("documents every parameter of the table, in the table's words", () => {
-    const csv = paths["/export.csv"]!.get!.parameters!;
-    expect(csv.map((p) => p.name)).toEqual(PARAMETERS.map((p) => p.name));
-    for (const p of PARAMETERS) expect(csv.find((c) => c.name === p.name)?.description).toContain(p.meaning);
+    // Each export lists its format's parameters; all of them together are the table.
+    for (const format of Object.keys(FORMATS) as FormatName[]) {
+      expect(paths[`/export.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(parametersFor(format).map((p) => p.name));
+    }
+    const documented = Object.values(FORMATS).flatMap((f) => paths[`/export.${f.extension}`]!.get!.parameters!);
+    expect(PARAMETERS.filter((p) => !documented.some((d) => d.name === p.name)).map((p) => p.name)).toEqual([]);
+    for (const p of PARAMETERS) expect(documented.find((c) => c.name === p.name)?.description).toContain(p.meaning);
   });
 });

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { parquetColumn } from "./parquet-columns.ts";
+
+const value = (type: string, raw: string, numeric: "text" | "double" = "text") => parquetColumn({ id: "c", type }, "c", numeric).value(raw);
+
+/** Microseconds since 1970 of an ISO timestamp, by Date (milliseconds) plus the digits below them. */
+const micros = (iso: string): bigint => BigInt(Date.parse(`${iso.slice(0, 23)}Z`)) * 1000n + BigInt(iso.slice(23, 26).padEnd(3, "0"));
+
+describe("CKAN values as Parquet values", () => {
+  it("keeps timestamps to the microsecond, from year 1 to 9999, as CKAN 2.10 and 2.12 write them", () => {
+    for (const iso of ["1970-01-01T00:00:00.000000", "2020-01-01T00:16:17.500000", "1969-12-31T23:59:59.999999", "0099-01-02T03:04:05.000000", "0001-01-01T00:00:00.000000", "9999-12-31T23:59:59.999999", "2254-06-01T12:00:00.123456"]) {
+      const got = value("timestamp", JSON.stringify(iso.replace(/\.000000$/, "")));
+      expect(BigInt(got as number | bigint), iso).toBe(micros(iso));
+      // A number only where a double holds it exactly.
+      if (typeof got === "number") expect(Number.isSafeInteger(got)).toBe(true);
+    }
+    expect(value("timestamp", '"2020-01-01T00:16:17.5"')).toBe(Number(micros("2020-01-01T00:16:17.500000")));
+  });
+
+  it("counts dates in days since 1970, before and after", () => {
+    expect(value("date", '"1970-01-01"')).toBe(0);
+    expect(value("date", '"2000-03-01"')).toBe(Date.UTC(2000, 2, 1) / 86_400_000);
+    expect(value("date", '"0099-01-02"')).toBe(Date.parse("0099-01-02T00:00:00Z") / 86_400_000);
+  });
+
+  it("keeps numeric text as CKAN wrote it unless doubles are asked for", () => {
+    expect(value("numeric", "12345678901234567890.123456789")).toBe("12345678901234567890.123456789");
+    expect(value("numeric", "-0.50")).toBe("-0.50");
+    expect(value("numeric", "-0.50", "double")).toBe(-0.5);
+    expect(value("int8", "9007199254740993")).toBe(9007199254740993n);
+    expect(value("float8", "1e-07")).toBe(1e-7);
+    expect(value("float8", "NaN")).toBeNaN();
+  });
+
+  it("refuses a value its column cannot hold, naming the column, rather than writing another", () => {
+    expect(() => value("int4", "2147483648")).toThrow(/column "c" \(int4\)/);
+    expect(() => value("timestamp", '"infinity"')).toThrow(/timestamp/);
+    expect(() => value("bool", '"maybe"')).toThrow(/true or false/);
+  });
+});

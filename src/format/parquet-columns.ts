@@ -1,0 +1,166 @@
+import type { SchemaElement } from "hyparquet-writer";
+import { clip, HttpError } from "../errors.ts";
+import type { Column } from "../rows/types.ts";
+import { isJsonType } from "../rows/values.ts";
+import type { NumericMode } from "../query/formats.ts";
+
+// How each CKAN (PostgreSQL) column type becomes a Parquet column, and how CKAN's JSON text of a
+// value becomes that column's value. Every mapping keeps the value exact:
+// - integers, booleans, floats: their Parquet types (CKAN's float text is the shortest text of a
+//   double, so the double it parses to is the value PostgreSQL holds);
+// - numeric: UTF-8 text as CKAN wrote it (every digit, trailing zeros kept) unless the link asks for
+//   doubles. A DECIMAL would need one scale for the whole file before its first row group is
+//   written, while a later page may need more digits; CKAN's numeric columns are unconstrained
+//   (up to 131,072 digits before the point), and DuckDB and Arrow readers stop at 38 or 76;
+// - date: DATE; timestamp: TIMESTAMP in microseconds, not adjusted to UTC (PostgreSQL's
+//   `timestamp`), which holds CKAN 2.10's seconds, 2.12's milliseconds and PostgreSQL's microseconds;
+// - json and arrays: the JSON text CKAN sent, byte for byte, as a JSON column (PostgreSQL arrays
+//   may be multi-dimensional and hold nulls, which JSON says exactly and a Parquet LIST of one
+//   element type cannot always);
+// - anything else (text, time, interval, money, ...): UTF-8 text.
+
+type Value = string | number | bigint | boolean | null;
+
+export interface ParquetColumn {
+  element: SchemaElement;
+  /** The column's value from CKAN's JSON text of it (never "null" or undefined). */
+  value(raw: string): Value;
+}
+
+/** A JSON string's text, or the JSON text itself for any other value (a number in a text column). */
+const text = (raw: string): string => {
+  if (raw.charCodeAt(0) !== 34) return raw;
+  return raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+};
+
+function refused(column: Column, raw: string, what: string): HttpError {
+  return new HttpError(502, `CKAN sent ${clip(raw)} in column "${column.id}" (${column.type}), which is not ${what}: the Parquet export stopped.`);
+}
+
+function integer(column: Column, bits: 16 | 32): (raw: string) => number {
+  const max = 2 ** (bits - 1);
+  return (raw) => {
+    const n = Number(text(raw));
+    if (!Number.isInteger(n) || n < -max || n >= max) throw refused(column, raw, `a ${bits}-bit integer`);
+    return n;
+  };
+}
+
+function bigInteger(column: Column): (raw: string) => bigint {
+  return (raw) => {
+    const digits = text(raw);
+    if (!/^-?\d{1,19}$/.test(digits)) throw refused(column, raw, "a 64-bit integer");
+    return BigInt(digits);
+  };
+}
+
+function float(column: Column): (raw: string) => number {
+  return (raw) => {
+    // CKAN's JSON number tokens (and NaN, Infinity, -Infinity) parse as they are; Number("") is 0.
+    const t = text(raw);
+    const n = Number(t);
+    if (Number.isNaN(n) ? t !== "NaN" : t === "") throw refused(column, raw, "a number");
+    return n;
+  };
+}
+
+function boolean(column: Column): (raw: string) => boolean {
+  return (raw) => {
+    const t = text(raw);
+    if (t === "true" || t === "t") return true;
+    if (t === "false" || t === "f") return false;
+    throw refused(column, raw, "true or false");
+  };
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (years 1 to 9999 and beyond). */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/;
+
+function date(column: Column): (raw: string) => number {
+  return (raw) => {
+    const m = DATE.exec(text(raw));
+    if (m === null) throw refused(column, raw, "a date (YYYY-MM-DD)");
+    return daysFromCivil(Number(m[1]), Number(m[2]), Number(m[3]));
+  };
+}
+
+/**
+ * Microseconds since 1970 as a number while a double holds them exactly (years 1685 to 2254, which
+ * the writer turns into INT64 exactly), else as a bigint. The day's part is kept from the last value:
+ * rows in time order share their day, and the date's arithmetic is most of the work.
+ */
+function timestamp(column: Column): (raw: string) => number | bigint {
+  let lastDay = "";
+  let days = 0;
+  return (raw) => {
+    const t = text(raw);
+    const m = TIMESTAMP.exec(t);
+    if (m === null) throw refused(column, raw, "a timestamp (YYYY-MM-DDTHH:MM:SS with up to 6 decimals)");
+    const day = t.slice(0, 10);
+    if (day !== lastDay) {
+      lastDay = day;
+      days = daysFromCivil(Number(m[1]), Number(m[2]), Number(m[3]));
+    }
+    const ofDay = (Number(m[4]) * 3600 + Number(m[5]) * 60 + Number(m[6])) * 1_000_000 + Number((m[7] ?? "").padEnd(6, "0"));
+    const micros = days * 86_400_000_000 + ofDay;
+    if (Number.isSafeInteger(micros)) return micros;
+    return BigInt(days) * 86_400_000_000n + BigInt(ofDay);
+  };
+}
+
+const optional = (name: string, element: Omit<SchemaElement, "name" | "repetition_type">): SchemaElement => ({ name, repetition_type: "OPTIONAL", ...element });
+
+/** The Parquet column of a CKAN column, named `name` (its id, or its label with header=label). */
+export function parquetColumn(column: Column, name: string, numeric: NumericMode): ParquetColumn {
+  const type = column.type.toLowerCase();
+  switch (type) {
+    case "int2":
+    case "smallint":
+      return { element: optional(name, { type: "INT32", logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true } }), value: integer(column, 16) };
+    case "int":
+    case "int4":
+    case "integer":
+    case "serial":
+      return { element: optional(name, { type: "INT32" }), value: integer(column, 32) };
+    case "int8":
+    case "bigint":
+    case "bigserial":
+      return { element: optional(name, { type: "INT64" }), value: bigInteger(column) };
+    case "float4":
+    case "real":
+      return { element: optional(name, { type: "FLOAT" }), value: float(column) };
+    case "float8":
+    case "float":
+    case "double precision":
+      return { element: optional(name, { type: "DOUBLE" }), value: float(column) };
+    case "numeric":
+    case "decimal":
+      if (numeric === "double") return { element: optional(name, { type: "DOUBLE" }), value: float(column) };
+      return { element: optional(name, { type: "BYTE_ARRAY", converted_type: "UTF8" }), value: text };
+    case "bool":
+    case "boolean":
+      return { element: optional(name, { type: "BOOLEAN" }), value: boolean(column) };
+    case "date":
+      return { element: optional(name, { type: "INT32", converted_type: "DATE" }), value: date(column) };
+    case "timestamp":
+    case "timestamp without time zone":
+      return {
+        element: optional(name, { type: "INT64", logical_type: { type: "TIMESTAMP", isAdjustedToUTC: false, unit: "MICROS" } }),
+        value: timestamp(column),
+      };
+    default:
+      // The JSON converted type is added to the footer's schema at the end (see parquet.ts).
+      if (isJsonType(type)) return { element: optional(name, { type: "BYTE_ARRAY", logical_type: { type: "JSON" } }), value: (raw) => raw };
+      return { element: optional(name, { type: "BYTE_ARRAY", converted_type: "UTF8" }), value: text };
+  }
+}
