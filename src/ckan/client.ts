@@ -153,18 +153,22 @@ export class CkanClient {
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
     const copied = response.ok && reader !== undefined ? copyRecords(bytes, reader) : undefined;
-    const text = copied?.envelope ?? utf8.decode(bytes);
-    release(bytes);
-    const result = this.#unwrap(response, text);
+    let result: SearchResult;
+    try {
+      // A reader's envelope holds `null` for the records: nothing in it to keep exact.
+      result = this.#unwrap(response, () => (copied === undefined ? parseAnswer(bytes) : JSON.parse(copied.envelope)));
+    } finally {
+      release(bytes);
+    }
     if (copied !== undefined) result.copied = copied.records;
     result.responseBytes = bytes.byteLength;
     return { result };
   }
 
-  #unwrap(response: Response, text: string): SearchResult {
+  #unwrap(response: Response, parse: () => unknown): SearchResult {
     let parsed: unknown;
     try {
-      parsed = parseAnswer(text);
+      parsed = parse();
     } catch {
       const kind = response.headers.get("content-type")?.split(";")[0] ?? "no content type";
       if (response.status === 404) {

@@ -3,7 +3,9 @@ import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
 import { parseAnswer } from "./raw-json.ts";
 
 type Answer = { success: boolean; result: { records: unknown; total?: number; fields: unknown[]; next_page?: unknown } };
-const parse = (text: string): Answer => parseAnswer(text) as Answer;
+const utf8 = new TextEncoder();
+/** CKAN's answer as it comes: UTF-8 bytes. */
+const parse = (text: string): Answer => parseAnswer(utf8.encode(text)) as Answer;
 
 describe("reading CKAN's answers without losing a digit", () => {
   it("keeps every value of real CKAN 2.12 records as the exact JSON text CKAN wrote", () => {
@@ -36,9 +38,29 @@ describe("reading CKAN's answers without losing a digit", () => {
   });
 
   it("leaves answers without records to JSON.parse, and refuses text that is not JSON", () => {
-    expect(parseAnswer('{"success": false, "error": {"__type": "Validation Error"}}')).toEqual({ success: false, error: { __type: "Validation Error" } });
-    expect(parseAnswer('"Bad request"')).toBe("Bad request");
-    expect(() => parseAnswer("<html>oops</html>")).toThrow(SyntaxError);
-    expect(() => parseAnswer('{"success": true, "result": {"records": [[1,2]')).toThrow(SyntaxError);
+    expect(parse('{"success": false, "error": {"__type": "Validation Error"}}')).toEqual({ success: false, error: { __type: "Validation Error" } });
+    expect(parse('"Bad request"')).toBe("Bad request");
+    expect(() => parse("<html>oops</html>")).toThrow(SyntaxError);
+    expect(() => parse('{"success": true, "result": {"records": [[1,2]')).toThrow(SyntaxError);
+  });
+
+  it("keeps the exact text of values after characters of two, three and four UTF-8 bytes, in keys and values", () => {
+    const text =
+      '{"success": true, "help": "Ñandú ☃ 😀", "result": {"records": [[1,"Zürich","東京 – ☃","😀 𝄞x",{"ö":"😀"},2.50,"\u00d1"],' +
+      '{"_id":2,"città":"Ω😀Ω","名前":-0.0}], "fields": [{"id": "città"}], "total": 2}}';
+    const { result } = parse(text);
+    const records = result.records as [string[], Record<string, string>];
+    expect(records[0]).toEqual(["1", '"Zürich"', '"東京 – ☃"', '"😀 𝄞x"', '{"ö":"😀"}', "2.50", '"\u00d1"']);
+    expect({ ...records[1] }).toEqual({ _id: "2", città: '"Ω😀Ω"', 名前: "-0.0" });
+    expect(result.fields).toEqual([{ id: "città" }]);
+    expect(result.total).toBe(2);
+  });
+
+  it("reads bytes that are not UTF-8 as a decoder replaces them, and an answer after a byte order mark", () => {
+    const bytes = utf8.encode('{"success": true, "result": {"records": [["aXb", 1.50]], "fields": []}}');
+    bytes[bytes.indexOf(88)] = 0xff;
+    expect((parseAnswer(bytes) as Answer).result.records).toEqual([['"a\ufffdb"', "1.50"]]);
+    const bom = new Uint8Array([0xef, 0xbb, 0xbf, ...utf8.encode('{"result": {"records": [["é", 0.10]]}}')]);
+    expect((parseAnswer(bom) as Answer).result.records).toEqual([['"é"', "0.10"]]);
   });
 });

@@ -24,7 +24,7 @@ const csvPassthrough =
 
 /** Real CKAN 2.12: the same twelve edge-case rows as `records_format: "csv"` and as lists. */
 const csvBytes = utf8.encode(csvAnswer.raw_body_text);
-const lists = parseAnswer(listsAnswer.raw_body_text) as { result: { records: RawRecord[]; fields: Column[] } };
+const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as { result: { records: RawRecord[]; fields: Column[] } };
 const fields = lists.result.fields;
 
 const viaRows = (guard: boolean): string =>

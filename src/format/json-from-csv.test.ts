@@ -13,7 +13,7 @@ const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 
 /** Real CKAN 2.12: the same twelve edge-case rows as CSV records and as lists (numerics of 29 digits, json with `\u00d1`, arrays, CRLF text, quotes). */
 const csvBytes = utf8.encode(csvAnswer.raw_body_text);
-const lists = parseAnswer(listsAnswer.raw_body_text) as { result: { records: RawRecord[]; fields: Column[] } };
+const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as { result: { records: RawRecord[]; fields: Column[] } };
 const fields = lists.result.fields;
 const rows = lists.result.records.map((r) => [...(r as string[])]);
 
