@@ -110,3 +110,12 @@ describe("a CKAN_BASE_URL no deployed worker can reach", () => {
     await expect(client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 })).rejects.toMatchObject({ status: 502 });
   });
 });
+
+describe("what the client tells the page sizer", () => {
+  it("reports each answer's size in bytes, read before its buffer is released", async () => {
+    const answer = { success: true, result: { fields: [{ id: "id", type: "int4" }], records: [[1], [2]], total: 2 } };
+    const { client } = replay(200, "application/json", answer);
+    const result = await client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 2 });
+    expect(result.responseBytes).toBe(JSON.stringify(answer).length);
+  });
+});

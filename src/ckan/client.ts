@@ -153,6 +153,8 @@ export class CkanClient {
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
     const copied = response.ok && reader !== undefined ? copyRecords(bytes, reader) : undefined;
+    // Read before the bytes are released: a detached buffer's length is 0.
+    const size = bytes.byteLength;
     let result: SearchResult;
     try {
       // A reader's envelope holds `null` for the records: nothing in it to keep exact.
@@ -161,7 +163,7 @@ export class CkanClient {
       release(bytes);
     }
     if (copied !== undefined) result.copied = copied.records;
-    result.responseBytes = bytes.byteLength;
+    result.responseBytes = size;
     return { result };
   }
 
