@@ -17,6 +17,8 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
+            // src/index.ts, its snapshot Workflow wired to the harness (see test/worker.ts).
+            main: "./test/worker.ts",
           }),
         ],
         test: {

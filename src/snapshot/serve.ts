@@ -5,6 +5,8 @@ import { FORMATS } from "../query/formats.ts";
 import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
 import { readManifest } from "./manifest.ts";
+import { runningRun } from "./runs.ts";
+import type { RunParams } from "./workflow.ts";
 import { ifRangeHolds, parseRange } from "../protocol/range.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
@@ -20,8 +22,11 @@ export function findJob(config: Config, name: string): SnapshotJob {
   return job;
 }
 
-/** GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were skipped. */
-export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>): Promise<Response> {
+/**
+ * GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were
+ * skipped; with the snapshot Workflow bound (`runs`), each job's run in progress too (`running`).
+ */
+export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>, runs?: Workflow<RunParams>): Promise<Response> {
   const jobs = await Promise.all(
     snapshotJobs(config).jobs.map(async (job) => {
       const manifest = await readManifest(bucket, job.name);
@@ -46,6 +51,7 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
         query: job.description,
         latest,
         last_run: manifest.lastRun,
+        ...(runs === undefined ? {} : { running: (await runningRun(job.name, bucket, runs)) ?? null }),
         manifest: await link(`/snapshots/${job.name}/manifest.json`),
       };
     }),
