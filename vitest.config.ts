@@ -25,6 +25,8 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: DEMO_CONFIG },
+            // src/index.ts, its snapshot Workflow wired to the harness (see test/worker.ts).
+            main: "./test/worker.ts",
           }),
         ],
         test: {

@@ -7,6 +7,8 @@ import { log } from "./log/log.ts";
 import { redactor } from "./log/redact.ts";
 import { preflight } from "./security/cors.ts";
 import { runScheduled } from "./snapshot/run.ts";
+import { startScheduled } from "./snapshot/runs.ts";
+import type { RunParams } from "./snapshot/workflow.ts";
 import { bucketOf } from "./snapshot/serve.ts";
 import { admit, finish, noRoute, renderError } from "./routes/middleware.ts";
 import type { AppDeps, RoutedRequest } from "./routes/route.ts";
@@ -19,7 +21,7 @@ export function createApp(deps: AppDeps) {
   router.options("*", preflight);
   for (const route of ROUTES) {
     for (const method of route.methods) {
-      router[method.toLowerCase() as "get" | "head" | "post"](route.path, (request, env, ctx) =>
+      router[method.toLowerCase() as "get" | "head" | "post" | "delete"](route.path, (request, env, ctx) =>
         route.handle({
           request,
           url: new URL(request.url),
@@ -41,6 +43,8 @@ export function createApp(deps: AppDeps) {
     async scheduled(cron: string, scheduledTime: number, env: Env) {
       try {
         const config = configFor(env);
+        // With the Workflow bound, the cron only starts runs (one instance per job and time); else it runs them.
+        if (env.SNAPSHOT_RUNS !== undefined) return await startScheduled(cron, scheduledTime, { config, redact: redactor(env) }, env.SNAPSHOT_RUNS as Workflow<RunParams>);
         return await runScheduled(cron, scheduledTime, { bucket: bucketOf(env.SNAPSHOTS), config, upstreamFetch: deps.upstreamFetch, redact: redactor(env) });
       } catch (error) {
         log({ event: "scheduled", status: "failed", error: toHttpError(error).message }, redactor(env));

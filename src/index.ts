@@ -1,7 +1,12 @@
 import { createApp } from "./app.ts";
 import type { Env } from "./config/env.ts";
+import { runDeps, snapshotRunClass } from "./snapshot/workflow.ts";
 
-const app = createApp({ upstreamFetch: (request) => fetch(request) });
+const upstreamFetch = (request: Request): Promise<Response> => fetch(request);
+const app = createApp({ upstreamFetch });
+
+/** Snapshot runs as a Workflow (wrangler.toml `[[workflows]]`): one instance per job and scheduled time. */
+export const SnapshotRun = snapshotRunClass((env) => runDeps(env, upstreamFetch));
 
 export default {
   fetch: app.fetch,

@@ -3,6 +3,8 @@ import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
 import type { Env } from "../src/config/env.ts";
+import type { JobResult } from "../src/snapshot/run.ts";
+import { setActiveWorker } from "./active-worker.ts";
 
 /** Recognisable, so a test can prove it never leaves the worker. */
 export const TOKEN = "tok-SECRET-4f1d9a7e";
@@ -39,16 +41,15 @@ export function harness(options: HarnessOptions = {}) {
   const emulator = createEmulator({ token: TOKEN, version: "2.10", ...options.emulator });
   const calls: UpstreamCall[] = [];
   let warming = false;
-  const app = createApp({
-    upstreamFetch: async (request) => {
-      if (warming) return emulator.fetch(request);
-      // datastore_search is a POST with a JSON body; resource_show a GET with none.
-      const body = request.method === "POST" ? ((await request.clone().json()) as Record<string, unknown>) : {};
-      calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal });
-      const faulty = await options.fault?.(calls.length, body);
-      return faulty ?? emulator.fetch(request);
-    },
-  });
+  const upstreamFetch = async (request: Request): Promise<Response> => {
+    if (warming) return emulator.fetch(request);
+    // datastore_search is a POST with a JSON body; resource_show a GET with none.
+    const body = request.method === "POST" ? ((await request.clone().json()) as Record<string, unknown>) : {};
+    calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal });
+    const faulty = await options.fault?.(calls.length, body);
+    return faulty ?? emulator.fetch(request);
+  };
+  const app = createApp({ upstreamFetch });
   const env: Env = {
     CKAN_BASE_URL: `http://ckan-${++sites}.test/data/en`,
     CKAN_API_TOKEN: TOKEN,
@@ -60,6 +61,8 @@ export function harness(options: HarnessOptions = {}) {
     SNAPSHOTS: (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS,
     ...options.env,
   };
+  // Snapshot runs (Workflow instances) run as this worker: same emulator, faults and settings.
+  setActiveWorker({ env, upstreamFetch });
   const contexts: ExecutionContext[] = [];
   let warm: Promise<void> | undefined =
     options.warm === false
@@ -84,7 +87,8 @@ export function harness(options: HarnessOptions = {}) {
   const scheduled = async (cron: string, time: number) => {
     await warm;
     warm = undefined;
-    return app.scheduled(cron, time, env);
+    // Without SNAPSHOT_RUNS in its env (the Workflow specs bind it themselves) the cron runs the jobs inline.
+    return (await app.scheduled(cron, time, env)) as JobResult[];
   };
   return { get, settle, scheduled, calls, emulator, env };
 }

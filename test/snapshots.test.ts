@@ -79,10 +79,10 @@ describe("scheduled snapshots", () => {
 
     const latest = (await bucket.get("big-one/latest.csv"))!;
     expect(await sha256(await latest.arrayBuffer())).toBe(await sha256(snapshot));
-    const manifest = (await (await bucket.get("big-one/manifest.json"))!.json()) as { snapshots: { rows: number; bytes: number }[]; lastRun: { status: string } };
+    const manifest = (await (await bucket.get("big-one/manifest.json"))!.json()) as { snapshots: { rows: number; bytes: number }[]; last_run: { status: string } };
     expect(manifest.snapshots).toHaveLength(1);
     expect(manifest.snapshots[0]).toMatchObject({ rows: 60000, bytes: snapshot.byteLength, total: 100000 });
-    expect(manifest.lastRun.status).toBe("ok");
+    expect(manifest.last_run.status).toBe("ok");
     for (const object of (await bucket.list({ include: ["customMetadata", "httpMetadata"] })).objects) {
       expect(JSON.stringify(object.customMetadata ?? {})).not.toContain(TOKEN);
       expect(JSON.stringify(object.httpMetadata ?? {})).not.toContain(TOKEN);
@@ -122,9 +122,9 @@ describe("scheduled snapshots", () => {
     ]);
     expect((await bucket.head("nightly/latest.csv"))!.customMetadata!.sha256).toBe(before.latestCsv);
     expect((await bucket.head("nightly/latest.ndjson"))!.customMetadata!.sha256).toBe(before.latestNd);
-    const after = (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: unknown[]; lastRun: { status: string; error: string } };
+    const after = (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; error: string } };
     expect(after.snapshots).toEqual(before.manifest.snapshots);
-    expect(after.lastRun).toMatchObject({ status: "failed", error: expect.stringContaining("HTTP 500") });
+    expect(after.last_run).toMatchObject({ status: "failed", error: expect.stringContaining("HTTP 500") });
   });
 
   it("keeps only `keep` dated snapshots, never deleting latest or the manifest", async () => {

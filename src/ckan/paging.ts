@@ -49,6 +49,17 @@ export interface PagePlan {
   stretches: StretchPlanner | Promise<StretchPlanner>;
   /** Stretches in flight at once (at least 1). */
   window: number;
+  /** The first page's last `_id` when later pages go by `_id` ranges. */
+  firstLastId: number | undefined;
+  /** Rows yielded so far and the last one's `_id` (see `Table.resumeAt`), written before each yield. */
+  position: Position;
+}
+
+/** How far the loop has handed rows on: a later invocation can go on from there. */
+export interface Position {
+  rows: number;
+  /** The last row's `_id`, when pages go by `_id` ranges. */
+  lastId: number | undefined;
 }
 
 /**
@@ -174,7 +185,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, plan.firstLimit) : plan.firstLimit;
   if (firstApplied < plan.firstLimit) sizer.capAt(firstApplied);
   sizer.observe(first.responseBytes, firstCount);
-  let current: Fetched = { page: { batch: firstRows, lastId: undefined }, result: first, ended: firstCount < firstApplied, rest: undefined };
+  let current: Fetched = { page: { batch: firstRows, lastId: plan.firstLastId }, result: first, ended: firstCount < firstApplied, rest: undefined };
   let planned = firstCount;
   let seen = 0;
   const inflight: Promise<Fetched>[] = [];
@@ -209,6 +220,8 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       // `_id` ranges side by side may bring more rows than the limit: the last page is cut.
       const rows = seen + count > wanted ? leadingRows(current.page.batch, wanted - seen) : current.page.batch;
       seen += batchRows(rows);
+      plan.position.rows = seen;
+      plan.position.lastId = current.page.lastId;
       yield rows;
       if (!last && planner === undefined) {
         planner = await plan.stretches;

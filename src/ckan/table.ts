@@ -3,8 +3,8 @@ import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
 import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
-import { fetchFirstPage, isBefore212, mayUseKeyset } from "./keyset-probe.ts";
-import { idStretches, offsetStretches, readPages, type Page, type StretchPlanner } from "./paging.ts";
+import { fetchFirstPage, isBefore212, mayUseKeyset, type FirstPage } from "./keyset-probe.ts";
+import { idStretches, offsetStretches, readPages, type Page, type Position, type StretchPlanner } from "./paging.ts";
 import { PageSizer, rowsPerPage } from "./page-budget.ts";
 import { sortColumns } from "../query/sort.ts";
 import { isRangeFilter, type TableQuery } from "../query/table-query.ts";
@@ -21,6 +21,21 @@ export interface Table {
   firstPageRows: number;
   /** Batches in output column order, strictly in table order, the first page first. */
   pages: AsyncGenerator<Batch, void, undefined>;
+  /** Where another invocation would go on after the batches yielded so far (see `PagingOptions.resume`). */
+  resumeAt(): Resume;
+}
+
+/**
+ * Where an export that spans invocations (a snapshot run's steps) picks up again: after `rows` rows,
+ * and after the last one's `_id` when it pages by `_id` (otherwise by offset, which the total order of
+ * `pagingSort` makes exact). CKAN's count is the one the export's first page gave: later parts skip
+ * `count(*)`, and judge MAX_ROWS and the page plan by the same number.
+ */
+export interface Resume {
+  rows: number;
+  afterId: number | undefined;
+  total: number | undefined;
+  estimated: boolean;
 }
 
 export interface PagingOptions {
@@ -33,6 +48,8 @@ export interface PagingOptions {
   /** Upstream requests one export may make (the Workers plan's subrequest limit). */
   subrequestLimit: number;
   signal?: AbortSignal;
+  /** Go on from where an earlier invocation stopped, instead of from the first row. */
+  resume?: Resume;
 }
 
 /** The user's order made total by `_id`, so offset paging neither repeats nor skips rows. */
@@ -145,7 +162,11 @@ function baseRequest(query: TableQuery): SearchRequest {
  */
 const firstFormat = (query: TableQuery): "objects" | "lists" => (query.q !== undefined && query.fields === undefined ? "objects" : "lists");
 
-function checkMaxRows(query: TableQuery, first: SearchResult, maxRows: number): { available: number | undefined; estimated: boolean } {
+function checkMaxRows(
+  query: TableQuery,
+  first: Pick<SearchResult, "total" | "total_was_estimated">,
+  maxRows: number,
+): { available: number | undefined; estimated: boolean } {
   const total = typeof first.total === "number" ? first.total : undefined;
   const estimated = first.total_was_estimated === true;
   const available = total === undefined ? undefined : Math.max(0, total - query.offset);
@@ -181,10 +202,12 @@ export async function describeTable(
  */
 export async function openTable(client: CkanClient, siteKey: string, query: TableQuery, options: PagingOptions): Promise<Table> {
   const base = baseRequest(query);
+  const resume = options.resume;
+  const done = resume?.rows ?? 0;
   // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
-  const keysetPossible = query.sort === undefined && !("_id" in query.filters) && mayUseKeyset(siteKey);
+  const keysetPossible = resume === undefined && query.sort === undefined && !("_id" in query.filters) && mayUseKeyset(siteKey);
   // Without a limit, at most MAX_ROWS; one row more is fetched to tell "exactly the maximum" from "more".
-  const wanted = query.limit ?? options.maxRows + 1;
+  const wanted = (query.limit ?? options.maxRows + 1) - done;
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize);
@@ -198,15 +221,19 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     include_total: true,
     ...(keyset ? { include_next_page: true } : {}),
   });
-  const { result: first, keyset } = await fetchFirstPage(client, siteKey, keysetPossible ? firstBody(true) : undefined, firstBody(false), signal).catch(
-    (error: unknown) => {
-      throw rangeFilterRefused(error, query, siteKey) ?? error;
-    },
-  );
+  const { result: first, keyset } = await (resume === undefined
+    ? fetchFirstPage(client, siteKey, keysetPossible ? firstBody(true) : undefined, firstBody(false), signal)
+    : resumedPage(client, query, resume, firstBody, signal)
+  ).catch((error: unknown) => {
+    throw rangeFilterRefused(error, query, siteKey) ?? error;
+  });
 
   const columns = outputColumns(query, first.fields);
-  const total = typeof first.total === "number" ? first.total : undefined;
-  const { available, estimated } = checkMaxRows(query, first, options.maxRows);
+  const counted = resume === undefined ? first : { total: resume.total, total_was_estimated: resume.estimated };
+  const total = typeof counted.total === "number" ? counted.total : undefined;
+  const checked = checkMaxRows(query, counted, options.maxRows);
+  const estimated = checked.estimated;
+  const available = checked.available === undefined ? undefined : Math.max(0, checked.available - done);
   const exact = available !== undefined && !estimated;
 
   // The first page told us the columns: later pages are asked for exactly those, in output order (plus
@@ -219,6 +246,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   base.fields = incoming.map((c) => c.id);
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
+  if (resume?.afterId !== undefined) base.filters = { ...query.filters, _id: { gt: resume.afterId } };
   const passthrough = options.passthrough?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
   const pageOf = (result: SearchResult): Page => {
@@ -233,6 +261,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const after = byId && full ? lastIdOf(first) : undefined;
   const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, available === undefined ? wanted : Math.min(available, wanted), after !== undefined, options) : 0;
 
+  const position: Position = { rows: 0, lastId: undefined };
   let stretches: StretchPlanner | Promise<StretchPlanner>;
   let window: number;
   if (after !== undefined) {
@@ -250,7 +279,9 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   } else {
     // An estimated total may be short: planning by it could stop early, so count instead.
     window = exact ? Math.max(1, options.concurrency) : 1;
-    stretches = offsetStretches(query.offset, exact ? Math.min(available, wanted) : wanted, wanted, sizer);
+    // Resumed after an `_id`, offsets count from there (base.filters holds the bound).
+    const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
+    stretches = offsetStretches(from, exact ? Math.min(available, wanted) : wanted, wanted, sizer);
   }
 
   const pages = readPages({
@@ -260,7 +291,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     stretches,
     window,
     wanted,
-    maxRows: query.limit === undefined ? options.maxRows : undefined,
+    maxRows: query.limit === undefined ? options.maxRows - done : undefined,
     tooMany: () => tooMany(undefined, false, options.maxRows),
     sizer,
     signal,
@@ -269,6 +300,8 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     firstRows,
     firstLimit,
     pageOf,
+    firstLastId: after,
+    position,
     ...(passthrough !== undefined ? { reader: passthrough.read } : {}),
   });
   return {
@@ -277,5 +310,27 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     expectedRows: available === undefined ? query.limit : Math.min(available, wanted),
     firstPageRows: Math.min(first.records.length, wanted),
     pages,
+    resumeAt: () => ({ rows: done + position.rows, afterId: byId ? position.lastId : undefined, total, estimated }),
   };
+}
+
+/**
+ * The first page of an export that goes on from `resume`: after its last `_id` (a range filter, so
+ * CKAN 2.12, which the run's first page already found), or at its offset; never counted again.
+ */
+async function resumedPage(
+  client: CkanClient,
+  query: TableQuery,
+  resume: Resume,
+  firstBody: (keyset: boolean) => SearchRequest,
+  signal: AbortSignal,
+): Promise<FirstPage> {
+  const keyset = resume.afterId !== undefined;
+  const body = { ...firstBody(false), include_total: false };
+  if (keyset) {
+    Object.assign(body, requestedFields(query, true), { offset: 0, filters: { ...query.filters, _id: { gt: resume.afterId } } });
+  } else {
+    body.offset = query.offset + resume.rows;
+  }
+  return { result: await client.search(body, signal), keyset };
 }

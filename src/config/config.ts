@@ -19,6 +19,8 @@ export interface Config {
   /** SNAPSHOT_JOBS as given: snapshot/jobs.ts validates it against the rest of this configuration. */
   snapshotJobs: unknown;
   snapshotPartBytes: number;
+  /** Bytes one step of a snapshot run writes before it hands on (see snapshot/steps.ts). */
+  snapshotStepBytes: number;
   adminToken: string | undefined;
   linkSigningKey: string | undefined;
   /** How long a signed snapshot link handed out by GET /snapshots stays valid. */
@@ -127,6 +129,7 @@ export function parseConfig(env: Env): Config {
     bufferBytes: integerSetting("BUFFER_BYTES", env.BUFFER_BYTES, 8 * 1024 * 1024, 0, 64 * 1024 * 1024),
     snapshotJobs: env.SNAPSHOT_JOBS,
     snapshotPartBytes: integerSetting("SNAPSHOT_PART_BYTES", env.SNAPSHOT_PART_BYTES, 8 * 1024 * 1024, MIN_PART_BYTES, 512 * 1024 * 1024),
+    snapshotStepBytes: integerSetting("SNAPSHOT_STEP_BYTES", env.SNAPSHOT_STEP_BYTES, 64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
     adminToken: secret(env.ADMIN_TOKEN),
     linkSigningKey: secret(env.LINK_SIGNING_KEY),
     snapshotLinkTtlSeconds: integerSetting("SNAPSHOT_LINK_TTL_SECONDS", env.SNAPSHOT_LINK_TTL_SECONDS, 7 * 86_400, 60, 366 * 86_400),

@@ -24,6 +24,10 @@ export interface Env {
   SNAPSHOT_JOBS?: unknown;
   /** Size of each multipart part of a large snapshot (default 8 MiB, at least 5 MiB). */
   SNAPSHOT_PART_BYTES?: string;
+  /** Bytes one step of a snapshot run (a Workflow) writes before the next step goes on (default 64 MiB). */
+  SNAPSHOT_STEP_BYTES?: string;
+  /** The Workflow that runs snapshot jobs, one instance per run (`[[workflows]]`); optional. */
+  SNAPSHOT_RUNS?: Workflow;
   /** Secret. Lets an operator run a snapshot job now: POST /snapshots/<name>/run. */
   ADMIN_TOKEN?: string;
   /** Secret. When set, every export and snapshot link must carry a valid HMAC `sig`. */

@@ -1,8 +1,8 @@
 import type { CkanClient } from "../ckan/client.ts";
-import { describeTable, openTable, type Table } from "../ckan/table.ts";
+import { describeTable, openTable, type PagingOptions, type Resume, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
-import type { PassthroughFactory } from "../rows/batch.ts";
+import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { formatMaxRows, type FormatName } from "../query/formats.ts";
@@ -55,11 +55,7 @@ export async function runExport(
   const format = ENCODERS[query.format];
   const abort = new AbortController();
   const table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
-    pageSize: config.pageSize,
-    maxRows: formatMaxRows(query.format, config.maxRows),
-    subrequestLimit: config.subrequestLimit,
-    concurrency: config.upstreamConcurrency,
-    ...(passthroughFor(query, config) ?? {}),
+    ...pagingOptions(query, config),
     signal: abort.signal,
   }));
   const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
@@ -79,6 +75,70 @@ export async function runExport(
   const chunks = await primed(format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress), abort);
   const encoded = toByteStream(chunks, pack?.hooks ?? hooks);
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
+}
+
+function pagingOptions(query: ExportQuery, config: Config): PagingOptions {
+  return {
+    pageSize: config.pageSize,
+    maxRows: formatMaxRows(query.format, config.maxRows),
+    subrequestLimit: config.subrequestLimit,
+    concurrency: config.upstreamConcurrency,
+    ...(passthroughFor(query, config) ?? {}),
+  };
+}
+
+/** One stretch of an export that spans invocations: its encoded chunks, and where the next one goes on. */
+export interface ExportPart {
+  chunks: AsyncGenerator<string | Uint8Array, void, undefined>;
+  /** Rows and characters encoded by this part (see ExportProgress). */
+  progress: { rows: number; chars: number };
+  /** Whether the export ended in this part (read once `chunks` is done). */
+  ended(): boolean;
+  /** Where the next part goes on (read once `chunks` is done). */
+  resumeAt(): Resume;
+  columns: Table["columns"];
+}
+
+/**
+ * The export pipeline up to text, from `resume` (or the start) until `full()` says enough at a page's
+ * end: the same pages, encoder and chunks as `runExport`, so the parts joined are its bytes. The
+ * encoder goes on from the rows already written; a part that stops early writes no end. Its
+ * requests are few (a part's pages), so the whole export's subrequest budget does not apply.
+ */
+export async function openExportPart(query: ExportQuery, config: Config, client: CkanClient, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
+  const format = ENCODERS[query.format];
+  if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
+  const table = await openTable(client, config.datastoreSearchUrl, query, {
+    ...pagingOptions(query, config),
+    subrequestLimit: Number.POSITIVE_INFINITY,
+    ...(resume === undefined ? {} : { resume }),
+  });
+  const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text", resume === undefined ? undefined : { rows: resume.rows });
+  let stopped = false;
+  let ended = false;
+  async function* untilFull(): AsyncGenerator<Batch, void, undefined> {
+    try {
+      for (;;) {
+        // Every chunk of the pages so far has been taken: a part may end here.
+        if (full()) {
+          stopped = true;
+          return;
+        }
+        const next = await table.pages.next();
+        if (next.done) {
+          ended = true;
+          return;
+        }
+        yield next.value;
+      }
+    } finally {
+      // Pages still in flight are dropped (the next part asks for them again).
+      await table.pages.return();
+    }
+  }
+  const progress = { rows: 0, chars: 0 };
+  const chunks = encodeTable({ ...table, pages: untilFull() }, { ...encoder, end: () => (stopped ? "" : encoder.end()) }, progress);
+  return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
 }
 
 /** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */

@@ -49,7 +49,7 @@ export const headerText = (columns: Column[], header: CsvOptions["header"]): str
  * only where a cell needs them. Cells are rewritten in place before papaparse sees them, so each
  * value is converted exactly once.
  */
-export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
+export function csvEncoder(columns: Column[], options: CsvOptions, continued?: { rows: number }): Encoder {
   const guarded = columns.map((c) => options.formulaGuard && !isNumericType(c.type));
   const json = columns.map((c) => isJsonType(c.type));
   const comma = columns.map((c) => options.decimal === "," && isNumericType(c.type));
@@ -58,6 +58,7 @@ export function csvEncoder(columns: Column[], options: CsvOptions): Encoder {
 
   return {
     begin() {
+      if (continued !== undefined) return "";
       const prefix = options.bom ? BOM : "";
       if (options.header === "none") return prefix;
       const header = headerText(columns, options.header).map((text) => (options.formulaGuard ? guardFormula(text) : text));

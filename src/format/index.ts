@@ -7,8 +7,18 @@ import type { Encoder } from "./types.ts";
 import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
 import { ZIP_ENTRY_LIMIT } from "./zip.ts";
 
+/**
+ * A file an earlier invocation began (a snapshot run's earlier steps): its start and `rows` rows are
+ * written, and the encoder goes on as if it had written them itself.
+ */
+export interface Continued {
+  rows: number;
+}
+
 export interface FormatEncoder {
-  encoder(columns: Column[], csv: CsvOptions, numeric: NumericMode): Encoder<string | Uint8Array>;
+  encoder(columns: Column[], csv: CsvOptions, numeric: NumericMode, continued?: Continued): Encoder<string | Uint8Array>;
+  /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP and deflate state, Parquet's row groups do not). */
+  resumable: boolean;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;
   /** The most encoded bytes the format holds, and what a file past it would be told. */
@@ -17,11 +27,13 @@ export interface FormatEncoder {
 
 /** One renderer per format of query/formats.ts. */
 export const ENCODERS: Record<FormatName, FormatEncoder> = {
-  csv: { encoder: csvEncoder },
-  tsv: { encoder: (columns, csv) => csvEncoder(columns, { ...csv, delimiter: "\t" }) },
-  json: { encoder: jsonEncoder },
-  ndjson: { encoder: ndjsonEncoder },
+  csv: { encoder: (columns, csv, _numeric, continued) => csvEncoder(columns, csv, continued), resumable: true },
+  tsv: { encoder: (columns, csv, _numeric, continued) => csvEncoder(columns, { ...csv, delimiter: "\t" }, continued), resumable: true },
+  json: { encoder: (columns, _csv, _numeric, continued) => jsonEncoder(columns, continued), resumable: true },
+  // One line per row, nothing before or after them: nothing to carry.
+  ndjson: { encoder: ndjsonEncoder, resumable: true },
   xlsx: {
+    resumable: false,
     encoder: (columns, csv) => xlsxEncoder(columns, { header: headerText(columns, csv.header === "label" ? "label" : "id") }),
     package: xlsxPackage,
     maxBytes: {
@@ -31,6 +43,7 @@ export const ENCODERS: Record<FormatName, FormatEncoder> = {
     },
   },
   parquet: {
+    resumable: false,
     encoder: (columns, csv, numeric) => parquetEncoder(columns, { names: headerText(columns, csv.header === "label" ? "label" : "id"), numeric }),
   },
 };

@@ -30,11 +30,11 @@ function recordWriter(columns: Column[], oneLine = false): (row: Row) => string 
 const sameLine = (value: string): string => (value.includes("\n") || value.includes("\r") ? value.replace(/[\r\n]/g, " ") : value);
 
 /** An array of records, keys in column order, values exactly as CKAN wrote them. */
-export function jsonEncoder(columns: Column[]): Encoder {
+export function jsonEncoder(columns: Column[], continued?: { rows: number }): Encoder {
   const record = recordWriter(columns);
-  let first = true;
+  let first = (continued?.rows ?? 0) === 0;
   return {
-    begin: () => "[",
+    begin: () => (continued === undefined ? "[" : ""),
     page(rows) {
       let out = "";
       for (const row of rows) {

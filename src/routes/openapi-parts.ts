@@ -3,7 +3,7 @@
 
 export type Json = Record<string, unknown>;
 /** One path's operations, by lower-case method. */
-export type Operations = Partial<Record<"get" | "head" | "post", Json>>;
+export type Operations = Partial<Record<"get" | "head" | "post" | "delete", Json>>;
 
 export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schema: Json, description: string): Json => ({ description, content: { "application/json": { schema } } });

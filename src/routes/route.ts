@@ -7,7 +7,7 @@ import type { Operations } from "./openapi-parts.ts";
 /** A request as the router hands it on: itty-router sets the path's named parts on it. */
 export type RoutedRequest = Request & { params: Record<string, string> };
 
-export type Method = "GET" | "HEAD" | "POST";
+export type Method = "GET" | "HEAD" | "POST" | "DELETE";
 
 export interface AppDeps {
   /** How the worker reaches CKAN: global fetch in production, the emulator or a stub in tests. */

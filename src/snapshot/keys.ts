@@ -16,6 +16,10 @@ export const latestKey = (job: string, format: FormatName): string => `${job}/la
 export const manifestKey = (job: string): string => `${job}/manifest.json`;
 /** Where a large snapshot is assembled; never served, and replaced by the dated key once whole. */
 export const stagingKey = (job: string, time: string, format: FormatName): string => `${job}/.staging/${time}.${FORMATS[format].extension}`;
+/** The bytes a run's step `step` left past its last whole part, for the next step (beside the staging key). */
+export const carryKey = (staging: string, step: number): string => `${staging}.carry-${step}`;
+/** The job's run in progress: who holds the job (one run at a time) and how far it got. Never served. */
+export const runKey = (job: string): string => `${job}/.run.json`;
 
 export type SnapshotFile =
   | { kind: "latest"; format: FormatName }

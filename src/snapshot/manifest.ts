@@ -34,13 +34,21 @@ export interface Manifest {
   job: string;
   /** Newest first. */
   snapshots: SnapshotEntry[];
-  lastRun: LastRun | null;
+  last_run: LastRun | null;
 }
 
 export async function readManifest(bucket: R2Bucket, job: string): Promise<Manifest> {
   const object = await bucket.get(manifestKey(job));
-  if (object === null) return { job, snapshots: [], lastRun: null };
-  return (await object.json()) as Manifest;
+  if (object === null) return { job, snapshots: [], last_run: null };
+  return fromStored(await object.json());
+}
+
+/** A manifest as stored; one written before `last_run` had its snake_case name says `lastRun`. */
+function fromStored(stored: unknown): Manifest {
+  const manifest = stored as Manifest & { lastRun?: LastRun | null };
+  if (manifest.last_run === undefined) manifest.last_run = manifest.lastRun ?? null;
+  delete manifest.lastRun;
+  return manifest;
 }
 
 /**
@@ -50,7 +58,7 @@ export async function readManifest(bucket: R2Bucket, job: string): Promise<Manif
 export async function updateManifest(bucket: R2Bucket, job: string, change: (manifest: Manifest) => void): Promise<Manifest> {
   for (let attempt = 0; attempt < 8; attempt++) {
     const object = await bucket.get(manifestKey(job));
-    const manifest: Manifest = object === null ? { job, snapshots: [], lastRun: null } : ((await object.json()) as Manifest);
+    const manifest: Manifest = object === null ? { job, snapshots: [], last_run: null } : fromStored(await object.json());
     change(manifest);
     const written = await bucket.put(manifestKey(job), JSON.stringify(manifest, null, 2), {
       httpMetadata: { contentType: "application/json; charset=utf-8", cacheControl: "no-cache" },

@@ -29,7 +29,7 @@ export interface JobResult {
   error?: string;
 }
 
-function httpMetadata(format: FormatName, name: string, immutable: boolean, encoding: "gzip" | undefined): R2HTTPMetadata {
+export function httpMetadata(format: FormatName, name: string, immutable: boolean, encoding: "gzip" | undefined = undefined): R2HTTPMetadata {
   return {
     contentType: FORMATS[format].contentType,
     contentDisposition: contentDisposition(name),
@@ -60,8 +60,36 @@ function entryFromObject(object: R2Object, format: FormatName, time: string): Sn
 const encodingOf = (encoding: "gzip" | undefined, decoded: number): Pick<SnapshotEntry, "encoding" | "decoded_bytes"> =>
   encoding === undefined ? {} : { encoding, decoded_bytes: decoded };
 
+/** A dated snapshot's custom metadata: what `entryFromObject` reads back. */
+export function snapshotMetadata(job: SnapshotJob, entry: Pick<SnapshotEntry, "rows" | "sha256" | "started" | "finished" | "total" | "decoded_bytes">): Record<string, string> {
+  const meta: Record<string, string> = {
+    rows: String(entry.rows),
+    sha256: entry.sha256,
+    query: JSON.stringify(job.description),
+    started: entry.started,
+    finished: entry.finished,
+  };
+  if (entry.total !== null) meta.total = String(entry.total);
+  if (entry.decoded_bytes !== undefined) meta.decoded_bytes = String(entry.decoded_bytes);
+  return meta;
+}
+
+/** `latest` becomes a copy of the dated snapshot, which is whole by now. */
+export async function publishLatest(bucket: R2Bucket, job: SnapshotJob, entry: SnapshotEntry, customMetadata: Record<string, string>): Promise<void> {
+  try {
+    await copyObject(bucket, entry.key, latestKey(job.name, entry.format), {
+      httpMetadata: httpMetadata(entry.format, `${job.name}.${FORMATS[entry.format].extension}`, false, entry.encoding),
+      customMetadata,
+    });
+  } catch (error) {
+    // The dated snapshot is whole and stays listed (so retention will remove it in time); `latest`
+    // keeps the previous one, and the run is reported as failed.
+    throw Object.assign(new Error("latest was not updated"), { entry, cause: error });
+  }
+}
+
 /** One format of one run: the export pipeline with R2 as its sink; `latest` only after the dated object is whole. */
-async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string, deps: SnapshotDeps): Promise<SnapshotEntry> {
+export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string, deps: SnapshotDeps): Promise<SnapshotEntry> {
   const { bucket, config } = deps;
   const key = datedKey(job.name, time, format);
   const query = job.queries[format]!;
@@ -80,17 +108,8 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
       // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
       if (run.progress.error !== undefined) throw run.progress.error;
       finished = new Date().toISOString();
-      const meta: Record<string, string> = {
-        rows: String(run.progress.rows),
-        sha256,
-        query: JSON.stringify(job.description),
-        started,
-        finished,
-      };
-      if (total !== null) meta.total = String(total);
-      if (encoding !== undefined) meta.decoded_bytes = String(run.progress.bytes);
-      customMetadata = meta;
-      return meta;
+      customMetadata = snapshotMetadata(job, { rows: run.progress.rows, sha256, started, finished, total, ...(encoding === undefined ? {} : { decoded_bytes: run.progress.bytes }) });
+      return customMetadata;
     },
   });
   const entry: SnapshotEntry = {
@@ -106,61 +125,45 @@ async function writeSnapshot(job: SnapshotJob, format: FormatName, time: string,
     total,
     ...encodingOf(encoding, run.progress.bytes),
   };
-  try {
-    await copyObject(bucket, key, latestKey(job.name, format), {
-      httpMetadata: httpMetadata(format, `${job.name}.${FORMATS[format].extension}`, false, encoding),
-      customMetadata,
-    });
-  } catch (error) {
-    // The dated snapshot is whole and stays listed (so retention will remove it in time); `latest`
-    // keeps the previous one, and the run is reported as failed.
-    throw Object.assign(new Error("latest was not updated"), { entry, cause: error });
-  }
+  await publishLatest(bucket, job, entry, customMetadata);
   return entry;
 }
 
-/**
- * Runs one job for one scheduled time. Idempotent: a snapshot already written for this time is not
- * written again. A failed format publishes nothing; `latest` and the manifest's list keep
- * describing the previous good snapshot, and the manifest's `lastRun` says what went wrong.
- */
-export async function runJob(job: SnapshotJob, scheduledTime: number, deps: SnapshotDeps): Promise<JobResult> {
-  const { bucket, redact } = deps;
-  const time = stamp(scheduledTime);
-  const started = new Date().toISOString();
+/** What a run for `time` has left to write: formats already written are skipped (adopted into the manifest when an earlier run was cut off before recording them). */
+export async function formatsDue(job: SnapshotJob, time: string, bucket: R2Bucket): Promise<{ due: FormatName[]; adopted: SnapshotEntry[]; skipped: FormatName[] }> {
   const known = await readManifest(bucket, job.name);
-  const result: JobResult = { job: job.name, stamp: time, status: "ok", written: [], skipped: [] };
-  const entries: SnapshotEntry[] = [];
-
+  const due: FormatName[] = [];
+  const adopted: SnapshotEntry[] = [];
+  const skipped: FormatName[] = [];
   for (const format of job.formats) {
     if (known.snapshots.some((s) => s.stamp === time && s.format === format)) {
-      result.skipped.push(format);
+      skipped.push(format);
       continue;
     }
     const existing = await bucket.head(datedKey(job.name, time, format));
     if (existing !== null) {
-      entries.push(entryFromObject(existing, format, time));
-      result.skipped.push(format);
+      adopted.push(entryFromObject(existing, format, time));
+      skipped.push(format);
       continue;
     }
-    try {
-      const entry = await writeSnapshot(job, format, time, deps);
-      entries.push(entry);
-      result.written.push(entry);
-    } catch (error) {
-      const entry = (error as { entry?: SnapshotEntry }).entry;
-      if (entry !== undefined) entries.push(entry);
-      result.status = "failed";
-      const message = redact(`${format}: ${toHttpError(error).message}`);
-      result.error = result.error === undefined ? message : `${result.error}; ${message}`;
-      if (!(error instanceof Error && "status" in error)) {
-        log({ event: "snapshot_error", job: job.name, format, cause: String(error) }, redact);
-      }
-    }
+    due.push(format);
   }
+  return { due, adopted, skipped };
+}
 
-  // Another run (a cron run and an operator's POST) may write the manifest meanwhile: the update is a
-  // compare-and-swap, so no run's snapshots are forgotten (and so escape retention).
+/** A failed format's line in `last_run.error`: what a caller may read (the cause itself is logged). */
+export function failureText(format: FormatName, error: unknown, job: string, redact: Redact): string {
+  if (!(error instanceof Error && "status" in error)) log({ event: "snapshot_error", job, format, cause: String(error) }, redact);
+  return redact(`${format}: ${toHttpError(error).message}`);
+}
+
+/**
+ * The end of a run: its snapshots into the manifest, `last_run` set, dated snapshots past `keep`
+ * deleted, one log line. Another run (a cron run and an operator's) may write the manifest meanwhile:
+ * the update is a compare-and-swap, so no run's snapshots are forgotten (and so escape retention).
+ */
+export async function recordRun(job: SnapshotJob, started: string, result: JobResult, entries: SnapshotEntry[], deps: Pick<SnapshotDeps, "bucket" | "redact">): Promise<void> {
+  const { bucket, redact } = deps;
   let old: SnapshotEntry[] = [];
   await updateManifest(bucket, job.name, (manifest) => {
     for (const entry of entries) {
@@ -169,9 +172,9 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
     manifest.snapshots.sort(newestFirst);
     old = expired(manifest.snapshots, job.keep);
     manifest.snapshots = manifest.snapshots.filter((s) => !old.includes(s));
-    manifest.lastRun = {
+    manifest.last_run = {
       status: result.status,
-      stamp: time,
+      stamp: result.stamp,
       started,
       finished: new Date().toISOString(),
       ...(result.error ? { error: result.error } : {}),
@@ -183,7 +186,7 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
     {
       event: "snapshot",
       job: job.name,
-      stamp: time,
+      stamp: result.stamp,
       status: result.status,
       written: result.written.map((e) => ({ format: e.format, rows: e.rows, bytes: e.bytes })),
       skipped: result.skipped,
@@ -191,6 +194,33 @@ export async function runJob(job: SnapshotJob, scheduledTime: number, deps: Snap
     },
     redact,
   );
+}
+
+/**
+ * Runs one job for one scheduled time in this invocation. Idempotent: a snapshot already written for
+ * this time is not written again. A failed format publishes nothing; `latest` and the manifest's list
+ * keep describing the previous good snapshot, and the manifest's `last_run` says what went wrong.
+ */
+export async function runJob(job: SnapshotJob, scheduledTime: number, deps: SnapshotDeps): Promise<JobResult> {
+  const time = stamp(scheduledTime);
+  const started = new Date().toISOString();
+  const { due, adopted, skipped } = await formatsDue(job, time, deps.bucket);
+  const result: JobResult = { job: job.name, stamp: time, status: "ok", written: [], skipped };
+  const entries: SnapshotEntry[] = [...adopted];
+  const errors: string[] = [];
+  for (const format of due) {
+    try {
+      const entry = await writeSnapshot(job, format, time, deps);
+      entries.push(entry);
+      result.written.push(entry);
+    } catch (error) {
+      const entry = (error as { entry?: SnapshotEntry }).entry;
+      if (entry !== undefined) entries.push(entry);
+      errors.push(failureText(format, error, job.name, deps.redact));
+    }
+  }
+  if (errors.length > 0) Object.assign(result, { status: "failed", error: errors.join("; ") });
+  await recordRun(job, started, result, entries, deps);
   return result;
 }
 

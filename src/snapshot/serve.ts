@@ -7,6 +7,8 @@ import { readManifest } from "./manifest.ts";
 import { conditionalAnswer, ifRangeHolds } from "../protocol/conditional.ts";
 import { parseRange } from "../protocol/range.ts";
 import { acceptsGzip } from "./compress.ts";
+import { runningRun } from "./runs.ts";
+import type { RunParams } from "./workflow.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
@@ -21,8 +23,11 @@ export function findJob(config: Config, name: string): SnapshotJob {
   return job;
 }
 
-/** GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were skipped. */
-export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>): Promise<Response> {
+/**
+ * GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were
+ * skipped; with the snapshot Workflow bound (`runs`), each job's run in progress too (`running`).
+ */
+export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>, runs?: Workflow<RunParams>): Promise<Response> {
   const jobs = await Promise.all(
     snapshotJobs(config).jobs.map(async (job) => {
       const manifest = await readManifest(bucket, job.name);
@@ -47,7 +52,8 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
         keep: job.keep,
         query: job.description,
         latest,
-        last_run: manifest.lastRun,
+        last_run: manifest.last_run,
+        ...(runs === undefined ? {} : { running: (await runningRun(job.name, bucket, runs)) ?? null }),
         manifest: await link(`/snapshots/${job.name}/manifest.json`),
       };
     }),
