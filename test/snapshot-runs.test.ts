@@ -81,7 +81,7 @@ async function watched(job: string, time: number) {
   const id = instanceId(job, stamp(time));
   const introspector = await introspectWorkflowInstance(runs, id);
   await introspector.modify(async (m) => {
-    await m.disableRetryDelays();
+    await m.disableSleeps();
   });
   return {
     /** The run's end and what it returned. Asked of the Workflow itself: the introspector's own wait misses the end of an instance someone tried to create twice. */

@@ -17,7 +17,7 @@ export const storedEncoding = (job: Pick<SnapshotJob, "compress">, format: Forma
  */
 export function storedBody(body: ReadableStream<Uint8Array>, encoding: "gzip" | undefined): ReadableStream<Uint8Array> {
   if (encoding === undefined) return body;
-  return body.pipeThrough(new CompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>);
+  return body.pipeThrough(new CompressionStream("gzip"));
 }
 
 /** Whether a request's Accept-Encoding takes gzip (`gzip`, `x-gzip` or `*`, with a q above 0). */

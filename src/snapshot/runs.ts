@@ -38,17 +38,12 @@ export interface Started {
   error?: string;
 }
 
-const alreadyExists = (error: unknown): boolean => /already[_ ]exists/i.test(String((error as Error | null)?.message ?? error));
-
 async function start(runs: Runs, job: SnapshotJob, time: string, trigger: RunParams["trigger"]): Promise<Started> {
   const instance = instanceId(job.name, time);
-  try {
-    await runs.create({ id: instance, params: { job: job.name, stamp: time, trigger } });
-    return { job: job.name, stamp: time, instance, started: true };
-  } catch (error) {
-    if (alreadyExists(error)) return { job: job.name, stamp: time, instance, started: false };
-    throw error;
-  }
+  // createBatch skips an id that exists (create would throw, and the runtime report it as uncaught):
+  // a second trigger of the same time starts nothing.
+  const created = await runs.createBatch([{ id: instance, params: { job: job.name, stamp: time, trigger } }]);
+  return { job: job.name, stamp: time, instance, started: created.some((handle) => handle.id === instance) };
 }
 
 /**

@@ -30,15 +30,41 @@ export interface RunDeps extends SnapshotDeps {
 /** One instance per job and scheduled time: creating it twice fails, so a run starts once. */
 export const instanceId = (job: string, stamp: string): string => `${job}-${stamp}`;
 
-/**
- * Steps that read CKAN or write R2: an outage of CKAN (or R2) is waited out, 30 s after the first
- * failure, doubling, eight times (about two hours in all), before the format fails.
- */
-const WORK: WorkflowStepConfig = { retries: { limit: 8, delay: "30 seconds", backoff: "exponential" }, timeout: "15 minutes" };
+/** Tries of a step that reads CKAN or writes R2: the first and eight more. */
+const TRIES = 9;
+/** Seconds before the second try; each wait after doubles (about two hours in all). */
+const FIRST_WAIT_SECONDS = 30;
+/** One try a step: a failed try is a result, and the wait before the next is a durable sleep. */
+const ONCE: WorkflowStepConfig = { retries: { limit: 0, delay: 0 }, timeout: "15 minutes" };
 
-/** `step.do` for results that are plain JSON (a `Record<string, unknown>` inside defeats its `Serializable` type). */
-const durable = <T>(step: WorkflowStep, name: string, work: (tried: number) => Promise<T>): Promise<T> =>
-  step.do(name, WORK, async (ctx) => (await work(ctx.attempt)) as unknown as Rpc.Serializable<object>) as unknown as Promise<T>;
+/** A try's outcome as the step stores it. */
+type Outcome<T> = { ok: true; value: T } | { ok: false; permanent: boolean; message: string };
+
+/**
+ * A step that may fail, tried up to TRIES times, 30 s after the first failure, then twice as long
+ * each time, so an outage of CKAN (or R2) is waited out. A failed try comes back as the step's result
+ * instead of an exception thrown into the engine (which the runtime reports as an uncaught error
+ * every time), and the wait is `step.sleep`: durable, and visible to the Workflow's own tooling.
+ * A permanent failure (NonRetryableError) or the last try's is thrown here, in the run. Results are
+ * JSON text: a step result must be serialisable, which the types of most results cannot prove.
+ */
+async function durable<T>(step: WorkflowStep, name: string, work: (tried: number) => Promise<T>): Promise<T> {
+  for (let tried = 1; ; tried++) {
+    const text = await step.do(tried === 1 ? name : `${name} (try ${tried})`, ONCE, async () => {
+      let outcome: Outcome<T>;
+      try {
+        outcome = { ok: true, value: await work(tried) };
+      } catch (error) {
+        outcome = { ok: false, permanent: error instanceof NonRetryableError, message: error instanceof Error ? error.message : String(error) };
+      }
+      return JSON.stringify(outcome);
+    });
+    const outcome = JSON.parse(text) as Outcome<T>;
+    if (outcome.ok) return outcome.value;
+    if (outcome.permanent || tried === TRIES) throw new Error(outcome.message);
+    await step.sleep(`${name} (wait ${tried})`, `${FIRST_WAIT_SECONDS * 2 ** (tried - 1)} seconds`);
+  }
+}
 
 const ENDED = new Set(["errored", "terminated", "complete", "gone"]);
 
