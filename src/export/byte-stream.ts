@@ -1,6 +1,7 @@
 import type { Table } from "../ckan/table.ts";
 import { HttpError, toHttpError } from "../errors.ts";
 import type { Encoder } from "../format/types.ts";
+import { own } from "../rows/owned-bytes.ts";
 
 /**
  * Rows encoded per chunk: a 32,000-row page of wide JSON records would otherwise be one string of
@@ -115,7 +116,7 @@ export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, u
             controller.close();
             return;
           }
-          const data = typeof next.value === "string" ? utf8.encode(next.value) : next.value;
+          const data = typeof next.value === "string" ? own(utf8.encode(next.value)) : next.value;
           bytes += data.byteLength;
           controller.enqueue(data);
         } catch (error) {

@@ -1,13 +1,16 @@
 import { HttpError, toHttpError } from "../errors.ts";
 import { ZIP_ENTRY_LIMIT } from "../format/zip.ts";
 import type { ExportRun } from "../export/run.ts";
+import { release } from "../rows/owned-bytes.ts";
 
+/** The chunks in one buffer; each chunk is freed once copied. */
 function concat(chunks: Uint8Array[], length: number): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(length);
   let at = 0;
   for (const chunk of chunks) {
     out.set(chunk, at);
     at += chunk.byteLength;
+    release(chunk);
   }
   return out;
 }

@@ -8,6 +8,7 @@ import { describeExport, runExport } from "../export/run.ts";
 import { FORMATS, isFormatName } from "../query/formats.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
+import { freedOnceWritten } from "./freed-once-written.ts";
 import { downloadHeaders } from "./download.ts";
 import { cachedExport, clientCacheControl, storeWhileStreaming, storeWhole, wantsFresh, type CachePolicy } from "./edge-cache.ts";
 import type { RequestInfo } from "./request-log.ts";
@@ -92,10 +93,10 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
 
   const body = await readBody(run, config.bufferBytes);
   if ("stream" in body) {
-    if (key === undefined) return new Response(body.stream, { status: 200, headers });
+    if (key === undefined) return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     if (body.estimate > config.cacheMaxBytes) {
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
-      return new Response(body.stream, { status: 200, headers });
+      return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
     return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { status: 200, headers });
   }

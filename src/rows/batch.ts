@@ -1,3 +1,4 @@
+import { ownedBytes, release } from "./owned-bytes.ts";
 import type { Column, Row } from "./types.ts";
 
 /** A page copied from CKAN's answer bytes into the export's, never decoded: bytes to send as they are. */
@@ -39,10 +40,11 @@ export function leadingRows(batch: Batch, rows: number): Batch {
 // Readers grow their output with these, outside their closures: a buffer captured by an inner
 // function lives in a context object, and every byte written through it costs a load and a store.
 
-/** `out` with room for `needed` more bytes after the `used` it holds. */
+/** `out` with room for `needed` more bytes after the `used` it holds (`out` itself is freed). */
 export function grownBytes(out: Uint8Array<ArrayBuffer>, used: number, needed: number): Uint8Array<ArrayBuffer> {
-  const bigger = new Uint8Array(Math.max(out.length * 2, used + needed));
+  const bigger = ownedBytes(Math.max(out.length * 2, used + needed));
   bigger.set(out.subarray(0, used));
+  release(out);
   return bigger;
 }
 
