@@ -5,7 +5,7 @@ import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { fetchFirstPage, isBefore212, mayUseKeyset } from "./keyset-probe.ts";
 import { idStretches, offsetStretches, readPages, type Page, type StretchPlanner } from "./paging.ts";
-import { PageSizer, rowsPerPage } from "./page-budget.ts";
+import { PageSizer, ROW_PAGE_BYTES, rowsPerPage, TARGET_PAGE_BYTES } from "./page-budget.ts";
 import { sortColumns } from "../query/sort.ts";
 import { isRangeFilter, type TableQuery } from "../query/table-query.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
@@ -82,11 +82,11 @@ function checkSubrequests(
   firstLimit: number,
   rows: number,
   byId: boolean,
-  options: Pick<PagingOptions, "pageSize" | "subrequestLimit">,
+  options: Pick<PagingOptions, "pageSize" | "subrequestLimit" | "passthrough">,
 ): number {
   // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
   const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
-  const perPage = rowsPerPage(cap, first.responseBytes, firstCount);
+  const perPage = rowsPerPage(cap, first.responseBytes, firstCount, pageTarget(options));
   const pages = Math.ceil(Math.max(0, rows - firstCount) / perPage);
   if (pages === 0) return 0;
   // `_id` ranges may each end on a part page: at most as many ranges as pages, so twice the pages.
@@ -124,6 +124,9 @@ async function largestId(client: CkanClient, query: TableQuery, signal: AbortSig
     return undefined;
   }
 }
+
+/** Answer bytes per page: pages copied as bytes are held as bytes, pages of rows cost heap. */
+const pageTarget = (options: Pick<PagingOptions, "passthrough">): number => (options.passthrough === undefined ? ROW_PAGE_BYTES : TARGET_PAGE_BYTES);
 
 /** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
 function requestedFields(query: TableQuery, withId: boolean): { fields?: string[] } {
@@ -187,7 +190,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const wanted = query.limit ?? options.maxRows + 1;
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
-  const sizer = new PageSizer(options.pageSize);
+  const sizer = new PageSizer(options.pageSize, pageTarget(options));
   const firstLimit = Math.min(sizer.rows, wanted);
   const firstBody = (keyset: boolean): SearchRequest => ({
     ...base,
