@@ -1,3 +1,5 @@
+import { HttpError } from "../errors.ts";
+
 /** Rows of the first page: small, so the first byte leaves early and its size calibrates the rest. */
 export const FIRST_PAGE_ROWS = 1000;
 /**
@@ -55,4 +57,47 @@ export class PageSizer {
   observe(responseBytes: number | undefined, rows: number): void {
     this.#rows = rowsPerPage(this.#cap, responseBytes, rows, this.#target);
   }
+}
+
+/**
+ * Exports one isolate runs at once. Each needs, however its window shrinks, one page ahead and the
+ * one being written: up to about 12 MiB (a JSON page's answer and its output twice over), or as
+ * much heap for a page of rows (measured: bench:memory, four at once peak at 55 MiB of
+ * ArrayBuffers and 93 MiB of a lazily collected heap). Eight fit the 128 MB the isolate shares
+ * with everything else it runs; a ninth is refused with a 503 rather than risking the isolate, which
+ * would take every request in it down.
+ */
+export const MAX_EXPORTS_PER_ISOLATE = 8;
+
+/** Seconds a refused export is told to wait: long enough for a short export to finish. */
+export const BUSY_RETRY_SECONDS = 10;
+
+/** The 503 of an isolate already running as many exports as it holds. */
+export class IsolateBusy extends HttpError {
+  constructor(running: number) {
+    super(503, `This worker instance is already running ${running} exports, as many as its memory holds at once; try again in ${BUSY_RETRY_SECONDS} seconds.`, {
+      headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
+    });
+  }
+}
+
+/** Exports running in this isolate, with when each last moved (one torn down unseen stops counting). */
+const running = new Map<object, number>();
+const STALLED_MS = 60_000;
+
+export interface Admission {
+  /** The export moved (a chunk went out): it still counts. */
+  touch(): void;
+  /** The export ended, however it ended. */
+  release(): void;
+}
+
+/** A place among the exports this isolate runs, or a 503 (with Retry-After) when they are as many as it holds. */
+export function admitExport(): Admission {
+  const now = Date.now();
+  for (const [export_, moved] of running) if (now - moved > STALLED_MS) running.delete(export_);
+  if (running.size >= MAX_EXPORTS_PER_ISOLATE) throw new IsolateBusy(running.size);
+  const token = {};
+  running.set(token, now);
+  return { touch: () => void (running.has(token) && running.set(token, Date.now())), release: () => void running.delete(token) };
 }

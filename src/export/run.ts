@@ -1,4 +1,5 @@
 import type { CkanClient } from "../ckan/client.ts";
+import { admitExport, type Admission } from "../ckan/page-budget.ts";
 import { describeTable, openTable, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
@@ -46,7 +47,8 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
 
 /**
  * The export pipeline up to bytes: first page, encoder, byte stream. Shared by every sink (HTTP
- * response, R2 snapshot), and knows none of them. Throws an HttpError when the first page fails.
+ * response, R2 snapshot), and knows none of them. Throws an HttpError when the first page fails, or
+ * a 503 before any upstream request when the isolate already runs as many exports as it holds.
  */
 export async function runExport(
   query: ExportQuery,
@@ -56,14 +58,21 @@ export async function runExport(
 ): Promise<ExportRun> {
   const format = ENCODERS[query.format];
   const abort = new AbortController();
-  const table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
-    pageSize: config.pageSize,
-    maxRows: formatMaxRows(query.format, config.maxRows),
-    subrequestLimit: config.subrequestLimit,
-    concurrency: config.upstreamConcurrency,
-    ...(passthroughFor(query, config) ?? {}),
-    signal: abort.signal,
-  }));
+  const admission = admitExport();
+  let table: Table;
+  try {
+    table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
+      pageSize: config.pageSize,
+      maxRows: formatMaxRows(query.format, config.maxRows),
+      subrequestLimit: config.subrequestLimit,
+      concurrency: config.upstreamConcurrency,
+      ...(passthroughFor(query, config) ?? {}),
+      signal: abort.signal,
+    }));
+  } catch (error) {
+    admission.release();
+    throw error;
+  }
   const encoder = format.encoder(table.columns, query.csv);
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
@@ -71,13 +80,14 @@ export async function runExport(
     cutOff: (error, reason) => encoder.cutOff?.(reason, isRowLimit(error)),
     cancel: () => abort.abort(),
     done: (outcome) => {
+      admission.release();
       progress.bytes = outcome.bytes;
       if (outcome.error) progress.error = outcome.error;
       onDone?.(progress);
     },
   };
   const pack = format.package === undefined ? undefined : packing(hooks, format.package());
-  const encoded = toByteStream(explainLimit(query.format, config, encodeTable(table, encoder, progress)), pack?.hooks ?? hooks);
+  const encoded = toByteStream(explainLimit(query.format, config, encodeTable(table, encoder, progress), admission), pack?.hooks ?? hooks);
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
@@ -107,9 +117,13 @@ async function withFormatLimit<T>(format: FormatName, config: Config, opening: P
   }
 }
 
-async function* explainLimit<T>(format: FormatName, config: Config, chunks: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+/** The chunks, a row limit's 400 explained for the format; each chunk tells the isolate's admission the export moves. */
+async function* explainLimit<T>(format: FormatName, config: Config, chunks: AsyncGenerator<T, void, undefined>, admission: Admission): AsyncGenerator<T, void, undefined> {
   try {
-    yield* chunks;
+    for await (const chunk of chunks) {
+      admission.touch();
+      yield chunk;
+    }
   } catch (error) {
     throw formatLimitError(format, config, error);
   }

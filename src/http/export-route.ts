@@ -1,4 +1,5 @@
 import { CkanClient } from "../ckan/client.ts";
+import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { contentEtag, etagMatches, notModified } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
@@ -66,7 +67,11 @@ export async function exportRoute(request: Request, format: string, deps: Export
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await freshExport({ query, key, policy, ifNoneMatch: request.headers.get("if-none-match"), report }, deps);
+  const response = await freshExport({ query, key, policy, ifNoneMatch: request.headers.get("if-none-match"), report }, deps).catch((error: unknown) => {
+    // The request log line says why the isolate refused (a 503 alone could be CKAN's).
+    if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
+    throw error;
+  });
   info.completion = completion;
   return response;
 }
