@@ -38,6 +38,8 @@ export interface StartWorkerOptions {
   vars: Record<string, string>;
   /** How long `wrangler dev` may take to print "Ready on". */
   timeoutMs?: number;
+  /** V8 flags for workerd, e.g. a heap cap (`--max-old-space-size=24`): wrangler dev sets none. */
+  v8Flags?: string;
 }
 
 /**
@@ -60,7 +62,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   ];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" },
+    env: { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0", MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
