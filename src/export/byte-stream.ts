@@ -30,9 +30,17 @@ export async function* encodeTable(
     for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
       // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
       const rows = at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK);
-      const text = pending + encoder.page(rows);
-      pending = "";
+      const encoded = encoder.page(rows);
       progress.rows += rows.length;
+      if (typeof encoded !== "string") {
+        if (pending !== "") yield pending;
+        pending = "";
+        progress.chars += encoded.byteLength;
+        if (encoded.byteLength > 0) yield encoded;
+        continue;
+      }
+      const text = pending + encoded;
+      pending = "";
       progress.chars += text.length;
       if (text !== "") yield text;
     }

@@ -11,9 +11,10 @@ import type { Row } from "../rows/types.ts";
  * (any other failure, or no row left to say it in). The file then ends normally; the export still
  * counts as failed, so no cache or snapshot keeps it.
  */
-export interface Encoder {
+export interface Encoder<Page extends string | Uint8Array = string | Uint8Array> {
   begin(): string;
-  page(rows: Row[]): string;
+  /** Text, or bytes already encoded (an encoder that writes its pages into byte buffers). */
+  page(rows: Row[]): Page;
   end(): string;
   failure(reason: string): string;
   cutOff?(reason: string, rowLimit: boolean): string | undefined;

@@ -1,3 +1,4 @@
+import { release } from "../rows/owned-bytes.ts";
 import { concatBytes, crc32, DEFLATED, ZipWriter } from "./zip.ts";
 
 const utf8 = new TextEncoder();
@@ -16,13 +17,24 @@ export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entr
   let crc = 0;
   let size = 0;
   let compressed = 0;
-  const measure = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      crc = crc32(chunk, crc);
-      size += chunk.byteLength;
-      controller.enqueue(chunk);
+  // Node's typings (the specs run this code there too) declare its writable side as BufferSource.
+  const deflate = new CompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
+  const deflating = deflate.writable.getWriter();
+  // Each chunk is measured, handed to the compressor and freed once it has taken it (a write
+  // resolves then): sheet XML is megabytes a page, garbage the small heap would seldom collect.
+  const measure = new WritableStream<Uint8Array>(
+    {
+      async write(chunk) {
+        crc = crc32(chunk, crc);
+        size += chunk.byteLength;
+        await deflating.write(chunk);
+        release(chunk);
+      },
+      close: () => deflating.close(),
+      abort: (reason) => deflating.abort(reason),
     },
-  });
+    { highWaterMark: 1 },
+  );
   const frame = new TransformStream<Uint8Array, Uint8Array>({
     start(controller) {
       controller.enqueue(concatBytes([...stored.map(([path, text]) => zip.stored(path, utf8.encode(text))), zip.startEntry(entry, DEFLATED)]));
@@ -35,7 +47,5 @@ export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entr
       controller.enqueue(concatBytes([zip.finishEntry(crc, compressed, size), zip.close()]));
     },
   });
-  // Node's typings (the specs run this code there too) declare its writable side as BufferSource.
-  const deflate = new CompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
-  return { writable: measure.writable, readable: measure.readable.pipeThrough(deflate).pipeThrough(frame) };
+  return { writable: measure, readable: deflate.readable.pipeThrough(frame) };
 }
