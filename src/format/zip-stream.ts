@@ -1,4 +1,4 @@
-import { release } from "../rows/owned-bytes.ts";
+import { adopt, release } from "../rows/owned-bytes.ts";
 import { concatBytes, crc32, DEFLATED, ZipWriter } from "./zip.ts";
 
 const utf8 = new TextEncoder();
@@ -41,7 +41,8 @@ export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entr
     },
     transform(chunk, controller) {
       compressed += chunk.byteLength;
-      controller.enqueue(zip.data(chunk));
+      // Freed by the sink once written, like the export's own chunks.
+      controller.enqueue(zip.data(adopt(chunk)));
     },
     flush(controller) {
       controller.enqueue(concatBytes([zip.finishEntry(crc, compressed, size), zip.close()]));

@@ -21,6 +21,16 @@ export function own<T extends Uint8Array>(bytes: T): T {
   return bytes;
 }
 
+/**
+ * Marks a chunk the runtime made for this export (a compressor's output) as its own when the chunk
+ * is the whole of its buffer: a view of part of a buffer may share it with other chunks (Node's
+ * zlib slices several from one), and such a chunk is left to the collector.
+ */
+export function adopt<T extends Uint8Array>(bytes: T): T {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) owned.add(bytes.buffer);
+  return bytes;
+}
+
 type Transferable = ArrayBufferLike & { transfer?: (length: number) => ArrayBuffer; detached?: boolean };
 
 /**
