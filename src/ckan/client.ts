@@ -2,7 +2,7 @@ import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
-import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
+import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import { ckanError } from "./error-answers.ts";
 import { parseAnswer } from "./raw-json.ts";
@@ -11,15 +11,28 @@ import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 const utf8 = new TextDecoder();
 
 /**
- * The answer's records read by `reader` from its bytes, and the rest of the answer as text with
- * `null` for them. Undefined when the answer has no records there or of another shape.
+ * The rest of the answer as text with `null` for its records, and a function that reads the
+ * records with `reader` from the answer's bytes when the page's turn comes (then frees them): a page
+ * waiting in flight holds only its answer, not the output made from it (for JSON, 2-3 times
+ * larger). Undefined when the answer has no records string there.
  */
-function copyRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: string; records: CopiedRecords } | undefined {
+function deferRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: string; copy: () => CopiedRecords } | undefined {
   try {
     const at = memberAt(bytes, "result", "records");
-    if (at < 0) return undefined;
-    const records = reader(bytes, at);
-    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(records.end))}`, records };
+    if (at < 0 || bytes[at] !== QUOTE) return undefined;
+    const end = skipStringBytes(bytes, at);
+    const copy = (): CopiedRecords => {
+      try {
+        return reader(bytes, at);
+      } catch (error) {
+        // The same answer read as text would give a records string no reader could read.
+        if (error instanceof NotTheJson) throw new HttpError(502, "CKAN's CSV records could not be read.", { cause: error });
+        throw error;
+      } finally {
+        release(bytes);
+      }
+    };
+    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, copy };
   } catch (error) {
     if (error instanceof NotTheJson) return undefined;
     throw error;
@@ -76,7 +89,7 @@ export class CkanClient {
 
   /**
    * One `datastore_search`. With `reader`, the records of a successful answer are read straight from
-   * its bytes into `result.copied` (and `result.records` is empty); an answer of another shape is read
+   * its bytes by `result.copy()` (and `result.records` is empty); an answer of another shape is read
    * as usual.
    */
   async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
@@ -140,14 +153,14 @@ export class CkanClient {
           : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
-    const copied = response.ok && reader !== undefined ? copyRecords(bytes, reader) : undefined;
-    const text = copied?.envelope ?? utf8.decode(bytes);
+    const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
+    const text = deferred?.envelope ?? utf8.decode(bytes);
     const size = bytes.byteLength;
     // Read: its megabytes are freed now rather than at the next collection (see owned-bytes.ts); the
-    // view reads as empty from here on.
-    release(bytes);
+    // view reads as empty from here on. Records still to copy free them once copied.
+    if (deferred === undefined) release(bytes);
     const result = this.#unwrap(response, text);
-    if (copied !== undefined) result.copied = copied.records;
+    if (deferred !== undefined) result.copy = deferred.copy;
     result.responseBytes = size;
     return { result };
   }

@@ -103,7 +103,7 @@ function checkSubrequests(
 
 /** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
 function lastIdOf(result: SearchResult): number | undefined {
-  // Pages copied from CSV bytes carry theirs in `copied.lastId`: records here are lists or objects.
+  // Pages copied from CSV bytes carry theirs in their copy's `lastId`: records here are lists or objects.
   const record = typeof result.records === "string" ? undefined : result.records.at(-1);
   if (Array.isArray(record)) return idOf(record[result.fields.findIndex((f) => f.id === "_id")]);
   return idOf(record?._id);
@@ -225,7 +225,10 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const passthrough = options.passthrough?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
   const pageOf = (result: SearchResult): Page => {
-    if (result.copied !== undefined) return { batch: result.copied.page, lastId: byId ? idOf(result.copied.lastId) : undefined };
+    if (result.copy !== undefined) {
+      const copied = result.copy();
+      return { batch: copied.page, lastId: byId ? idOf(copied.lastId) : undefined };
+    }
     // The reader could not read the answer's records: rows, when they came as records.
     if (typeof result.records === "string") throw new HttpError(502, "CKAN's CSV records could not be read.");
     return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };
