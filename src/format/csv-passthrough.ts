@@ -1,4 +1,4 @@
-import { grownBytes, grownEnds, type RecordsReader } from "../rows/batch.ts";
+import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, pageBuffer, readCell, scanned } from "./csv-records.ts";
 import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
 import { BACKSLASH, COMMA, CR, LF, NotTheJson, QUOTE, SPACE, TAB } from "../rows/json-bytes.ts";
@@ -45,7 +45,7 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
     const length = b.length;
     let out = pageBuffer(length - at, bytesPerRow, growth);
     let o = 0;
-    let ends = new Uint32Array(1024);
+    let ends = rowEnds();
     let rows = 0;
     let lastStart = -1;
     let lastEnd = -1;

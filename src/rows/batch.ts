@@ -1,4 +1,4 @@
-import { ownedBytes, release } from "./owned-bytes.ts";
+import { own, ownedBytes, release } from "./owned-bytes.ts";
 import type { Column, Row } from "./types.ts";
 
 /** A page copied from CKAN's answer bytes into the export's, never decoded: bytes to send as they are. */
@@ -48,8 +48,12 @@ export function grownBytes(out: Uint8Array<ArrayBuffer>, used: number, needed: n
   return bigger;
 }
 
+/** Where a page's rows end, owned (freed once the page is sent, see owned-bytes.ts). */
+export const rowEnds = (length = 1024): Uint32Array<ArrayBuffer> => own(new Uint32Array(length));
+
 export function grownEnds(ends: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
-  const more = new Uint32Array(ends.length * 2);
+  const more = rowEnds(ends.length * 2);
   more.set(ends);
+  release(ends);
   return more;
 }

@@ -15,8 +15,8 @@ export function ownedBytes(length: number): Uint8Array<ArrayBuffer> {
   return bytes;
 }
 
-/** Marks bytes nobody else holds a view of (a fresh TextEncoder result, an answer read whole) as the export's. */
-export function own<T extends Uint8Array>(bytes: T): T {
+/** Marks bytes nobody else holds a view of (a fresh TextEncoder result, an answer read whole, a page's row ends) as the export's. */
+export function own<T extends ArrayBufferView>(bytes: T): T {
   owned.add(bytes.buffer);
   return bytes;
 }
@@ -37,7 +37,7 @@ type Transferable = ArrayBufferLike & { transfer?: (length: number) => ArrayBuff
  * Frees the buffer under `bytes` now, if the export owns it: it is detached, so every view of it
  * reads as empty. Only for bytes nothing will read again (written by the runtime, copied elsewhere).
  */
-export function release(bytes: Uint8Array): void {
+export function release(bytes: ArrayBufferView): void {
   const buffer = bytes.buffer as Transferable;
   if (!owned.delete(buffer) || buffer.detached === true) return;
   buffer.transfer?.(0);
