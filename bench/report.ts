@@ -1,6 +1,7 @@
 // The measurements' types, and bench/RESULTS.md rendered from them (targets: bench/targets.ts).
 import type { CheckRow } from "./calibrate.ts";
 import { describeModel } from "./calibrate.ts";
+import { renderMemory, type MemoryRow } from "./memory.ts";
 import type { CostModel } from "./ckan/cost.ts";
 
 export type Format = "csv" | "json";
@@ -112,6 +113,8 @@ export interface Report {
   fetchFloors: FetchFloor[];
   dumps: DumpResult[];
   formats: { rows: number; listsBytes: number; objectsBytes: number; csvBytes: number } | undefined;
+  /** bench/memory.ts: the isolate's heap and ArrayBuffers per format, and four exports at once. */
+  memory?: MemoryRow[] | undefined;
   targets: Target[];
   notes: string[];
   totalSeconds: number;
@@ -222,6 +225,17 @@ Fetch-and-discard floors: a minimal worker in the same runtime fetches the pages
 and JSON alike), one after another, reads each body and keeps nothing.
 
 ${floorsTable(report)}`);
+  }
+  if (report.memory) {
+    sections.push(`## Memory as the isolate holds it
+
+\`npm run bench:memory\` (also part of \`npm run bench\`): each export in a fresh \`wrangler dev\` whose V8 heap is capped
+(\`--max-old-space-size\`), the isolate read over the inspector (\`Runtime.getHeapUsage\`: \`usedSize\` is the JavaScript
+heap, \`backingStorageSize\` the ArrayBuffers outside it, both inside a production isolate's 128 MB) as often as the busy
+isolate answers (asked every 5 ms: "samples"). CKAN 2.12 at zero cost, edge cache off. "died": the isolate reached its
+heap limit. CPU / CSV compares with CSV's export of the same rows under the same cap, in the same run.
+
+${renderMemory(report.memory)}`);
   }
   if (f) {
     sections.push(`## Upstream bytes by records_format (${thousands(f.rows)} rows, same pages, every column)

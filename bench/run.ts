@@ -17,13 +17,14 @@ import { calibrate } from "./ckan/cost.ts";
 import { BASE, RICH } from "./ckan/tables.ts";
 import { csvRecordCounter, download, getJson, lineCounter, sleep } from "./http.ts";
 import { render, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
+import { memoryDefaults, memoryRuns, type MemoryRow } from "./memory.ts";
 import { evaluateTargets } from "./targets.ts";
 import { startUpstream, type Resource, type Upstream, type Version } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, startWrangler, watchOtherLoad, type Wrangler } from "./workerd.ts";
+import { buildWorker, killAllNow, sample, settle, startWrangler, watchOtherLoad, type Wrangler } from "./workerd.ts";
 
 const list = (name: string): string[] | undefined => process.env[name]?.split(",").map((s) => s.trim()).filter(Boolean);
 const options = {
-  only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost"]),
+  only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost", "memory"]),
   modes: (list("BENCH_MODES") ?? ["2.12", "2.10"]) as Version[],
   costRows: (list("BENCH_ROWS") ?? ["200000", "1000000"]).map(Number),
   formats: (list("BENCH_FORMATS") ?? ["csv", "json"]) as Format[],
@@ -60,16 +61,6 @@ const resources: (Resource & { alias: string })[] = [
   { alias: "rich", id: "51c40000-0000-4000-8000-000000000001", shape: RICH, rows: RICH_ROWS },
 ];
 const aliases = JSON.stringify(Object.fromEntries(resources.map((r) => [r.alias, r.id])));
-
-/** Waits until the process stops using CPU, so work after the response (logs, cache writes) is counted. */
-async function settle(pid: number): Promise<void> {
-  for (let i = 0; i < 40; i++) {
-    const before = sample(pid).cpuSeconds;
-    await sleep(250);
-    const after = sample(pid).cpuSeconds;
-    if (Number.isNaN(after) || after - before < 0.02) return;
-  }
-}
 
 /** Module-level only so the final clean-up can close it. */
 let upstream: Upstream | undefined;
@@ -354,9 +345,14 @@ async function main(): Promise<void> {
   let fetchFloors: FetchFloor[] = [];
   let dumps: DumpResult[] = [];
   let formats: Report["formats"];
-  if (options.only.has("cpu") || options.only.has("cost")) {
+  let memory: MemoryRow[] | undefined;
+  if (options.only.has("cpu") || options.only.has("cost") || options.only.has("memory")) {
     const up = await startUpstream({ resources });
     upstream = up;
+    if (options.only.has("memory")) {
+      console.log("bench: memory as the isolate holds it (inspector, a fresh wrangler dev per run)");
+      memory = await memoryRuns((flags) => freshWorker(up, flags), up, { ...memoryDefaults(), rows: MILLION });
+    }
     console.log("bench: warm-up (small exports, then every page shape they asked for serialised)");
     await warmUp(up);
     if (options.only.has("cpu")) {
@@ -373,7 +369,7 @@ async function main(): Promise<void> {
     }
     formats = await formatBytes(up, CACHE_ROWS);
   }
-  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, model, check, exports, fetchFloors, dumps, formats };
+  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, model, check, exports, fetchFloors, dumps, formats, memory };
   const { targets, notes } = evaluateTargets(partial);
   const report: Report = { ...partial, targets, notes, totalSeconds: (performance.now() - started) / 1000 };
   const text = render(report);

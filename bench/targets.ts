@@ -1,4 +1,5 @@
 // The issue's targets, each judged with the figures it was judged on, and notes on where time goes.
+import { memoryTargets } from "./memory.ts";
 import { dumpFor, fixed, floorFor, MB, ok, thousands, type ExportResult, type Report, type Target } from "./report.ts";
 
 type Measured = Omit<Report, "targets" | "notes" | "totalSeconds">;
@@ -130,6 +131,8 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
     const saving = 1 - f.listsBytes / f.objectsBytes;
     targets.push({ name: "records_format lists >= 30% fewer bytes than objects", detail: `${fixed(f.listsBytes / MB, 1)} MB vs ${fixed(f.objectsBytes / MB, 1)} MB for ${thousands(f.rows)} rows: ${fixed(saving * 100, 1)}% fewer.`, met: saving >= 0.3 });
   }
+
+  if (report.memory) targets.push(...memoryTargets(report.memory));
 
   // Notes: how the worker asked, and what could skew the figures.
   for (const mode of ["2.12", "2.10"] as const) {

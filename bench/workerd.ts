@@ -23,6 +23,8 @@ export interface Wrangler {
   proxyPid: number;
   /** Lines wrangler printed (the worker's console.log included). */
   output: string[];
+  /** wrangler's inspector proxy (Chrome DevTools Protocol to the user worker's isolate). */
+  inspectorPort: number;
   stop(): Promise<void>;
 }
 
@@ -165,6 +167,17 @@ export async function freePort(): Promise<number> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Waits until the process stops using CPU, so work after the response (logs, cache writes) is counted. */
+export async function settle(pid: number): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    const before = sample(pid).cpuSeconds;
+    await sleep(250);
+    const after = sample(pid).cpuSeconds;
+    if (Number.isNaN(after) || after - before < 0.02) return;
+  }
+}
+
+
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   try {
     if (child.pid !== undefined) process.kill(-child.pid, signal);
@@ -261,7 +274,7 @@ export async function startWrangler(options: WranglerOptions): Promise<Wrangler>
         await sleep(100);
       }
     }
-    return { url, workerPid: found.workerPid, proxyPid: found.proxyPid, output, stop };
+    return { url, workerPid: found.workerPid, proxyPid: found.proxyPid, output, inspectorPort, stop };
   } catch (error) {
     await stop();
     throw error;

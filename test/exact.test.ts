@@ -69,6 +69,15 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
     expect(viaCsv).toMatch(/\r\n11,[^\r\n]*,\r\n/);
   });
 
+  it("TSV, semicolons and pipes: CKAN's CSV pages give the same bytes as its JSON pages, guard on and off", async () => {
+    for (const path of ["/export.tsv?resource=edge", "/export.tsv?resource=edge&formula_guard=0", "/export.csv?resource=edge&delimiter=%3B", "/export.csv?resource=edge&delimiter=%7C&formula_guard=0"]) {
+      const passthrough = harness({ emulator: { version }, env });
+      const [viaCsv, viaJson] = [await (await passthrough.get(path)).text(), await (await harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } }).get(path)).text()];
+      expect(passthrough.calls.filter((c) => c.body.records_format === "csv").length, path).toBeGreaterThan(3);
+      expect(viaCsv, path).toBe(viaJson);
+    }
+  });
+
   it("TSV: the same cells as the CSV", async () => {
     const h = harness({ emulator: { version }, env });
     const csv = Papa.parse<string[]>((await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(), { newline: "\r\n" }).data;

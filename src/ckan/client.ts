@@ -2,7 +2,8 @@ import type { Config } from "../config/config.ts";
 import { configError, HttpError } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
-import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
+import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
+import { own, release } from "../rows/owned-bytes.ts";
 import { ckanError } from "./error-answers.ts";
 import { parseAnswer } from "./raw-json.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
@@ -10,28 +11,32 @@ import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 const utf8 = new TextDecoder();
 
 /**
- * The answer's records read by `reader` from its bytes, and the rest of the answer as text with
- * `null` for them. Undefined when the answer has no records there or of another shape.
+ * The rest of the answer as text with `null` for its records, and a function that reads the
+ * records with `reader` from the answer's bytes when the page's turn comes (then frees them): a page
+ * waiting in flight holds only its answer, not the output made from it (for JSON, 2-3 times
+ * larger). Undefined when the answer has no records string there.
  */
-function copyRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: string; records: CopiedRecords } | undefined {
+function deferRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: string; copy: () => CopiedRecords } | undefined {
   try {
     const at = memberAt(bytes, "result", "records");
-    if (at < 0) return undefined;
-    const records = reader(bytes, at);
-    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(records.end))}`, records };
+    if (at < 0 || bytes[at] !== QUOTE) return undefined;
+    const end = skipStringBytes(bytes, at);
+    const copy = (): CopiedRecords => {
+      try {
+        return reader(bytes, at);
+      } catch (error) {
+        // The same answer read as text would give a records string no reader could read.
+        if (error instanceof NotTheJson) throw new HttpError(502, "CKAN's CSV records could not be read.", { cause: error });
+        throw error;
+      } finally {
+        release(bytes);
+      }
+    };
+    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, copy };
   } catch (error) {
     if (error instanceof NotTheJson) return undefined;
     throw error;
   }
-}
-
-/**
- * Frees an answer's bytes now, once read: a page's megabytes sit outside V8's heap, and garbage there
- * waits for a collection the small heap seldom needs, so without this the isolate's memory would
- * grow by tens of megabytes of dead pages (measured on 1,000,000-row exports).
- */
-function release(bytes: Uint8Array): void {
-  (bytes.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer }).transfer?.(0);
 }
 
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
@@ -86,7 +91,7 @@ export class CkanClient {
 
   /**
    * One `datastore_search`. With `reader`, the records of a successful answer are read straight from
-   * its bytes into `result.copied` (and `result.records` is empty); an answer of another shape is read
+   * its bytes by `result.copy()` (and `result.records` is empty); an answer of another shape is read
    * as usual.
    */
   async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
@@ -124,7 +129,7 @@ export class CkanClient {
       // Raced against the signal too: a fetch implementation that ignores it must not hang an export.
       const aborted = abortion(request.signal);
       response = await Promise.race([this.#fetch(request), aborted]);
-      bytes = new Uint8Array(await Promise.race([response.arrayBuffer(), aborted]));
+      bytes = own(new Uint8Array(await Promise.race([response.arrayBuffer(), aborted])));
     } catch (error) {
       signal?.throwIfAborted();
       if (timeout.aborted) {
@@ -152,17 +157,19 @@ export class CkanClient {
           : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
-    const copied = response.ok && reader !== undefined ? copyRecords(bytes, reader) : undefined;
+    const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
     // Read before the bytes are released: a detached buffer's length is 0.
     const size = bytes.byteLength;
     let result: SearchResult;
     try {
       // A reader's envelope holds `null` for the records: nothing in it to keep exact.
-      result = this.#unwrap(response, () => (copied === undefined ? parseAnswer(bytes) : JSON.parse(copied.envelope)));
+      result = this.#unwrap(response, () => (deferred === undefined ? parseAnswer(bytes) : JSON.parse(deferred.envelope)));
     } finally {
-      release(bytes);
+      // Read: its megabytes are freed now rather than at the next collection (see owned-bytes.ts); the
+      // view reads as empty from here on. Records still to copy free them once copied.
+      if (deferred === undefined) release(bytes);
     }
-    if (copied !== undefined) result.copied = copied.records;
+    if (deferred !== undefined) result.copy = deferred.copy;
     result.responseBytes = size;
     return { result };
   }

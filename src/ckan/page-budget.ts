@@ -1,28 +1,45 @@
+import { HttpError } from "../errors.ts";
+
 /** Rows of the first page: small, so the first byte leaves early and its size calibrates the rest. */
 export const FIRST_PAGE_ROWS = 1000;
-/** Upstream JSON per page to aim for: wide rows get fewer per page, well inside a 128 MB isolate. */
-export const TARGET_PAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * Upstream answer bytes per page to aim for when pages are copied as bytes: wide rows get fewer
+ * per page. A page in flight holds its answer, then its output (JSON's is 2-3 times a CSV answer)
+ * until the runtime has written it; at 2 MB one export's ArrayBuffers stay near 20 MB (measured:
+ * bench:memory), at 4 MB JSON's passed 50 MB.
+ */
+export const TARGET_PAGE_BYTES = 2 * 1024 * 1024;
 
 /**
- * Upstream page text all exports in one isolate may have in flight at once: the isolate's 128 MB
- * are shared by every request it runs, and a page in memory costs several times its text (the
- * rows read from it, the text written from them). One export alone keeps its full window; several
- * share this, down to one page ahead each.
+ * The same for pages read as rows (XLSX, the decimal comma): a row costs several times its bytes in
+ * JavaScript heap (a string per value, an array per row), and the heap is what a small isolate
+ * runs out of (measured: 4 MB pages of rows killed XLSX under a 48 MB heap).
  */
-export const ISOLATE_PAGE_BUDGET = 24 * 1024 * 1024;
+export const ROW_PAGE_BYTES = 1024 * 1024;
 
-/** Rows a page holds at about TARGET_PAGE_BYTES, from what `rows` rows cost in `responseBytes`, at most `cap`. */
-export function rowsPerPage(cap: number, responseBytes: number | undefined, rows: number): number {
+/**
+ * Upstream page bytes all exports in one isolate may have in flight at once: the isolate's 128 MB
+ * are shared by every request it runs, and a page in memory costs several times its answer (the
+ * output or rows made from it). One export alone keeps its full window; several share this, down to
+ * one page ahead each (four exports at once: one each).
+ */
+export const ISOLATE_PAGE_BUDGET = 12 * 1024 * 1024;
+
+/** Rows a page holds at about `target` bytes, from what `rows` rows cost in `responseBytes`, at most `cap`. */
+export function rowsPerPage(cap: number, responseBytes: number | undefined, rows: number, target = TARGET_PAGE_BYTES): number {
   if (responseBytes === undefined || rows === 0) return cap;
-  return Math.max(1, Math.min(cap, Math.floor(TARGET_PAGE_BYTES / (responseBytes / rows))));
+  return Math.max(1, Math.min(cap, Math.floor(target / (responseBytes / rows))));
 }
 
 /** Rows per page, from the bytes pages actually cost, never above the configured or the site's cap. */
 export class PageSizer {
   #cap: number;
   #rows: number;
+  readonly #target: number;
 
-  constructor(cap: number) {
+  /** `target`: the answer bytes a page should hold (TARGET_PAGE_BYTES, or ROW_PAGE_BYTES for rows). */
+  constructor(cap: number, target = TARGET_PAGE_BYTES) {
+    this.#target = target;
     this.#cap = cap;
     this.#rows = Math.min(FIRST_PAGE_ROWS, cap);
   }
@@ -38,6 +55,49 @@ export class PageSizer {
   }
 
   observe(responseBytes: number | undefined, rows: number): void {
-    this.#rows = rowsPerPage(this.#cap, responseBytes, rows);
+    this.#rows = rowsPerPage(this.#cap, responseBytes, rows, this.#target);
   }
+}
+
+/**
+ * Exports one isolate runs at once. Each needs, however its window shrinks, one page ahead and the
+ * one being written: up to about 12 MiB (a JSON page's answer and its output twice over), or as
+ * much heap for a page of rows (measured: bench:memory, four at once peak at 55 MiB of
+ * ArrayBuffers and 93 MiB of a lazily collected heap). Eight fit the 128 MB the isolate shares
+ * with everything else it runs; a ninth is refused with a 503 rather than risking the isolate, which
+ * would take every request in it down.
+ */
+export const MAX_EXPORTS_PER_ISOLATE = 8;
+
+/** Seconds a refused export is told to wait: long enough for a short export to finish. */
+export const BUSY_RETRY_SECONDS = 10;
+
+/** The 503 of an isolate already running as many exports as it holds. */
+export class IsolateBusy extends HttpError {
+  constructor(running: number) {
+    super(503, `This worker instance is already running ${running} exports, as many as its memory holds at once; try again in ${BUSY_RETRY_SECONDS} seconds.`, {
+      headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
+    });
+  }
+}
+
+/** Exports running in this isolate, with when each last moved (one torn down unseen stops counting). */
+const running = new Map<object, number>();
+const STALLED_MS = 60_000;
+
+export interface Admission {
+  /** The export moved (a chunk went out): it still counts. */
+  touch(): void;
+  /** The export ended, however it ended. */
+  release(): void;
+}
+
+/** A place among the exports this isolate runs, or a 503 (with Retry-After) when they are as many as it holds. */
+export function admitExport(): Admission {
+  const now = Date.now();
+  for (const [export_, moved] of running) if (now - moved > STALLED_MS) running.delete(export_);
+  if (running.size >= MAX_EXPORTS_PER_ISOLATE) throw new IsolateBusy(running.size);
+  const token = {};
+  running.set(token, now);
+  return { touch: () => void (running.has(token) && running.set(token, Date.now())), release: () => void running.delete(token) };
 }

@@ -77,8 +77,11 @@ interface Fetched {
   rest: Stretch | undefined;
 }
 
-async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Fetched> {
-  const { sizer } = plan;
+/**
+ * Fetches a stretch's page; what the page holds is read only when the returned function is called,
+ * once the page's turn comes: pages waiting in flight keep their answers, not what is made from them.
+ */
+async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<() => Fetched> {
   const body: SearchRequest =
     "offset" in stretch
       ? { ...plan.base, offset: stretch.offset, limit: stretch.count }
@@ -88,6 +91,11 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Fetched> 
           filters: { ...plan.filters, _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo } },
         };
   const result = await plan.client.search(body, plan.signal, plan.reader);
+  return () => fetched(plan, stretch, result);
+}
+
+function fetched(plan: PagePlan, stretch: Stretch, result: SearchResult): Fetched {
+  const { sizer } = plan;
   const page = plan.pageOf(result);
   const n = batchRows(page.batch);
   const applied = typeof result.limit === "number" ? Math.min(result.limit, stretch.count) : stretch.count;
@@ -188,8 +196,8 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   let current: Fetched = { page: { batch: firstRows, lastId: plan.firstLastId }, result: first, ended: firstCount < firstApplied, rest: undefined };
   let planned = firstCount;
   let seen = 0;
-  const inflight: Promise<Fetched>[] = [];
-  const start = (stretch: Stretch): Promise<Fetched> => {
+  const inflight: Promise<() => Fetched>[] = [];
+  const start = (stretch: Stretch): Promise<() => Fetched> => {
     const fetching = fetchStretch(plan, stretch);
     // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
     fetching.catch(() => {});
@@ -229,7 +237,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       }
       const following = inflight.shift();
       if (last || following === undefined) return;
-      current = await following;
+      current = (await following)();
     }
   } finally {
     paging.delete(plan);

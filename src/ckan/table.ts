@@ -5,7 +5,7 @@ import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { fetchFirstPage, isBefore212, mayUseKeyset, type FirstPage } from "./keyset-probe.ts";
 import { idStretches, offsetStretches, readPages, type Page, type Position, type StretchPlanner } from "./paging.ts";
-import { PageSizer, rowsPerPage } from "./page-budget.ts";
+import { PageSizer, ROW_PAGE_BYTES, rowsPerPage, TARGET_PAGE_BYTES } from "./page-budget.ts";
 import { sortColumns } from "../query/sort.ts";
 import { isRangeFilter, type TableQuery } from "../query/table-query.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
@@ -99,11 +99,11 @@ function checkSubrequests(
   firstLimit: number,
   rows: number,
   byId: boolean,
-  options: Pick<PagingOptions, "pageSize" | "subrequestLimit">,
+  options: Pick<PagingOptions, "pageSize" | "subrequestLimit" | "passthrough">,
 ): number {
   // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
   const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
-  const perPage = rowsPerPage(cap, first.responseBytes, firstCount);
+  const perPage = rowsPerPage(cap, first.responseBytes, firstCount, pageTarget(options));
   const pages = Math.ceil(Math.max(0, rows - firstCount) / perPage);
   if (pages === 0) return 0;
   // `_id` ranges may each end on a part page: at most as many ranges as pages, so twice the pages.
@@ -120,7 +120,7 @@ function checkSubrequests(
 
 /** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
 function lastIdOf(result: SearchResult): number | undefined {
-  // Pages copied from CSV bytes carry theirs in `copied.lastId`: records here are lists or objects.
+  // Pages copied from CSV bytes carry theirs in their copy's `lastId`: records here are lists or objects.
   const record = typeof result.records === "string" ? undefined : result.records.at(-1);
   if (Array.isArray(record)) return idOf(record[result.fields.findIndex((f) => f.id === "_id")]);
   return idOf(record?._id);
@@ -141,6 +141,9 @@ async function largestId(client: CkanClient, query: TableQuery, signal: AbortSig
     return undefined;
   }
 }
+
+/** Answer bytes per page: pages copied as bytes are held as bytes, pages of rows cost heap. */
+const pageTarget = (options: Pick<PagingOptions, "passthrough">): number => (options.passthrough === undefined ? ROW_PAGE_BYTES : TARGET_PAGE_BYTES);
 
 /** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
 function requestedFields(query: TableQuery, withId: boolean): { fields?: string[] } {
@@ -210,7 +213,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const wanted = (query.limit ?? options.maxRows + 1) - done;
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
-  const sizer = new PageSizer(options.pageSize);
+  const sizer = new PageSizer(options.pageSize, pageTarget(options));
   const firstLimit = Math.min(sizer.rows, wanted);
   const firstBody = (keyset: boolean): SearchRequest => ({
     ...base,
@@ -250,7 +253,10 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   const passthrough = options.passthrough?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
   const pageOf = (result: SearchResult): Page => {
-    if (result.copied !== undefined) return { batch: result.copied.page, lastId: byId ? idOf(result.copied.lastId) : undefined };
+    if (result.copy !== undefined) {
+      const copied = result.copy();
+      return { batch: copied.page, lastId: byId ? idOf(copied.lastId) : undefined };
+    }
     // The reader could not read the answer's records: rows, when they came as records.
     if (typeof result.records === "string") throw new HttpError(502, "CKAN's CSV records could not be read.");
     return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };

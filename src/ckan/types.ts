@@ -30,8 +30,8 @@ export interface SearchResult {
   next_page?: Record<string, unknown>;
   /** Not CKAN's: the size of the answer, set by the client, for sizing later pages. */
   responseBytes?: number;
-  /** Not CKAN's: the records as the search's reader copied them from the answer's bytes. */
-  copied?: CopiedRecords;
+  /** Not CKAN's: reads the records from the answer's bytes with the search's reader (once, when the page's turn comes). */
+  copy?: () => CopiedRecords;
 }
 
 /** Signature of the upstream fetch, injected so tests and the emulator can stand in for CKAN. */

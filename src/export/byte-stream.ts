@@ -1,6 +1,7 @@
 import type { Table } from "../ckan/table.ts";
 import { HttpError, toHttpError } from "../errors.ts";
 import type { Encoder } from "../format/types.ts";
+import { own, release } from "../rows/owned-bytes.ts";
 
 /**
  * Rows encoded per chunk: a 32,000-row page of wide JSON records would otherwise be one string of
@@ -25,6 +26,8 @@ export async function* encodeTable(
       // Bytes, not characters: the same for the ASCII most records are, and close enough for estimates.
       progress.chars += batch.bytes.byteLength;
       if (batch.bytes.byteLength > 0) yield batch.bytes;
+      // Its bytes are the sink's to free once written; where its rows end is needed no more.
+      release(batch.ends);
       continue;
     }
     for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
@@ -130,7 +133,7 @@ export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, u
             controller.close();
             return;
           }
-          const data = typeof next.value === "string" ? utf8.encode(next.value) : next.value;
+          const data = typeof next.value === "string" ? own(utf8.encode(next.value)) : next.value;
           bytes += data.byteLength;
           controller.enqueue(data);
         } catch (error) {

@@ -1,4 +1,5 @@
 import type { CkanClient } from "../ckan/client.ts";
+import { admitExport, type Admission } from "../ckan/page-budget.ts";
 import { describeTable, openTable, type PagingOptions, type Resume, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
@@ -29,22 +30,25 @@ export interface ExportRun {
 }
 
 /**
- * CSV with the standard comma can take CKAN's own CSV pages and rewrite them (far cheaper than
- * parsing every value and writing it again); JSON and NDJSON copy later pages' values from CKAN's
- * answer bytes between their keys; other delimiters and formats encode rows.
+ * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
+ * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
+ * of rows costs several times its bytes in heap); JSON and NDJSON copy later pages' values from
+ * CKAN's answer bytes between their keys; the decimal comma and XLSX encode rows.
  */
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
     return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: jsonCsvReader(incoming, dropFrom, ndjson) }) };
   }
-  if (!config.csvPassthrough || query.format !== "csv" || query.csv.delimiter !== "," || query.csv.decimal !== ".") return undefined;
-  return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, query.csv.formulaGuard) }) };
+  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.csv.decimal !== ".") return undefined;
+  const { delimiter, formulaGuard } = query.csv;
+  return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter) }) };
 }
 
 /**
  * The export pipeline up to bytes: first page, encoder, byte stream. Shared by every sink (HTTP
- * response, R2 snapshot), and knows none of them. Throws an HttpError when the first page fails.
+ * response, R2 snapshot), and knows none of them. Throws an HttpError when the first page fails, or
+ * a 503 before any upstream request when the isolate already runs as many exports as it holds.
  */
 export async function runExport(
   query: ExportQuery,
@@ -54,10 +58,17 @@ export async function runExport(
 ): Promise<ExportRun> {
   const format = ENCODERS[query.format];
   const abort = new AbortController();
-  const table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
-    ...pagingOptions(query, config),
-    signal: abort.signal,
-  }));
+  const admission = admitExport();
+  let table: Table;
+  try {
+    table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
+      ...pagingOptions(query, config),
+      signal: abort.signal,
+    }));
+  } catch (error) {
+    admission.release();
+    throw error;
+  }
   const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
@@ -65,14 +76,21 @@ export async function runExport(
     cutOff: (error, reason) => encoder.cutOff?.(reason, isRowLimit(error)),
     cancel: () => abort.abort(),
     done: (outcome) => {
+      admission.release();
       progress.bytes = outcome.bytes;
       if (outcome.error) progress.error = outcome.error;
       onDone?.(progress);
     },
   };
   const pack = format.package === undefined ? undefined : packing(hooks, format.package());
-  const encoding = explainLimit(query.format, config, encodeTable(table, encoder, progress));
-  const chunks = await primed(format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress), abort);
+  const encoding = explainLimit(query.format, config, encodeTable(table, encoder, progress), admission);
+  let chunks: AsyncGenerator<string | Uint8Array, void, undefined>;
+  try {
+    chunks = await primed(format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress), abort);
+  } catch (error) {
+    admission.release();
+    throw error;
+  }
   const encoded = toByteStream(chunks, pack?.hooks ?? hooks);
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
@@ -167,9 +185,13 @@ async function withFormatLimit<T>(format: FormatName, config: Config, opening: P
   }
 }
 
-async function* explainLimit<T>(format: FormatName, config: Config, chunks: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+/** The chunks, a row limit's 400 explained for the format; each chunk tells the isolate's admission the export moves. */
+async function* explainLimit<T>(format: FormatName, config: Config, chunks: AsyncGenerator<T, void, undefined>, admission: Admission): AsyncGenerator<T, void, undefined> {
   try {
-    yield* chunks;
+    for await (const chunk of chunks) {
+      admission.touch();
+      yield chunk;
+    }
   } catch (error) {
     throw formatLimitError(format, config, error);
   }

@@ -27,8 +27,8 @@ const csvBytes = utf8.encode(csvAnswer.raw_body_text);
 const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as { result: { records: RawRecord[]; fields: Column[] } };
 const fields = lists.result.fields;
 
-const viaRows = (guard: boolean): string =>
-  csvEncoder(fields, { bom: false, header: "none", delimiter: ",", formulaGuard: guard, decimal: "." }).page(
+const viaRows = (guard: boolean, delimiter = ","): string =>
+  csvEncoder(fields, { bom: false, header: "none", delimiter, formulaGuard: guard, decimal: "." }).page(
     lists.result.records.map((row) => [...(row as string[])]),
   );
 
@@ -83,6 +83,40 @@ describe("CSV pass-through", () => {
       expect(text).toBe('"  padded  "\r\n"x\ufeffy"\r\nplain\r\n');
       expect(parse(text).map((r) => r[0])).toEqual(["  padded  ", "x\ufeffy", "plain"]);
     }
+  });
+});
+
+describe("pass-through with other delimiters", () => {
+  it("writes real CKAN's CSV page with a tab, a semicolon or a pipe between cells exactly as the row encoder does", () => {
+    const at = memberAt(csvBytes, "result", "records");
+    for (const delimiter of ["\t", ";", "|"]) {
+      for (const guard of [true, false]) {
+        const copied = csvRecordsReader(fields, fields.length, guard, delimiter)(csvBytes, at);
+        expect(new TextDecoder().decode(copied.page.bytes), JSON.stringify(delimiter)).toBe(viaRows(guard, delimiter));
+      }
+    }
+  });
+
+  it("quotes for the delimiter it writes: CKAN's quotes kept only where papaparse needs them, a bare tab quoted", () => {
+    const cols: Column[] = [
+      { id: "name", type: "text" },
+      { id: "amount", type: "money" },
+      { id: "tags", type: "_text" },
+    ];
+    const tsv = (guard: boolean, delimiter = "\t") => (text: string): string =>
+      new TextDecoder().decode(csvRecordsReader(cols, 3, guard, delimiter)(utf8.encode(asCkanString(text)), 0).page.bytes);
+    expect(tsv(false)('"a,b","$1,234.50","[1,2]"\n')).toBe("a,b\t$1,234.50\t[1,2]\r\n");
+    expect(tsv(false)('"x ""y""",,"[""a"",""b""]"\n')).toBe('"x ""y"""\t\t"[""a"",""b""]"\r\n');
+    expect(tsv(false)('tab\there,"",\n" lead, x",1,\n')).toBe('"tab\there"\t""\t\r\n" lead, x"\t1\t\r\n');
+    expect(tsv(false)('"line\nbreak, x",1,\n')).toBe('"line\nbreak, x"\t1\t\r\n');
+    expect(tsv(true)('\t=x,1,\n"=a,b",1,\n')).toBe("\"'\t=x\"\t1\t\r\n'=a,b\t1\t\r\n");
+    expect(tsv(false, ";")('a;b,"c,d",\n')).toBe('"a;b";c,d;\r\n');
+    // The row encoder's bytes for the same values.
+    const viaEncoder = csvEncoder(cols, { bom: false, header: "none", delimiter: "\t", formulaGuard: true, decimal: "." }).page([
+      ['"\\t=x"', '"1"', "null"],
+      ['"=a,b"', '"1"', "null"],
+    ]);
+    expect(tsv(true)('\t=x,1,\n"=a,b",1,\n')).toBe(viaEncoder);
   });
 });
 

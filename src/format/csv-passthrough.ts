@@ -1,4 +1,4 @@
-import { grownBytes, grownEnds, type RecordsReader } from "../rows/batch.ts";
+import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, pageBuffer, readCell, scanned } from "./csv-records.ts";
 import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
 import { BACKSLASH, COMMA, CR, LF, NotTheJson, QUOTE, SPACE, TAB } from "../rows/json-bytes.ts";
@@ -14,7 +14,8 @@ const FALSE = new TextEncoder().encode("false");
 
 /**
  * CKAN's `records_format: "csv"` page, read from the answer's bytes and written as exactly the bytes
- * the row encoder writes for the same values (one rule for every page; a spec holds the two side by
+ * the row encoder writes for the same values (with `delimiter` between cells: a comma, or TSV's tab,
+ * a semicolon or a pipe) (one rule for every page; a spec holds the two side by
  * side on real CKAN answers). One pass reads the cells (csv-records.ts, CKAN's quoting kept) and
  * rewrites those that differ. CKAN's CSV differs from ours in few places: LF rows
  * (ours CRLF), `t`/`f` (ours true/false), the literal `null` for a null array or json (ours an empty
@@ -23,7 +24,10 @@ const FALSE = new TextEncoder().encode("false");
  *
  * `incoming` are the columns as requested (output columns, then any to drop, such as `_id`).
  */
-export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGuard: boolean): RecordsReader {
+export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGuard: boolean, delimiter = ","): RecordsReader {
+  const separator = delimiter.charCodeAt(0);
+  if (delimiter.length !== 1 || separator > 0x7f || separator === QUOTE || separator === CR || separator === LF) throw new RangeError(`no byte pass-through for the delimiter ${JSON.stringify(delimiter)}`);
+  const requote = separator !== COMMA;
   const actions = incoming.map((c, i): Action => {
     if (i >= dropFrom) return Action.Drop;
     if (c.type === "bool") return Action.Bool;
@@ -41,7 +45,7 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
     const length = b.length;
     let out = pageBuffer(length - at, bytesPerRow, growth);
     let o = 0;
-    let ends = new Uint32Array(1024);
+    let ends = rowEnds();
     let rows = 0;
     let lastStart = -1;
     let lastEnd = -1;
@@ -52,7 +56,7 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
       if (column === 0 && b[i] === QUOTE) break; // the end of the records string (after a row's LF, or of an empty page)
       if (column === 0 && o + (length - i) + growth > out.length) out = grownBytes(out, o, length - i + growth);
       const action = column < width ? actions[column]! : Action.Drop;
-      if (column > 0 && action !== Action.Drop) out[o++] = COMMA;
+      if (column > 0 && action !== Action.Drop) out[o++] = separator;
       const cellAt = i;
       const cell = o;
       readCell(b, i, out, o, true, false);
@@ -72,6 +76,7 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
       }
       if (action === Action.Drop) o = cell;
       else if (action !== Action.Copy && o > cell) o = rewriteCell(out, cell, o, quoted, action, scanned.bom);
+      if (requote && action !== Action.Drop && o > cell) o = requoteCell(out, cell, o, separator);
       if (scanned.ended) {
         out[o++] = CR;
         out[o++] = LF;
@@ -121,6 +126,32 @@ function rewriteCell(out: Uint8Array, cell: number, end: number, quoted: boolean
   out[cell] = QUOTE;
   out[end + 1] = QUOTE;
   return end + 2;
+}
+
+/**
+ * A cell as written for the comma, now at out[cell, end), as papaparse writes it between other
+ * delimiters; returns its new end. A quoted cell stays quoted only for what still needs it there (a
+ * quote, a line break, a BOM, an edge space, the delimiter, or nothing at all: `""`); CKAN quoted
+ * the others for their commas. An unquoted one is quoted when it holds the delimiter (CKAN's CSV
+ * leaves a tab or a semicolon bare).
+ */
+function requoteCell(out: Uint8Array, cell: number, end: number, separator: number): number {
+  if (out[cell] !== QUOTE) {
+    if (out.subarray(cell, end).indexOf(separator) < 0) return end;
+    out.copyWithin(cell + 1, cell, end);
+    out[cell] = QUOTE;
+    out[end + 1] = QUOTE;
+    return end + 2;
+  }
+  const first = cell + 1;
+  const last = end - 1;
+  if (last === first || out[first] === SPACE || out[last - 1] === SPACE) return end;
+  for (let k = first; k < last; k++) {
+    const c = out[k];
+    if (c === QUOTE || c === CR || c === LF || c === separator || (c === 0xef && out[k + 1] === 0xbb && out[k + 2] === 0xbf)) return end;
+  }
+  out.copyWithin(cell, first, last);
+  return end - 2;
 }
 
 /**

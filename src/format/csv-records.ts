@@ -3,6 +3,7 @@
 // empty unquoted cell). Read here cell by cell straight from the answer's bytes, for the readers
 // that write them as CSV (csv-passthrough.ts) or as JSON (json-from-csv.ts).
 import { NotTheJson } from "../rows/json-bytes.ts";
+import { ownedBytes } from "../rows/owned-bytes.ts";
 
 // Module constants rather than rows/json-bytes.ts's imports: `readCell` compares each byte with them, and
 // imported bindings measured about 10% slower there (reading a 32,000-row page, in Node).
@@ -113,7 +114,7 @@ export function endOfCell(b: Uint8Array, i: number): number {
  * is at most its input and `growth`; rows counted from the last page's width.
  */
 export const pageBuffer = (size: number, bytesPerRow: number, growth: number): Uint8Array<ArrayBuffer> =>
-  new Uint8Array(Math.ceil(size + (size / (bytesPerRow || 32)) * growth) + 64);
+  ownedBytes(Math.ceil(size + (size / (bytesPerRow || 32)) * growth) + 64);
 
 /** The text of the digits cell at [start, end) of the records (an `_id`: its text is its bytes). */
 export function cellDigits(b: Uint8Array, start: number, end: number): string | undefined {

@@ -49,7 +49,7 @@ export const headerText = (columns: Column[], header: CsvOptions["header"]): str
  * only where a cell needs them. Cells are rewritten in place before papaparse sees them, so each
  * value is converted exactly once.
  */
-export function csvEncoder(columns: Column[], options: CsvOptions, continued?: { rows: number }): Encoder {
+export function csvEncoder(columns: Column[], options: CsvOptions, continued?: { rows: number }): Encoder<string> {
   const guarded = columns.map((c) => options.formulaGuard && !isNumericType(c.type));
   const json = columns.map((c) => isJsonType(c.type));
   const comma = columns.map((c) => options.decimal === "," && isNumericType(c.type));

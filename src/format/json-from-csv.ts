@@ -1,4 +1,4 @@
-import { grownBytes, grownEnds, type RecordsReader } from "../rows/batch.ts";
+import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, doubledQuote, endOfCell, hex4, pageBuffer, readCell, scanned, writeEscape } from "./csv-records.ts";
 import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
 import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "../rows/json-bytes.ts";
@@ -46,7 +46,7 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
     const length = b.length;
     let out = pageBuffer(length - at, bytesPerRow, extra);
     let o = 0;
-    let ends = new Uint32Array(1024);
+    let ends = rowEnds();
     let rows = 0;
     let lastStart = -1;
     let lastEnd = -1;

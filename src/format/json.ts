@@ -30,7 +30,7 @@ function recordWriter(columns: Column[], oneLine = false): (row: Row) => string 
 const sameLine = (value: string): string => (value.includes("\n") || value.includes("\r") ? value.replace(/[\r\n]/g, " ") : value);
 
 /** An array of records, keys in column order, values exactly as CKAN wrote them. */
-export function jsonEncoder(columns: Column[], continued?: { rows: number }): Encoder {
+export function jsonEncoder(columns: Column[], continued?: { rows: number }): Encoder<string> {
   const record = recordWriter(columns);
   let first = (continued?.rows ?? 0) === 0;
   return {
@@ -50,7 +50,7 @@ export function jsonEncoder(columns: Column[], continued?: { rows: number }): En
 }
 
 /** One record per line. A cut-off NDJSON file would look complete, so a failure adds a non-JSON line. */
-export function ndjsonEncoder(columns: Column[]): Encoder {
+export function ndjsonEncoder(columns: Column[]): Encoder<string> {
   const record = recordWriter(columns, true);
   return {
     begin: () => "",

@@ -1,4 +1,5 @@
 import { isJsonType, isNumericType, PLAIN_NUMBER, significantDigits } from "../rows/values.ts";
+import type { ByteWriter } from "./byte-writer.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 /** How a column's values become cells; a value that does not fit its column's kind is text. */
@@ -38,6 +39,9 @@ function canonical(text: string): string {
  */
 export function exactDouble(text: string, maxDigits = 17): string | undefined {
   if (!PLAIN_NUMBER.test(text)) return undefined;
+  // Most values are already the shortest text of their double (so at most 17 significant digits),
+  // and no longer than the digits allowed: no digit counting, no canonical forms.
+  if (String(Number(text)) === text && (maxDigits >= 17 || text.length <= maxDigits)) return text;
   // A spreadsheet keeps 15 significant digits: an integer or numeric with more, even one a double
   // holds (9007199254740992), would be shown rounded; a float column's value is a double anyway.
   if (significantDigits(text) > maxDigits) return undefined;
@@ -123,4 +127,57 @@ export function cellXml(raw: string | undefined, kind: CellKind): [xml: string, 
     if (date !== undefined) return [`<c s="${date.style}"><v>${date.serial}</v></c>`, date.style === STYLE.date ? 10 : date.style === STYLE.dateTime ? 19 : 23];
   }
   return [textCell(text), text.length];
+}
+
+/** Text that `textCell` writes as it is: no markup to escape, no edge space, short enough. */
+const NEEDS_ESCAPING = /^\s|\s$|[&<>\r\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|_x[0-9a-fA-F]{4}_/;
+const utf8 = new TextEncoder();
+const EMPTY_CELL = utf8.encode("<c/>");
+const NUMBER_OPEN = utf8.encode("<c><v>");
+const NUMBER_CLOSE = utf8.encode("</v></c>");
+const TEXT_OPEN = utf8.encode('<c t="inlineStr"><is><t>');
+const TEXT_CLOSE = utf8.encode("</t></is></c>");
+
+function writeText(out: ByteWriter, text: string): void {
+  if (text.length > MAX_CELL_TEXT || NEEDS_ESCAPING.test(text)) {
+    out.text(textCell(text));
+    return;
+  }
+  out.bytes(TEXT_OPEN);
+  out.text(text);
+  out.bytes(TEXT_CLOSE);
+}
+
+/**
+ * `cellXml`'s bytes written into `out` (the same bytes: its common cases without building the
+ * cell's string), returning the width it shows at.
+ */
+export function writeCell(out: ByteWriter, raw: string | undefined, kind: CellKind): number {
+  if (raw === undefined || raw === "null") {
+    out.bytes(EMPTY_CELL);
+    return 0;
+  }
+  if (kind === "json") {
+    writeText(out, raw);
+    return raw.length;
+  }
+  const text = raw.charCodeAt(0) === 34 ? unquote(raw) : raw;
+  if (kind === "text") {
+    writeText(out, text);
+    return text.length;
+  }
+  if (kind === "number" || kind === "float") {
+    const value = exactDouble(text, kind === "number" ? 15 : 17);
+    if (value === undefined) {
+      writeText(out, text);
+    } else {
+      out.bytes(NUMBER_OPEN);
+      out.text(value);
+      out.bytes(NUMBER_CLOSE);
+    }
+    return text.length;
+  }
+  const [xml, width] = cellXml(raw, kind);
+  out.text(xml);
+  return width;
 }

@@ -4,13 +4,13 @@ import type { Column, Row } from "../rows/types.ts";
 import { excelDate, exactDouble, MAX_CELL_TEXT } from "./xlsx-cells.ts";
 import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
 
-/** The sheet's text streamed into its package, as the export pipeline does, a page per chunk. */
-const packed = (pieces: string[]): Promise<ArrayBuffer> => {
+/** The sheet's text or bytes streamed into its package, as the export pipeline does, a page per chunk. */
+const packed = (pieces: (string | Uint8Array)[]): Promise<ArrayBuffer> => {
   const utf8 = new TextEncoder();
   const source = new ReadableStream<Uint8Array>({
     pull(controller) {
       const piece = pieces.shift();
-      if (piece !== undefined) controller.enqueue(utf8.encode(piece));
+      if (piece !== undefined) controller.enqueue(typeof piece === "string" ? utf8.encode(piece) : piece);
       else controller.close();
     },
   });
@@ -127,7 +127,7 @@ describe("XLSX encoder", () => {
     const source = new ReadableStream<Uint8Array>({
       pull(controller) {
         const piece = pieces.shift();
-        if (piece !== undefined) controller.enqueue(utf8.encode(piece));
+        if (piece !== undefined) controller.enqueue(typeof piece === "string" ? utf8.encode(piece) : piece);
         else controller.error(new Error("upstream failed"));
       },
     });

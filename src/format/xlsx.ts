@@ -1,9 +1,16 @@
 import { HttpError } from "../errors.ts";
-import { cellKind, cellXml, textCell } from "./xlsx-cells.ts";
+import { ByteWriter } from "./byte-writer.ts";
+import { cellKind, textCell, writeCell } from "./xlsx-cells.ts";
 import { FIXED_PARTS, SHEET_END, SHEET_PATH, sheetStart, STYLE } from "./xlsx-parts.ts";
 import type { Column, Row } from "../rows/types.ts";
 import type { Encoder } from "./types.ts";
 import { zipStream } from "./zip-stream.ts";
+
+const bytesOf = (text: string): Uint8Array => new TextEncoder().encode(text);
+const ROW_OPEN = bytesOf('<row r="');
+const ROW_OPENED = bytesOf('">');
+const ROW_CLOSE = bytesOf("</row>");
+const utf8 = new TextDecoder();
 
 /** Rows an Excel sheet holds, the header row included. */
 export const SHEET_ROWS = 1_048_576;
@@ -27,32 +34,39 @@ export interface XlsxOptions {
  * Excel refuses. Only a row limit found while paging (CKAN's count was short) ends the sheet whole,
  * its last row the incomplete-export marker, as CSV's last line is.
  */
-export function xlsxEncoder(columns: Column[], options: XlsxOptions): Encoder {
+export function xlsxEncoder(columns: Column[], options: XlsxOptions): Omit<Encoder<string | Uint8Array>, "begin" | "end"> & { begin(): string; end(): string } {
   const kinds = columns.map((c) => cellKind(c.type));
   // Row 1 is the header.
   let rowNumber = 1;
   let started = false;
 
-  const pageXml = (rows: Row[]): string => {
+  // Rows are written as bytes into one reused buffer: a page built as strings cost most of an
+  // export's CPU in garbage collection and the final UTF-8 pass (measured with bench:profile).
+  const out = new ByteWriter();
+  const pageXml = (rows: Row[]): Uint8Array<ArrayBuffer> => {
     const widths = options.header.map((h) => h.length);
-    let out = "";
     for (const row of rows) {
       if (rowNumber >= SHEET_ROWS) throw new HttpError(400, `An Excel sheet holds ${SHEET_ROWS} rows; this export has more. Export it as CSV, or add a limit.`, { parameter: "limit" });
-      let cells = "";
+      out.bytes(ROW_OPEN);
+      out.text(String(++rowNumber));
+      out.bytes(ROW_OPENED);
       for (let i = 0; i < kinds.length; i++) {
-        const [xml, width] = cellXml(row[i], kinds[i]!);
-        cells += xml;
+        const width = writeCell(out, row[i], kinds[i]!);
         if (!started && width > widths[i]!) widths[i] = width;
       }
-      out += `<row r="${++rowNumber}">${cells}</row>`;
+      out.bytes(ROW_CLOSE);
     }
-    if (started) return out;
+    if (started) return out.take();
     started = true;
+    const written = out.take();
     const header = `<row r="1">${options.header.map((h) => textCell(h, STYLE.header)).join("")}</row>`;
-    return sheetStart(widths.map((w) => Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, w + 2))), true) + header + out;
+    out.text(sheetStart(widths.map((w) => Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, w + 2))), true) + header);
+    out.bytes(written);
+    return out.take();
   };
+  const firstPageText = (): string => (started ? "" : utf8.decode(pageXml([])));
 
-  const end = (): string => (started ? "" : pageXml([])) + SHEET_END;
+  const end = (): string => firstPageText() + SHEET_END;
   return {
     begin: () => "",
     page: pageXml,
@@ -62,7 +76,7 @@ export function xlsxEncoder(columns: Column[], options: XlsxOptions): Encoder {
       // A full sheet has no row left for the marker: the workbook is then left broken instead.
       if (!rowLimit || rowNumber >= SHEET_ROWS) return undefined;
       const marker = `<row r="${rowNumber + 1}">${textCell(`#EXPORT INCOMPLETE: ${reason} The rows above are only part of the export.`, STYLE.header)}</row>`;
-      return (started ? "" : pageXml([])) + marker + SHEET_END;
+      return firstPageText() + marker + SHEET_END;
     },
   };
 }

@@ -1,4 +1,5 @@
 import { concatBytes } from "../rows/bytes.ts";
+import { adopt, release } from "../rows/owned-bytes.ts";
 import { crc32, DEFLATED, ZipWriter } from "./zip.ts";
 
 const utf8 = new TextEncoder();
@@ -17,25 +18,35 @@ export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entr
   let crc = 0;
   let size = 0;
   let compressed = 0;
-  const measure = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      crc = crc32(chunk, crc);
-      size += chunk.byteLength;
-      controller.enqueue(chunk);
+  const deflate = new CompressionStream("deflate-raw");
+  const deflating = deflate.writable.getWriter();
+  // Each chunk is measured, handed to the compressor and freed once it has taken it (a write
+  // resolves then): sheet XML is megabytes a page, garbage the small heap would seldom collect.
+  const measure = new WritableStream<Uint8Array>(
+    {
+      async write(chunk) {
+        crc = crc32(chunk, crc);
+        size += chunk.byteLength;
+        await deflating.write(chunk);
+        release(chunk);
+      },
+      close: () => deflating.close(),
+      abort: (reason) => deflating.abort(reason),
     },
-  });
+    { highWaterMark: 1 },
+  );
   const frame = new TransformStream<Uint8Array, Uint8Array>({
     start(controller) {
       controller.enqueue(concatBytes([...stored.map(([path, text]) => zip.stored(path, utf8.encode(text))), zip.startEntry(entry, DEFLATED)]));
     },
     transform(chunk, controller) {
       compressed += chunk.byteLength;
-      controller.enqueue(zip.data(chunk));
+      // Freed by the sink once written, like the export's own chunks.
+      controller.enqueue(zip.data(adopt(chunk)));
     },
     flush(controller) {
       controller.enqueue(concatBytes([zip.finishEntry(crc, compressed, size), zip.close()]));
     },
   });
-  const deflate = new CompressionStream("deflate-raw");
-  return { writable: measure.writable, readable: measure.readable.pipeThrough(deflate).pipeThrough(frame) };
+  return { writable: measure, readable: deflate.readable.pipeThrough(frame) };
 }

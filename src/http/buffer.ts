@@ -1,6 +1,7 @@
 import { concatBytes } from "../rows/bytes.ts";
 import { toHttpError } from "../errors.ts";
 import type { ExportRun } from "../export/run.ts";
+import { release } from "../rows/owned-bytes.ts";
 
 /** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
 export type ExportBody =
@@ -22,7 +23,12 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) return { whole: concatBytes(chunks) };
+      if (done) {
+        const whole = concatBytes(chunks);
+        // Each chunk copied into the whole is freed now, not at the next collection.
+        for (const chunk of chunks) if (chunk !== whole) release(chunk);
+        return { whole };
+      }
       chunks.push(value);
       length += value.byteLength;
       if (estimate === Number.POSITIVE_INFINITY && table.expectedRows !== undefined) {

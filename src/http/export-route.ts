@@ -1,4 +1,5 @@
 import { CkanClient } from "../ckan/client.ts";
+import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
@@ -8,6 +9,7 @@ import { describeExport, runExport } from "../export/run.ts";
 import { FORMATS, isFormatName } from "../query/formats.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
+import { freedOnceWritten } from "./freed-once-written.ts";
 import { downloadHeaders } from "./download.ts";
 import { cachedExport, clientCacheControl, storeWhileStreaming, storeWhole, wantsFresh, type CachePolicy } from "./edge-cache.ts";
 import type { RequestInfo } from "./request-log.ts";
@@ -65,7 +67,11 @@ export async function exportRoute(request: Request, format: string, deps: Export
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await freshExport({ query, key, policy, request, report }, deps);
+  const response = await freshExport({ query, key, policy, request, report }, deps).catch((error: unknown) => {
+    // The request log line says why the isolate refused (a 503 alone could be CKAN's).
+    if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
+    throw error;
+  });
   info.completion = completion;
   return response;
 }
@@ -92,10 +98,10 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
 
   const body = await readBody(run, config.bufferBytes);
   if ("stream" in body) {
-    if (key === undefined) return new Response(body.stream, { status: 200, headers });
+    if (key === undefined) return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     if (body.estimate > config.cacheMaxBytes) {
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
-      return new Response(body.stream, { status: 200, headers });
+      return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
     return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { status: 200, headers });
   }

@@ -1,3 +1,4 @@
+import { own, ownedBytes, release } from "./owned-bytes.ts";
 import type { Column, Row } from "./types.ts";
 
 /** A page copied from CKAN's answer bytes into the export's, never decoded: bytes to send as they are. */
@@ -39,15 +40,20 @@ export function leadingRows(batch: Batch, rows: number): Batch {
 // Readers grow their output with these, outside their closures: a buffer captured by an inner
 // function lives in a context object, and every byte written through it costs a load and a store.
 
-/** `out` with room for `needed` more bytes after the `used` it holds. */
+/** `out` with room for `needed` more bytes after the `used` it holds (`out` itself is freed). */
 export function grownBytes(out: Uint8Array<ArrayBuffer>, used: number, needed: number): Uint8Array<ArrayBuffer> {
-  const bigger = new Uint8Array(Math.max(out.length * 2, used + needed));
+  const bigger = ownedBytes(Math.max(out.length * 2, used + needed));
   bigger.set(out.subarray(0, used));
+  release(out);
   return bigger;
 }
 
+/** Where a page's rows end, owned (freed once the page is sent, see owned-bytes.ts). */
+export const rowEnds = (length = 1024): Uint32Array<ArrayBuffer> => own(new Uint32Array(length));
+
 export function grownEnds(ends: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
-  const more = new Uint32Array(ends.length * 2);
+  const more = rowEnds(ends.length * 2);
   more.set(ends);
+  release(ends);
   return more;
 }

@@ -1,4 +1,5 @@
 import { hex } from "../protocol/conditional.ts";
+import { ownedBytes, release } from "../rows/owned-bytes.ts";
 
 /** R2's most parts per upload: with equal parts this bounds the largest snapshot. */
 const MAX_PARTS = 10_000;
@@ -39,7 +40,7 @@ export async function writeObject(bucket: R2Bucket, key: string, body: ReadableS
   const digest = new crypto.DigestStream("SHA-256");
   const hashing = digest.getWriter();
   const reader = body.getReader();
-  let part = new Uint8Array(partBytes);
+  let part = ownedBytes(partBytes);
   let filled = 0;
   let bytes = 0;
   let upload: R2MultipartUpload | undefined;
@@ -49,7 +50,9 @@ export async function writeObject(bucket: R2Bucket, key: string, body: ReadableS
     if (parts.length >= MAX_PARTS) throw new Error(`snapshot is larger than ${MAX_PARTS} parts of ${partBytes} bytes`);
     upload ??= await bucket.createMultipartUpload(stagingKey, { httpMetadata });
     parts.push(await upload.uploadPart(parts.length + 1, filled === partBytes ? part : part.subarray(0, filled)));
-    part = new Uint8Array(partBytes);
+    // Uploaded: freed now, not at a collection the small heap seldom needs (see owned-bytes.ts).
+    release(part);
+    part = ownedBytes(partBytes);
     filled = 0;
   };
 
@@ -66,6 +69,7 @@ export async function writeObject(bucket: R2Bucket, key: string, body: ReadableS
         if (filled === partBytes) await flush();
       }
       await hashing.write(value);
+      release(value);
     }
     await hashing.close();
     const written = { bytes, sha256: hex(await digest.digest) };

@@ -62,6 +62,8 @@ export interface StartWorkerOptions {
    * can show what ignoring them prevents.
    */
   localSettings?: "ignore" | "read";
+  /** V8 flags for workerd, e.g. a heap cap (`--max-old-space-size=24`): wrangler dev sets none. */
+  v8Flags?: string;
 }
 
 /**
@@ -91,7 +93,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   ];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: options.localSettings === "read" ? { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0" } : isolatedEnv(),
+    env: options.localSettings === "read"
+      ? { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0", MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "" }
+      : { ...isolatedEnv(), MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });

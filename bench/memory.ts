@@ -1,0 +1,255 @@
+// Memory as the isolate holds it: each format's export, and four at once, in `wrangler dev` with
+// V8's heap capped, sampled over the inspector (bench/inspector.ts) every few milliseconds while it
+// runs. `npm run bench:memory` alone, or the "memory" part of `npm run bench` (its report includes
+// the table). A fresh worker process per run, so no run inherits another's heap or garbage.
+//   MEMORY_ROWS (1000000)  MEMORY_FORMATS (csv,tsv,json,ndjson,xlsx)  MEMORY_CKAN=2.12|2.10 (2.12)
+//   MEMORY_CAPS: the small heap every format must complete in (48), MB
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { download, lineCounter } from "./http.ts";
+import { heapSampler, type HeapPeak } from "./inspector.ts";
+import { BASE } from "./ckan/tables.ts";
+import { startUpstream, type Upstream, type Version } from "./upstream.ts";
+import { buildWorker, killAllNow, sample, settle, startWrangler, type Wrangler } from "./workerd.ts";
+
+export type MemoryFormat = "csv" | "tsv" | "json" | "ndjson" | "xlsx";
+
+export interface MemoryRow {
+  /** One format, or several at once ("csv+json+xlsx+ndjson"). */
+  formats: MemoryFormat[];
+  rows: number;
+  /** V8's --max-old-space-size, MB. */
+  heapCapMb: number;
+  /** "ok", "died" (the isolate reached its heap limit or its process went), or what else went wrong. */
+  outcome: string;
+  peak: HeapPeak;
+  cpuSeconds: number;
+  /** The workerd process's peak RSS (VmHWM), MB: the runtime's own memory too. */
+  rssMb: number;
+  seconds: number;
+}
+
+const MB = 1024 * 1024;
+const QUARTER = 4;
+
+/** Whether a body ended as a whole file: lines counted for text formats, the ZIP's end record for XLSX. */
+function completeness(format: MemoryFormat): { write(chunk: Buffer): void; complete(rows: number): Promise<boolean> } {
+  if (format === "xlsx") {
+    let tail = Buffer.alloc(0);
+    return {
+      write: (chunk) => void (tail = Buffer.concat([tail, chunk]).subarray(-64)),
+      // The end of central directory record, 22 bytes from the end (no comment).
+      complete: async () => tail.length >= 22 && tail.readUInt32LE(tail.length - 22) === 0x06054b50,
+    };
+  }
+  const lines = lineCounter(false);
+  // CSV/TSV: a header line; JSON: the "[" and "]" lines; NDJSON: none.
+  const framing = format === "json" ? 2 : format === "ndjson" ? 0 : 1;
+  return { write: lines.write, complete: async (rows) => (await lines.count()) - framing === rows };
+}
+
+const heapDied = (lines: string[]): boolean => lines.some((l) => /heap limit|out of memory|exceeded its memory limit/i.test(l));
+
+/** Exports `formats` at once (each `rows` rows of the resource), sampling the isolate throughout. */
+async function runOnce(worker: Wrangler, formats: MemoryFormat[], rows: number, heapCapMb: number): Promise<MemoryRow> {
+  const sampler = await heapSampler(worker.inspectorPort);
+  try {
+    await settle(worker.workerPid);
+    const from = worker.output.length;
+    const cpuBefore = sample(worker.workerPid).cpuSeconds;
+    const begun = performance.now();
+    await sampler.start();
+    const results = await Promise.all(
+      formats.map(async (format) => {
+        const check = completeness(format);
+        const d = await download(`${worker.url}/export.${format}?resource=base&limit=${rows}`, {}, () => check.write);
+        return { format, d, complete: d.status === 200 && d.cutOff === undefined && (await check.complete(rows)) };
+      }),
+    );
+    const seconds = (performance.now() - begun) / 1000;
+    const peak = await sampler.stop();
+    await settle(worker.workerPid);
+    const after = sample(worker.workerPid);
+    const said = worker.output.slice(from);
+    const died = Number.isNaN(after.cpuSeconds) || heapDied(said);
+    const failed = results.filter((r) => !r.complete);
+    let outcome = "ok";
+    if (died) outcome = "died";
+    else if (failed.length > 0) outcome = failed.map((r) => `${r.format}: HTTP ${r.d.status}${r.d.cutOff ? ` cut off after ${r.d.bytes} bytes` : ""} ${r.d.tail.slice(-120).replace(/\s+/g, " ")}`).join("; ");
+    if (died || failed.length > 0) {
+      const last = said.filter((l) => !l.startsWith("[wrangler:info]")).slice(-3).map((l) => l.slice(0, 200));
+      console.error(`    ${formats.join("+")} ${rows}: ${outcome}${last.length ? `; worker said: ${last.join(" | ")}` : ""}`);
+    }
+    return { formats, rows, heapCapMb, outcome, peak, cpuSeconds: after.cpuSeconds - cpuBefore, rssMb: after.peakMb, seconds };
+  } finally {
+    sampler.close();
+  }
+}
+
+export interface MemoryOptions {
+  rows: number;
+  formats: MemoryFormat[];
+  /** The small heap every format must complete in, MB. */
+  smallCapMb: number;
+  /** Four formats at once under the 128 MB cap. */
+  together: MemoryFormat[];
+}
+
+export const memoryDefaults = (): MemoryOptions => ({
+  rows: Number(process.env.MEMORY_ROWS ?? 1_000_000),
+  formats: (process.env.MEMORY_FORMATS?.split(",") ?? ["csv", "tsv", "json", "ndjson", "xlsx"]) as MemoryFormat[],
+  smallCapMb: Number(process.env.MEMORY_CAP ?? 48),
+  together: ["csv", "json", "xlsx", "ndjson"],
+});
+
+/**
+ * Per format: a quarter of the rows and all of them under the 128 MB cap, then all of them under
+ * the small cap; then the four formats at once under 128 MB. `start` gives a fresh worker serving
+ * the table as "base" (with at least `rows` rows) under the V8 flags it is given.
+ */
+export async function memoryRuns(start: (v8Flags: string) => Promise<Wrangler>, up: Upstream, options: MemoryOptions): Promise<MemoryRow[]> {
+  up.version = (process.env.MEMORY_CKAN ?? "2.12") as Version;
+  up.model = undefined;
+  // Every page shape these exports ask for, serialised before anything is measured.
+  const warm = await start("");
+  try {
+    for (const format of new Set([...options.formats, ...options.together])) await download(`${warm.url}/export.${format}?resource=base&limit=70000`, {}, () => () => {});
+  } finally {
+    await warm.stop();
+  }
+  up.store.prepareSeen();
+  console.log(`bench:memory: ${options.rows.toLocaleString("en-US")} rows, CKAN ${up.version}, a fresh wrangler dev per run`);
+  const rowsOut: MemoryRow[] = [];
+  const one = async (formats: MemoryFormat[], rows: number, capMb: number): Promise<void> => {
+    const worker = await start(`--max-old-space-size=${capMb}`);
+    try {
+      const row = await runOnce(worker, formats, rows, capMb);
+      rowsOut.push(row);
+      const p = row.peak;
+      console.log(
+        `  ${formats.join("+")} ${rows} rows, heap cap ${capMb} MB: ${row.outcome === "ok" ? "ok" : row.outcome.slice(0, 80)}, peak heap ${(p.heap / MB).toFixed(1)} MB, ` +
+          `ArrayBuffers ${(p.arrayBuffers / MB).toFixed(1)} MB (${p.samples} samples), CPU ${row.cpuSeconds.toFixed(2)} s, RSS ${row.rssMb.toFixed(0)} MB, ${row.seconds.toFixed(1)} s`,
+      );
+    } finally {
+      await worker.stop();
+    }
+  };
+  for (const format of options.formats) {
+    await one([format], Math.round(options.rows / QUARTER), 128);
+    await one([format], options.rows, 128);
+    await one([format], options.rows, options.smallCapMb);
+  }
+  await one(options.together, options.rows, 128);
+  return rowsOut;
+}
+
+const mb = (bytes: number): string => (bytes / MB).toFixed(1);
+
+/** The memory table (markdown), CPU relative to CSV's of the same rows and cap. */
+export function renderMemory(rows: MemoryRow[]): string {
+  const csvCpu = (r: MemoryRow): number | undefined => rows.find((c) => c.formats.length === 1 && c.formats[0] === "csv" && c.rows === r.rows && c.heapCapMb === r.heapCapMb && c.outcome === "ok")?.cpuSeconds;
+  const line = (cells: string[]): string => `| ${cells.join(" | ")} |`;
+  const header = ["format", "rows", "heap cap", "outcome", "peak heap MB", "peak ArrayBuffers MB", "heap + ArrayBuffers MB", "CPU s", "CPU / CSV", "peak RSS MB", "samples"];
+  const body = rows.map((r) => {
+    const base = csvCpu(r);
+    const relative = r.formats.length === 1 && base !== undefined && r.outcome === "ok" ? `${(r.cpuSeconds / base).toFixed(1)}x` : "-";
+    return line([
+      r.formats.join(" + "),
+      r.rows.toLocaleString("en-US") + (r.formats.length > 1 ? " each" : ""),
+      `${r.heapCapMb} MB`,
+      r.outcome === "ok" ? "ok" : r.outcome === "died" ? "**died**" : `**failed**: ${r.outcome.slice(0, 120).replace(/\|/g, "/")}`,
+      mb(r.peak.heap),
+      mb(r.peak.arrayBuffers),
+      mb(r.peak.total),
+      r.cpuSeconds.toFixed(2),
+      relative,
+      r.rssMb.toFixed(0),
+      String(r.peak.samples),
+    ]);
+  });
+  return [line(header), line(header.map(() => "---")), ...body].join("\n");
+}
+
+/** Issue 19's memory and CPU targets, judged on the table's rows. */
+export function memoryTargets(rows: MemoryRow[]): { name: string; detail: string; met: boolean }[] {
+  const targets: { name: string; detail: string; met: boolean }[] = [];
+  const single = rows.filter((r) => r.formats.length === 1);
+  const all = Math.max(...single.map((r) => r.rows));
+  const small = single.filter((r) => r.rows === all && r.heapCapMb < 128);
+  if (small.length > 0) {
+    const died = small.filter((r) => r.outcome !== "ok");
+    targets.push({
+      name: `every format completes ${all.toLocaleString("en-US")} rows with the heap capped at ${small[0]!.heapCapMb} MB`,
+      detail: died.length === 0 ? `${small.map((r) => r.formats[0]).join(", ")} completed.` : `failed: ${died.map((r) => `${r.formats[0]} (${r.outcome.slice(0, 60)})`).join(", ")}.`,
+      met: died.length === 0,
+    });
+  }
+  const capped = single.filter((r) => r.heapCapMb === 128);
+  for (const format of new Set(capped.map((r) => r.formats[0]!))) {
+    const quarter = capped.find((r) => r.formats[0] === format && r.rows < all);
+    const whole = capped.find((r) => r.formats[0] === format && r.rows === all);
+    if (!quarter || !whole) continue;
+    const peak = Math.max(quarter.peak.arrayBuffers, whole.peak.arrayBuffers);
+    const growth = whole.peak.arrayBuffers - quarter.peak.arrayBuffers;
+    targets.push({
+      name: `${format}: ArrayBuffers peak <= 32 MB, within 4 MB from a quarter of the rows to all`,
+      detail: `${mb(quarter.peak.arrayBuffers)} MB at ${quarter.rows.toLocaleString("en-US")} rows, ${mb(whole.peak.arrayBuffers)} MB at ${whole.rows.toLocaleString("en-US")}${whole.outcome === "ok" && quarter.outcome === "ok" ? "" : " (an export failed)"}.`,
+      met: peak <= 32 * MB && growth <= 4 * MB && whole.outcome === "ok" && quarter.outcome === "ok",
+    });
+  }
+  const together = rows.find((r) => r.formats.length > 1);
+  if (together) {
+    targets.push({
+      name: `${together.formats.join(", ")} at once complete under the 128 MB heap cap, ArrayBuffers peaking <= 64 MB`,
+      detail: `${together.outcome}; ArrayBuffers ${mb(together.peak.arrayBuffers)} MB, heap ${mb(together.peak.heap)} MB.`,
+      met: together.outcome === "ok" && together.peak.arrayBuffers <= 64 * MB,
+    });
+  }
+  const csv = capped.find((r) => r.formats[0] === "csv" && r.rows === all && r.outcome === "ok");
+  const xlsx = capped.find((r) => r.formats[0] === "xlsx" && r.rows === all && r.outcome === "ok");
+  if (csv && xlsx) {
+    const ratio = xlsx.cpuSeconds / csv.cpuSeconds;
+    targets.push({ name: "XLSX CPU <= 3x CSV's for the same rows", detail: `${xlsx.cpuSeconds.toFixed(2)} s vs ${csv.cpuSeconds.toFixed(2)} s: ${ratio.toFixed(1)}x.`, met: ratio <= 3 });
+  }
+  return targets;
+}
+
+const MEMORY_ID = "3e3e0000-0000-4000-8000-000000000001";
+
+/** `npm run bench:memory`: its own upstream and build. */
+async function main(): Promise<void> {
+  const options = memoryDefaults();
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const scratch = join(root, "bench", "tmp", `memory-${process.pid}`);
+  mkdirSync(scratch, { recursive: true });
+  let up: Upstream | undefined;
+  try {
+    up = await startUpstream({ resources: [{ id: MEMORY_ID, shape: BASE, rows: options.rows }] });
+    const built = buildWorker(root, scratch);
+    let serial = 0;
+    const upstream = up;
+    const start = (v8Flags: string): Promise<Wrangler> => {
+      const persistTo = join(scratch, `state-${++serial}`);
+      const vars = { CKAN_BASE_URL: upstream.url, MAX_ROWS: "2000000", RESOURCES: JSON.stringify({ base: MEMORY_ID }), SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: "0" };
+      return startWrangler({ root, ...built, vars, persistTo, v8Flags });
+    };
+    const rows = await memoryRuns(start, upstream, options);
+    console.log(`\n${renderMemory(rows)}\n`);
+    for (const t of memoryTargets(rows)) console.log(`- ${t.met ? "met" : "NOT met"}: ${t.name}. ${t.detail}`);
+  } finally {
+    await up?.close();
+    killAllNow();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    await main();
+  } catch (error) {
+    console.error("bench:memory failed:", error);
+    process.exitCode = 1;
+  }
+  process.exit();
+}

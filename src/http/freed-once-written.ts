@@ -1,0 +1,35 @@
+import { release } from "../rows/owned-bytes.ts";
+
+declare const IdentityTransformStream: (new () => TransformStream<Uint8Array, Uint8Array>) | undefined;
+
+/**
+ * The body as the runtime sends it, each chunk freed (see rows/owned-bytes.ts) as soon as the
+ * runtime has taken it. A ReadableStream gives no such moment (the runtime may still be writing the
+ * chunk it read last when it asks for the next), but a write into the runtime's own
+ * IdentityTransformStream resolves only once its reader has taken every byte: the loop below
+ * writes one chunk at a time and frees it then. Only for a stream whose chunks no one else reads
+ * (not a tee's branch). The source's failure aborts the body (a broken transfer, as before); a
+ * client that leaves cancels the source.
+ */
+export function freedOnceWritten(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  // Outside workerd (Node runs the pipeline in specs and bench:profile) there is nothing to gain.
+  if (typeof IdentityTransformStream === "undefined") return source;
+  const pipe = new IdentityTransformStream();
+  const writer = pipe.writable.getWriter();
+  const reader = source.getReader();
+  const pump = async (): Promise<void> => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        await writer.write(value);
+        release(value);
+      }
+      await writer.close();
+    } catch (error) {
+      await Promise.allSettled([writer.abort(error), reader.cancel(error)]);
+    }
+  };
+  void pump();
+  return pipe.readable;
+}
