@@ -1,6 +1,7 @@
 import { createApp } from "./app.ts";
 import type { Env } from "./config/env.ts";
-import { runDeps, snapshotRunClass } from "./snapshot/workflow.ts";
+import { runDeps } from "./snapshot/workflow.ts";
+import { snapshotRunClass } from "./snapshot/workflow-class.ts";
 
 const upstreamFetch = (request: Request): Promise<Response> => fetch(request);
 const app = createApp({ upstreamFetch });

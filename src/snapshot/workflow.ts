@@ -1,6 +1,4 @@
-import { storedEncoding } from "./compress.ts";
-import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep, type WorkflowStepConfig } from "cloudflare:workers";
-import { NonRetryableError } from "cloudflare:workflows";
+import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { configFor } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
@@ -9,6 +7,7 @@ import { ENCODERS } from "../format/index.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
 import type { FormatName } from "../query/formats.ts";
+import { storedEncoding } from "./compress.ts";
 import { snapshotJobs } from "./jobs.ts";
 import type { SnapshotEntry } from "./manifest.ts";
 import { claimJob, readRunRecord, releaseJob, updateRunRecord, type RunRecord } from "./run-record.ts";
@@ -30,6 +29,9 @@ export interface RunDeps extends SnapshotDeps {
 /** One instance per job and scheduled time: creating it twice fails, so a run starts once. */
 export const instanceId = (job: string, stamp: string): string => `${job}-${stamp}`;
 
+/** A failure no later try can mend (CKAN's 4xx, a row limit): the step is not tried again. */
+class PermanentFailure extends Error {}
+
 /** Tries of a step that reads CKAN or writes R2: the first and eight more. */
 const TRIES = 9;
 /** Seconds before the second try; each wait after doubles (about two hours in all). */
@@ -45,7 +47,7 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; permanent: boolean; mess
  * each time, so an outage of CKAN (or R2) is waited out. A failed try comes back as the step's result
  * instead of an exception thrown into the engine (which the runtime reports as an uncaught error
  * every time), and the wait is `step.sleep`: durable, and visible to the Workflow's own tooling.
- * A permanent failure (NonRetryableError) or the last try's is thrown here, in the run. Results are
+ * A permanent failure (PermanentFailure) or the last try's is thrown here, in the run. Results are
  * JSON text: a step result must be serialisable, which the types of most results cannot prove.
  */
 async function durable<T>(step: WorkflowStep, name: string, work: (tried: number) => Promise<T>): Promise<T> {
@@ -55,7 +57,7 @@ async function durable<T>(step: WorkflowStep, name: string, work: (tried: number
       try {
         outcome = { ok: true, value: await work(tried) };
       } catch (error) {
-        outcome = { ok: false, permanent: error instanceof NonRetryableError, message: error instanceof Error ? error.message : String(error) };
+        outcome = { ok: false, permanent: error instanceof PermanentFailure, message: error instanceof Error ? error.message : String(error) };
       }
       return JSON.stringify(outcome);
     });
@@ -115,7 +117,7 @@ async function attempt<T>(run: FormatRun, deps: RunDeps, label: string, tried: n
     await updateRunRecord(deps.bucket, run.job.name, run.instance, (record) => {
       record.lastError = text;
     }).catch(() => {});
-    const failure = isPermanent(error) ? new NonRetryableError(deps.redact(message)) : new Error(deps.redact(message));
+    const failure = isPermanent(error) ? new PermanentFailure(deps.redact(message)) : new Error(deps.redact(message));
     throw failure;
   }
 }
@@ -221,13 +223,4 @@ export function runDeps(env: Env, upstreamFetch: UpstreamFetch): RunDeps {
   if (env.SNAPSHOTS === undefined) throw configError("SNAPSHOTS", "(the R2 bucket binding) is missing");
   if (env.SNAPSHOT_RUNS === undefined) throw configError("SNAPSHOT_RUNS", "(the Workflow binding) is missing");
   return { bucket: env.SNAPSHOTS, config: configFor(env), upstreamFetch, redact: redactor(env), runs: env.SNAPSHOT_RUNS as Workflow<RunParams> };
-}
-
-/** The Workflow class (wrangler.toml `[[workflows]] class_name`), its deps made from its env. */
-export function snapshotRunClass(depsOf: (env: Env) => RunDeps) {
-  return class SnapshotRun extends WorkflowEntrypoint<Env, RunParams> {
-    override async run(event: Readonly<WorkflowEvent<RunParams>>, step: WorkflowStep): Promise<JobResult> {
-      return runSnapshot(event.payload, event.instanceId, step, depsOf(this.env));
-    }
-  };
 }

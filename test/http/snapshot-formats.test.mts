@@ -44,10 +44,19 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
         SNAPSHOT_JOBS: JSON.stringify([JOB]),
       },
     });
+    // The demo binds the snapshot Workflow: the run starts (202) and goes on in its instance.
     const run = await fetch(`${worker.url}/snapshots/${JOB.name}/run`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
-    expect(run.status, await run.clone().text()).toBe(200);
-    const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as { jobs: { latest: Record<string, Listed> }[] };
-    latest = listing.jobs[0]!.latest;
+    expect(run.status, await run.clone().text()).toBe(202);
+    for (;;) {
+      const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as { jobs: { latest: Record<string, Listed>; last_run: { status: string; error?: string } | null }[] };
+      const [job] = listing.jobs;
+      if (job?.last_run != null) {
+        expect(job.last_run.status, job.last_run.error).toBe("ok");
+        latest = job.latest;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }, 180_000);
 
   afterAll(async () => {
