@@ -18,7 +18,9 @@ process.env["CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV"] = "false";
 export default defineConfig({
   test: {
     silent: "passed-only",
-    // Only a test slower than this is listed under its file: a green run stays on one screen.
+    // A dot per test: a green run (600 specs in 49 files) stays on one screen, and a failure still
+    // prints its file, name, diff and what the test logged. CI asks for the default reporter too.
+    reporters: ["dot"],
     slowTestThreshold: 10_000,
     projects: [
       {
