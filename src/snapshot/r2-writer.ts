@@ -1,5 +1,6 @@
+import { PartBuffer } from "./part-buffer.ts";
 import { hex } from "../protocol/conditional.ts";
-import { ownedBytes, release } from "../rows/owned-bytes.ts";
+import { release } from "../rows/owned-bytes.ts";
 
 /** R2's most parts per upload: with equal parts this bounds the largest snapshot. */
 const MAX_PARTS = 10_000;
@@ -40,20 +41,15 @@ export async function writeObject(bucket: R2Bucket, key: string, body: ReadableS
   const digest = new crypto.DigestStream("SHA-256");
   const hashing = digest.getWriter();
   const reader = body.getReader();
-  let part = ownedBytes(partBytes);
-  let filled = 0;
+  const buffer = new PartBuffer(partBytes);
   let bytes = 0;
   let upload: R2MultipartUpload | undefined;
   const parts: R2UploadedPart[] = [];
 
-  const flush = async (): Promise<void> => {
+  const uploadPart = async (part: Uint8Array): Promise<void> => {
     if (parts.length >= MAX_PARTS) throw new Error(`snapshot is larger than ${MAX_PARTS} parts of ${partBytes} bytes`);
     upload ??= await bucket.createMultipartUpload(stagingKey, { httpMetadata });
-    parts.push(await upload.uploadPart(parts.length + 1, filled === partBytes ? part : part.subarray(0, filled)));
-    // Uploaded: freed now, not at a collection the small heap seldom needs (see owned-bytes.ts).
-    release(part);
-    part = ownedBytes(partBytes);
-    filled = 0;
+    parts.push(await upload.uploadPart(parts.length + 1, part));
   };
 
   try {
@@ -61,13 +57,7 @@ export async function writeObject(bucket: R2Bucket, key: string, body: ReadableS
       const { done, value } = await reader.read();
       if (done) break;
       bytes += value.byteLength;
-      for (let at = 0; at < value.byteLength; ) {
-        const n = Math.min(partBytes - filled, value.byteLength - at);
-        part.set(value.subarray(at, at + n), filled);
-        filled += n;
-        at += n;
-        if (filled === partBytes) await flush();
-      }
+      await buffer.add(value, uploadPart);
       await hashing.write(value);
       release(value);
     }
@@ -75,10 +65,10 @@ export async function writeObject(bucket: R2Bucket, key: string, body: ReadableS
     const written = { bytes, sha256: hex(await digest.digest) };
     const put = { httpMetadata, customMetadata: options.customMetadata(written) };
     if (upload === undefined) {
-      await bucket.put(key, part.subarray(0, filled), put);
+      await bucket.put(key, buffer.held(), put);
       return written;
     }
-    if (filled > 0) await flush();
+    if (buffer.held().byteLength > 0) await buffer.flush(uploadPart);
     await upload.complete(parts);
     upload = undefined;
     await copyObject(bucket, stagingKey, key, put);

@@ -1,3 +1,4 @@
+import { PartBuffer } from "./part-buffer.ts";
 import { CkanClient } from "../ckan/client.ts";
 import type { Resume } from "../ckan/table.ts";
 import { openExportPart } from "../export/run.ts";
@@ -69,17 +70,15 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
   let upload = prev?.upload ?? null;
   const parts: PartsState["parts"] = [];
   let partCount = prev?.partCount ?? 0;
-  let buffer = new Uint8Array(partBytes);
-  let filled = 0;
+  let carried: Uint8Array | undefined;
   if (prev?.carry) {
-    const carried = await bucket.get(prev.carry.key);
-    if (carried === null) throw new Error(`the carried bytes of step ${step - 1} are missing`);
-    const bytes = new Uint8Array(await carried.arrayBuffer());
-    if (bytes.byteLength !== prev.carry.bytes) throw new Error(`the carried bytes of step ${step - 1} are incomplete`);
-    buffer.set(bytes);
-    filled = bytes.byteLength;
+    const object = await bucket.get(prev.carry.key);
+    if (object === null) throw new Error(`the carried bytes of step ${step - 1} are missing`);
+    carried = new Uint8Array(await object.arrayBuffer());
+    if (carried.byteLength !== prev.carry.bytes) throw new Error(`the carried bytes of step ${step - 1} are incomplete`);
   }
-  const flush = async (length: number): Promise<void> => {
+  const buffer = new PartBuffer(partBytes, carried);
+  const uploadPart = async (bytes: Uint8Array): Promise<void> => {
     if (partCount >= MAX_PARTS) throw Object.assign(new Error(`The snapshot is larger than ${MAX_PARTS} parts of ${partBytes} bytes (SNAPSHOT_PART_BYTES).`), { permanent: true });
     if (upload === null) {
       const created = await bucket.createMultipartUpload(staging, { httpMetadata: httpMetadata(run.format, `${run.job.name}-${run.stamp}.${FORMATS[run.format].extension}`, true) });
@@ -89,24 +88,16 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
         record.upload = held;
       });
     }
-    const uploaded = await bucket.resumeMultipartUpload(upload.key, upload.id).uploadPart(partCount + 1, buffer.subarray(0, length));
+    const uploaded = await bucket.resumeMultipartUpload(upload.key, upload.id).uploadPart(partCount + 1, bytes);
     parts.push({ partNumber: uploaded.partNumber, etag: uploaded.etag });
     partCount++;
-    buffer = new Uint8Array(partBytes);
-    filled = 0;
   };
 
   const utf8 = new TextEncoder();
   for await (const chunk of part.chunks) {
     const bytes = typeof chunk === "string" ? utf8.encode(chunk) : chunk;
     produced += bytes.byteLength;
-    for (let at = 0; at < bytes.byteLength; ) {
-      const n = Math.min(partBytes - filled, bytes.byteLength - at);
-      buffer.set(bytes.subarray(at, at + n), filled);
-      filled += n;
-      at += n;
-      if (filled === partBytes) await flush(partBytes);
-    }
+    await buffer.add(bytes, uploadPart);
   }
 
   const ended = part.ended();
@@ -117,7 +108,7 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
   let written: PartsState["written"] = null;
   if (ended && upload === null) {
     // Smaller than a part: one put, straight to its dated key, with its final metadata.
-    const body = buffer.subarray(0, filled);
+    const body = buffer.held();
     const sha256 = hex(await crypto.subtle.digest("SHA-256", body));
     const finished = new Date().toISOString();
     await bucket.put(datedKey(run.job.name, run.stamp, run.format), body, {
@@ -126,10 +117,10 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
     });
     written = { sha256, finished };
   } else if (ended) {
-    if (filled > 0) await flush(filled);
-  } else if (filled > 0) {
-    carry = { key: carryKey(staging, step), bytes: filled };
-    await bucket.put(carry.key, buffer.subarray(0, filled));
+    if (buffer.held().byteLength > 0) await buffer.flush(uploadPart);
+  } else if (buffer.held().byteLength > 0) {
+    carry = { key: carryKey(staging, step), bytes: buffer.held().byteLength };
+    await bucket.put(carry.key, buffer.held());
   }
   // The step before the last is done for good: its carried bytes are read by nobody any more.
   if (step > 2) await bucket.delete(carryKey(staging, step - 2));
