@@ -296,16 +296,25 @@ async function pickResource(name) {
 
 // ---- snapshots, reference, start ------------------------------------------------------------------
 
+/** A run in progress (snapshot runs as Workflows): what it writes, how far it got, its last failed try. */
+function runningItem(run) {
+  const where = run.format === null ? "starting" : `${run.format}, step ${run.step}: ${countText(run.rows)} rows, ${Math.round(run.bytes / 1048576)} MiB so far`;
+  const text = `${run.job}: running since ${new Date(run.started).toLocaleString()} (${where})${run.last_error ? `; last failed try: ${run.last_error}` : ""}`;
+  return el("li", { className: run.last_error ? "warning" : "note", textContent: text });
+}
+
 async function renderSnapshots(name) {
   const box = $("snapshots");
   try {
     const { jobs } = await getJson("/snapshots");
     const mine = jobs.filter((job) => job.query?.resource === name);
-    const items = mine.flatMap((job) =>
-      Object.entries(job.latest).map(([format, file]) =>
+    const items = mine.flatMap((job) => [
+      ...Object.entries(job.latest).map(([format, file]) =>
         el("li", {}, el("a", { href: file.url, textContent: `${job.name} (${format})` }), ` ${countText(file.rows)} rows, ${new Date(file.time).toLocaleString()}`),
       ),
-    );
+      ...(job.running ? [runningItem(job.running)] : []),
+      ...(job.last_run?.status === "failed" ? [el("li", { className: "warning", textContent: `${job.name}: the last run failed: ${job.last_run.error ?? "no reason recorded"}` })] : []),
+    ]);
     box.replaceChildren(items.length > 0 ? el("ul", {}, ...items) : el("p", { className: "muted", textContent: mine.length > 0 ? `Jobs ${mine.map((j) => j.name).join(", ")} have not run yet.` : "None." }));
   } catch {
     box.replaceChildren(el("p", { className: "muted", textContent: "Not available." }));

@@ -80,6 +80,47 @@ describe.skipIf(skip)("the link-builder page's details, in headless Chromium", (
     }
   });
 
+  it("shows no banner against this worker's own /health, which CKAN answers as healthy", async () => {
+    const { page } = await open();
+    try {
+      const health = await page.evaluate(async () => (await fetch("/health")).status);
+      expect(health).toBe(200);
+      expect((await banner(page)).shown).toBe(false);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("lists a snapshot run in progress, with how far it got, and a last run that failed, beside the table's snapshots", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await page.route(
+        "**/snapshots",
+        answer(200, {
+          jobs: [
+            {
+              name: "sample-daily",
+              query: { resource: "sample" },
+              latest: {},
+              last_run: { status: "failed", stamp: "20261124T030000Z", started: "2026-11-24T03:00:00.000Z", finished: "2026-11-24T03:20:00.000Z", error: "csv: CKAN answered HTTP 503." },
+              running: { instance: "sample-daily-20261125T030000Z", job: "sample-daily", stamp: "20261125T030000Z", trigger: "cron", status: "running", started: "2026-11-25T03:00:00.000Z", updated: "2026-11-25T03:05:00.000Z", format: "csv", step: 3, rows: 64000, bytes: 8388608, parts: 1, done: [], last_error: null },
+            },
+          ],
+          problems: [],
+        }),
+      );
+      await page.goto(`${worker.url}/`);
+      await page.waitForFunction(() => document.querySelector("#snapshots")?.textContent?.includes("running since"), undefined, { timeout: 30_000 });
+      const items = await page.$$eval("#snapshots li", (lis) => lis.map((li) => ({ text: li.textContent ?? "", className: li.className })));
+      expect(items).toHaveLength(2);
+      expect(items[0]!.text).toMatch(/^sample-daily: running since .+ \(csv, step 3: 64,000 rows, 8 MiB so far\)$/);
+      expect(items[0]!.className).toBe("note");
+      expect(items[1]).toEqual({ text: "sample-daily: the last run failed: csv: CKAN answered HTTP 503.", className: "warning" });
+    } finally {
+      await page.close();
+    }
+  });
+
   it("shows a banner naming each problem when /health answers 503, and a generic one when it cannot be reached", async () => {
     const problems = ["CKAN did not answer at https://ckan.example.org/data/en: connection refused", "CKAN_API_TOKEN is set but CKAN does not accept it"];
     const down = await open(answer(503, { ok: false, ckan: { base: "https://ckan.example.org/data/en", reachable: false, version: null }, problems }));
