@@ -21,6 +21,8 @@ export interface Wrangler {
   workerPid: number;
   /** workerd running wrangler's proxy on the public port: every response byte passes through it too. */
   proxyPid: number;
+  /** wrangler's inspector proxy (Chrome DevTools protocol) for the user worker's isolate. */
+  inspectorPort: number;
   /** Lines wrangler printed (the worker's console.log included). */
   output: string[];
   stop(): Promise<void>;
@@ -261,7 +263,7 @@ export async function startWrangler(options: WranglerOptions): Promise<Wrangler>
         await sleep(100);
       }
     }
-    return { url, workerPid: found.workerPid, proxyPid: found.proxyPid, output, stop };
+    return { url, workerPid: found.workerPid, proxyPid: found.proxyPid, inspectorPort, output, stop };
   } catch (error) {
     await stop();
     throw error;
