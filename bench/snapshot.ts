@@ -30,8 +30,8 @@ if (!Number.isSafeInteger(ROWS) || ROWS < 1) throw new Error(`--rows must be a p
 
 /**
  * No V8 heap cap by default: wrangler dev passes V8 flags to every isolate of its workerd, its local
- * R2 (a Durable Object in JavaScript) included, and that one ran out of a 128 MB heap while copying a
- * 3 GiB object (publish; see bench/RESULTS.md). The worker's own heap is watched over the inspector
+ * R2 (a Durable Object in JavaScript) included, and one of them ran out of a 128 MB heap in seal and
+ * publish of a 3 GiB object (bench/RESULTS.md). The worker's own heap is watched over the inspector
  * instead. `--heap-cap 128` caps them all as `npm run bench` does.
  */
 const HEAP_CAP = values["heap-cap"] === "none" ? "" : `--max-old-space-size=${Number(values["heap-cap"])}`;
@@ -92,6 +92,8 @@ class HeapWatch {
   lastMb = 0;
   /** When the isolate last answered (ms): a busy isolate answers late. */
   lastAt = 0;
+  /** When the most was seen (ms). */
+  peakAt = 0;
   #socket: WebSocket | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   async start(inspectorPort: number): Promise<void> {
@@ -109,7 +111,7 @@ class HeapWatch {
       if (typeof used === "number") {
         this.lastMb = used / MB;
         this.lastAt = Date.now();
-        this.peakMb = Math.max(this.peakMb, this.lastMb);
+        if (this.lastMb > this.peakMb) [this.peakMb, this.peakAt] = [this.lastMb, this.lastAt];
       }
     });
     let id = 0;
@@ -338,7 +340,7 @@ async function main(): Promise<void> {
   const maxOf = (xs: number[]): number => Math.max(...xs);
   const stepRows = singles.map((s) => s.rows);
   const report = {
-    rows: ROWS, status: lastRun.status, error: lastRun.error, wallS, cpuTotal, peakMb, heapPeakMb: heap.peakMb, steps, missed, polls,
+    rows: ROWS, status: lastRun.status, error: lastRun.error, wallS, cpuTotal, peakMb, heapPeakMb: heap.peakMb, heapPeakIn: during(heap.peakAt, logged), steps, missed, polls,
     bytes: entry.bytes, sha256: entry.sha256, readBack: { bytes: d.bytes, rows: dataLines, sha256, whole, wallS: d.wallMs / 1000, cpuS: readCpu },
     perStep: {
       cpuMean: mean(singles.map((s) => s.cpuS)), cpuMedian: median(singles.map((s) => s.cpuS)), cpuMax: largest?.cpuS ?? Number.NaN, cpuMaxLabel: largest?.label,
@@ -359,6 +361,14 @@ async function main(): Promise<void> {
   console.log(`bench:snapshot: wrote ${out.slice(root.length)}`);
   console.log(`bench:snapshot: ${((Date.now() - begun) / 1000).toFixed(0)} s in all`);
   if (!whole || lastRun.status !== "ok") process.exitCode = 1;
+}
+
+/** Which step was running at time `t` (ms), as the engine logged them. */
+function during(t: number, logged: EngineStep[]): string {
+  const step = logged.find((s) => s.start <= t && t <= s.end);
+  if (step !== undefined) return `during "${step.name}"`;
+  const before = logged.filter((s) => s.end < t).at(-1);
+  return before === undefined ? "before the first step" : `after "${before.name}"`;
 }
 
 function fromEngine(logged: EngineStep[], trace: CpuTrace): Segment[] {
@@ -401,7 +411,7 @@ function fromPolls(seen: RunView[], lastRun: { started: string }, tEnd: number, 
 }
 
 type Report = {
-  rows: number; status: string; error: string | undefined; wallS: number; cpuTotal: number; peakMb: number; heapPeakMb: number; steps: number; missed: number; polls: number;
+  rows: number; status: string; error: string | undefined; wallS: number; cpuTotal: number; peakMb: number; heapPeakMb: number; heapPeakIn: string; steps: number; missed: number; polls: number;
   bytes: number; sha256: string; readBack: { bytes: number; rows: number; sha256: string; whole: boolean; wallS: number; cpuS: number };
   perStep: { cpuMean: number; cpuMedian: number; cpuMax: number; cpuMaxLabel: string | undefined; wallMean: number; wallMax: number; bytesMean: number; rowsMean: number };
   finishing: Segment[]; betweenCpu: number; engineLog: boolean; upstream: { requests: number; bytes: number };
@@ -441,11 +451,11 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
     `| wall time of the run | ${clock(r.wallS)} |`,
     `| workerd CPU, whole run | ${r.cpuTotal.toFixed(1)} s (${(r.cpuTotal / (r.rows / 1e6)).toFixed(2)} s per million rows) |`,
     `| workerd peak RSS (every isolate of wrangler dev) | ${r.peakMb.toFixed(0)} MB |`,
-    `| the worker's V8 heap, the most seen (asked over the inspector once a second; unanswered while workerd is busy in seal and publish) | ${r.heapPeakMb.toFixed(0)} MB |`,
+    `| the worker's V8 heap, the most seen (asked over the inspector once a second; unanswered while workerd is busy in seal and publish) | ${r.heapPeakMb.toFixed(0)} MB (${r.heapPeakIn}) |`,
     `| a write step (${(p.bytesMean / MB).toFixed(1)} MiB, ${thousands(Math.round(p.rowsMean))} rows on average) | CPU ${p.cpuMean.toFixed(2)} s mean, ${p.cpuMedian.toFixed(2)} s median, **${p.cpuMax.toFixed(2)} s the largest** (${p.cpuMaxLabel}); wall ${p.wallMean.toFixed(1)} s mean, ${p.wallMax.toFixed(1)} s the longest |`,
     ...r.finishing.map((f) => `| step "${f.label}" | CPU ${f.cpuS.toFixed(2)} s, wall ${f.wallS.toFixed(1)} s |`),
     `| between steps (the engine, the progress polls) | CPU ${r.betweenCpu.toFixed(1)} s in all |`,
-    `| per-invocation CPU limit (Workers Paid default) | ${CPU_LIMIT_S} s: the largest write step used ${((p.cpuMax / CPU_LIMIT_S) * 100).toFixed(0)}% of it; the heaviest step, "${heaviest.label}", ${heaviest.cpuS.toFixed(2)} s (${((heaviest.cpuS / CPU_LIMIT_S) * 100).toFixed(0)}%), most of it wrangler dev's local R2 |`,
+    `| per-invocation CPU limit (Workers Paid default) | ${CPU_LIMIT_S} s: the largest write step used ${((p.cpuMax / CPU_LIMIT_S) * 100).toFixed(0)}% of it; the heaviest step, "${heaviest.label}", ${heaviest.cpuS.toFixed(2)} s (${((heaviest.cpuS / CPU_LIMIT_S) * 100).toFixed(0)}%), the local R2's share (JavaScript in the same process) not told apart |`,
     `| upstream | ${thousands(r.upstream.requests)} requests, ${gib(r.upstream.bytes)} GiB |`,
     "",
     `Every step (${r.missed > 0 ? `${r.missed} stretches held two steps or more: a step ended between two polls; ` : ""}name: MiB written, CPU s, wall s):`,
