@@ -103,6 +103,18 @@ interface Listed {
   decoded_bytes?: number;
 }
 
+async function runEnded(worker: Wrangler, name: string): Promise<void> {
+  for (;;) {
+    const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as { jobs: { name: string; last_run: { status: string; error?: string } | null; running?: unknown }[] };
+    const job = listing.jobs.find((j) => j.name === name);
+    if (job?.last_run != null && !job.running) {
+      if (job.last_run.status !== "ok") throw new Error(`snapshot ${name}: ${job.last_run.error ?? "failed"}`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 async function snapshotRuns(up: Upstream): Promise<{ cpu: Record<string, number>; sizes: Record<string, Listed> }> {
   const worker = await fresh(up, { ADMIN_TOKEN: ADMIN, SNAPSHOT_JOBS: JSON.stringify(JOBS) });
   const cpu: Record<string, number> = {};
@@ -113,7 +125,9 @@ async function snapshotRuns(up: Upstream): Promise<{ cpu: Record<string, number>
         const before = sample(worker.workerPid).cpuSeconds;
         const res = await fetch(`${worker.url}/snapshots/${job.name}/run`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
         const text = await res.text();
-        if (res.status !== 200) throw new Error(`snapshot ${job.name}: HTTP ${res.status} ${text.slice(0, 300)}`);
+        if (res.status !== 200 && res.status !== 202) throw new Error(`snapshot ${job.name}: HTTP ${res.status} ${text.slice(0, 300)}`);
+        // With the snapshot Workflow bound the run goes on in its instance (202): wait for its end.
+        if (res.status === 202) await runEnded(worker, job.name);
         await settle(worker.workerPid);
         const used = sample(worker.workerPid).cpuSeconds - before;
         cpu[job.name] = used;

@@ -252,3 +252,23 @@ ${report.targets.map((t) => `- **${t.met ? "met" : "NOT met"}**: ${t.name}. ${t.
 ${report.notes.map((n) => `- ${n}`).join("\n")}`);
   return `${sections.join("\n\n")}\n`;
 }
+
+/** bench/RESULTS.md's section written by `npm run bench:snapshot`, which `npm run bench` keeps. */
+export const SNAPSHOT_SECTION = "## Snapshot runs as Workflows";
+
+/** A results file with `section` (its first line the heading) in place of the one there, or added at the end. */
+export function withSection(results: string, section: string): string {
+  const heading = section.slice(0, section.indexOf("\n"));
+  const at = results.indexOf(`\n${heading}\n`);
+  if (at < 0) return `${results.trimEnd()}\n\n${section.trimEnd()}\n`;
+  const next = results.indexOf("\n## ", at + heading.length + 1);
+  return `${results.slice(0, at).trimEnd()}\n\n${section.trimEnd()}\n${next < 0 ? "" : results.slice(next)}`;
+}
+
+/** The snapshot bench's section of a results file, or undefined. */
+export function sectionOf(results: string, heading: string): string | undefined {
+  const at = results.indexOf(`\n${heading}\n`);
+  if (at < 0) return undefined;
+  const next = results.indexOf("\n## ", at + heading.length + 1);
+  return results.slice(at + 1, next < 0 ? undefined : next);
+}

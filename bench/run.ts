@@ -8,7 +8,7 @@
 // Options are environment variables (README, "Benchmark"). The default run writes bench/RESULTS.md; a
 // subset writes bench/tmp/RESULTS.partial.md. Loopback only; every child is killed at the end.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +16,7 @@ import { selfCheck, type CheckRow } from "./calibrate.ts";
 import { calibrate } from "./ckan/cost.ts";
 import { BASE, RICH } from "./ckan/tables.ts";
 import { csvRecordCounter, download, getJson, lineCounter, sleep } from "./http.ts";
-import { render, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
+import { render, sectionOf, SNAPSHOT_SECTION, withSection, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
 import { memoryDefaults, memoryRuns, type MemoryRow } from "./memory.ts";
 import { evaluateTargets } from "./targets.ts";
 import { startUpstream, type Resource, type Upstream, type Version } from "./upstream.ts";
@@ -376,7 +376,9 @@ async function main(): Promise<void> {
   console.log(`\n${text}`);
   const out = subset.length === 0 ? join("bench", "RESULTS.md") : join("bench", "tmp", "RESULTS.partial.md");
   mkdirSync(join(root, "bench", "tmp"), { recursive: true });
-  writeFileSync(join(root, out), text);
+  // The section `npm run bench:snapshot` wrote (a run of many minutes) stays until it runs again.
+  const kept = existsSync(join(root, out)) ? sectionOf(readFileSync(join(root, out), "utf8"), SNAPSHOT_SECTION) : undefined;
+  writeFileSync(join(root, out), kept === undefined ? text : withSection(text, kept));
   console.log(`bench: wrote ${out}`);
 }
 

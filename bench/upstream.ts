@@ -46,9 +46,9 @@ export interface Upstream {
 
 const freshStats = (): UpstreamStats => ({ requests: 0, bytes: 0, generated: 0, formats: {}, log: [], modelSeconds: 0, lateMs: 0, worstLateMs: 0, peakRequests: 0, queuedSeconds: 0 });
 
-export async function startUpstream(options: { resources: Resource[]; version?: Version; model?: CostModel }): Promise<Upstream> {
+export async function startUpstream(options: { resources: Resource[]; version?: Version; model?: CostModel; keepChunks?: number }): Promise<Upstream> {
   const resources = new Map(options.resources.map((r) => [r.id, r]));
-  const store = new RowStore();
+  const store = new RowStore(options.keepChunks === undefined ? {} : { keepChunks: options.keepChunks });
   const stats = freshStats();
   const pool = new WorkerPool(options.model?.workers ?? 3);
   let origin = "";

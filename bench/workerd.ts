@@ -21,10 +21,10 @@ export interface Wrangler {
   workerPid: number;
   /** workerd running wrangler's proxy on the public port: every response byte passes through it too. */
   proxyPid: number;
+  /** wrangler's inspector proxy (Chrome DevTools protocol) for the user worker's isolate. */
+  inspectorPort: number;
   /** Lines wrangler printed (the worker's console.log included). */
   output: string[];
-  /** wrangler's inspector proxy (Chrome DevTools Protocol to the user worker's isolate). */
-  inspectorPort: number;
   stop(): Promise<void>;
 }
 

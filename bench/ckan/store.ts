@@ -97,6 +97,16 @@ export const trailing = (encoding: Encoding): number => (encoding === "lists" ||
 export class RowStore {
   /** Chunks serialised since the last reset: while measuring this should stay 0. */
   generated = 0;
+  /**
+   * Chunks kept per shape, the oldest dropped first; unbounded by default. A table too large to hold
+   * serialised (20,000,000 rows are gigabytes) is read front to back, so a window of chunks serves it.
+   */
+  readonly #keep: number;
+
+  constructor(options: { keepChunks?: number } = {}) {
+    this.#keep = options.keepChunks ?? Number.POSITIVE_INFINITY;
+  }
+
   readonly #chunks = new Map<string, Map<number, Chunk>>();
   /** Every (shape, encoding, columns) asked for, so `prepareSeen` can fill them ahead of measuring. */
   readonly #seen = new Map<string, { shape: TableShape; encoding: Encoding; columns: number[]; rows: number }>();
@@ -134,7 +144,11 @@ export class RowStore {
 
   #chunk(shape: TableShape, encoding: Encoding, columns: readonly number[], index: number): Chunk {
     const chunks = this.#chunksOf(shape, encoding, columns);
-    if (!chunks.has(index)) this.#generate(shape, [{ encoding, columns, chunks }], index);
+    if (!chunks.has(index)) {
+      this.#generate(shape, [{ encoding, columns, chunks }], index);
+      // A Map iterates in insertion order: the first key is the oldest chunk.
+      while (chunks.size > this.#keep) chunks.delete(chunks.keys().next().value!);
+    }
     return chunks.get(index)!;
   }
 
