@@ -109,8 +109,8 @@ export const PARAMETERS: readonly Parameter[] = [
   },
   {
     name: "sort",
-    meaning: "CKAN's sort syntax",
-    example: "/export.csv?resource=sample&sort=amount desc, name",
+    meaning: "CKAN's sort syntax; a descending sort puts nulls first (PostgreSQL's order), so filter them out to see the largest values",
+    example: "/export.csv?resource=sample&sort=amount desc, name&filter.amount[gt]=0",
     schema: { type: "string", maxLength: BOUNDS.sort },
   },
   {
