@@ -5,6 +5,8 @@ import { integerSetting, structuredSetting, UUID_PATTERN } from "./settings.ts";
 
 /** Everything the worker reads from its environment, validated once. */
 export interface Config {
+  /** CKAN_BASE_URL without a trailing slash: where the other actions (status_show, resource_show) are asked, anonymously. */
+  ckanBase: string;
   /** `${CKAN_BASE_URL}/api/action/datastore_search`: the only URL that ever sees the token. */
   datastoreSearchUrl: string;
   apiToken: string | undefined;
@@ -117,8 +119,10 @@ const secret = (value: unknown): string | undefined =>
   typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
 
 export function parseConfig(env: Env): Config {
+  const ckanBase = baseUrl(env.CKAN_BASE_URL);
   return {
-    datastoreSearchUrl: `${baseUrl(env.CKAN_BASE_URL)}/api/action/datastore_search`,
+    ckanBase,
+    datastoreSearchUrl: `${ckanBase}/api/action/datastore_search`,
     apiToken: secret(env.CKAN_API_TOKEN),
     resources: resources(env.RESOURCES),
     maxRows: integerSetting("MAX_ROWS", env.MAX_ROWS, 1_000_000, 1, Number.MAX_SAFE_INTEGER),

@@ -41,11 +41,9 @@ export interface UpstreamHealth {
   problems: string[];
 }
 
-const siteBase = (config: Config): string => config.datastoreSearchUrl.replace(/\/api\/action\/datastore_search$/, "");
-
 /** `status_show`, asked anonymously: is this a CKAN, which one, with the DataStore? */
 async function statusShow(config: Config, upstreamFetch: UpstreamFetch): Promise<{ ckan: CkanHealth; problem?: string }> {
-  const base = siteBase(config);
+  const base = config.ckanBase;
   const ckan: CkanHealth = { base, reachable: false, version: null, datastore: null, range_filters: null };
   const url = `${base}/api/action/status_show`;
   let response: Response;

@@ -16,7 +16,7 @@ const MAX_DESCRIPTION = 500;
  * emulator without the action, a refusal, a time-out) gives nothing rather than an error.
  */
 export async function resourceText(config: Config, upstreamFetch: UpstreamFetch, resourceId: string): Promise<ResourceText> {
-  const url = `${config.datastoreSearchUrl.replace(/\/datastore_search$/, "/resource_show")}?id=${encodeURIComponent(resourceId)}`;
+  const url = `${config.ckanBase}/api/action/resource_show?id=${encodeURIComponent(resourceId)}`;
   try {
     const response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS) }));
     if (!response.ok) {

@@ -3,7 +3,7 @@ import { CkanClient } from "../ckan/client.ts";
 import { isBefore212 } from "../ckan/keyset-probe.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { HttpError, toHttpError } from "../errors.ts";
+import { toHttpError } from "../errors.ts";
 import { FORMATS } from "../query/formats.ts";
 import { resourceText } from "./resource-show.ts";
 import { probeDistinctValues, tableInfo, type ColumnInfo } from "./table-info.ts";

@@ -1,4 +1,3 @@
-import type { Config } from "../config/config.ts";
 import { boundedTee } from "./bounded-tee.ts";
 import { conditionalAnswer, etagOf } from "../protocol/conditional.ts";
 import type { ExportProgress } from "../export/run.ts";

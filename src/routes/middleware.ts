@@ -45,7 +45,8 @@ export function finish(response: Response, request: RoutedRequest, env: Env): Re
   return response;
 }
 
-const patternOf = (path: string): RegExp =>
+/** A route path's regex (itty-router's `:name` parts match one segment). */
+export const patternOf = (path: string): RegExp =>
   new RegExp(`^${path.replace(/\./g, "\\.").replace(/:(\w+)/g, "[^/]+")}$`);
 
 /** What the route table says of a path no route took: 405 naming the methods it has, or 404 listing the routes. */

@@ -1,3 +1,4 @@
+import { own, release } from "../rows/owned-bytes.ts";
 import { PartBuffer } from "./part-buffer.ts";
 import { CkanClient } from "../ckan/client.ts";
 import type { Resume } from "../ckan/table.ts";
@@ -95,9 +96,11 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
 
   const utf8 = new TextEncoder();
   for await (const chunk of part.chunks) {
-    const bytes = typeof chunk === "string" ? utf8.encode(chunk) : chunk;
+    const bytes = typeof chunk === "string" ? own(utf8.encode(chunk)) : chunk;
     produced += bytes.byteLength;
     await buffer.add(bytes, uploadPart);
+    // Copied into its part: freed now, as the R2 writer and the HTTP sink free theirs (see owned-bytes.ts).
+    release(bytes);
   }
 
   const ended = part.ended();
@@ -142,7 +145,7 @@ async function fingerprint(columns: { id: string; type: string }[]): Promise<str
  * The upload assembled at its staging key and hashed (R2 has the bytes; no step kept a hash state).
  * Run again after it succeeded, it finds the assembled object and only hashes it.
  */
-export async function sealParts(run: FormatRun, last: PartsState, parts: PartsState["parts"], deps: SnapshotDeps): Promise<{ sha256: string; bytes: number }> {
+export async function sealParts(last: PartsState, parts: PartsState["parts"], deps: SnapshotDeps): Promise<{ sha256: string; bytes: number }> {
   const { bucket } = deps;
   const { upload } = last;
   if (upload === null) throw new Error("no upload to seal");

@@ -134,7 +134,7 @@ async function writeInSteps(run: FormatRun, step: WorkflowStep, deps: RunDeps): 
   }
   const final: PartsState = last;
   const seal = `${run.format} seal`;
-  const sealed = final.upload === null ? null : await durable(step, seal, (tried) => attempt(run, deps, seal, tried, () => sealParts(run, final, parts, deps)));
+  const sealed = final.upload === null ? null : await durable(step, seal, (tried) => attempt(run, deps, seal, tried, () => sealParts(final, parts, deps)));
   const publish = `${run.format} publish`;
   return durable(step, publish, (tried) => attempt(run, deps, publish, tried, () => publishParts(run, final, sealed, deps)));
 }

@@ -5,14 +5,13 @@ import { describe, expect, it } from "vitest";
 import { FORMATS, type FormatName } from "../../src/query/formats.ts";
 import { PARAMETERS, parametersFor } from "../../src/query/params.ts";
 import { openApiDocument } from "../../src/routes/openapi.ts";
+import { patternOf } from "../../src/routes/middleware.ts";
 import { ROUTES } from "../../src/routes/table.ts";
 
 type Operation = { parameters?: { name: string; description: string }[] };
 const document = openApiDocument(ROUTES, "https://export.example.org");
 const paths = document.paths as Record<string, Record<string, Operation>>;
 
-/** The route pattern's regex (itty-router's `:name` parts), to test a documented path against. */
-const patternOf = (path: string): RegExp => new RegExp(`^${path.replace(/\./g, "\\.").replace(/:(\w+)/g, "[^/]+")}$`);
 /** An OpenAPI path with a sample value in each `{part}`. */
 const sample = (path: string): string => path.replace(/\{\w+\}/g, "x");
 
