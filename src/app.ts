@@ -9,9 +9,9 @@ import { preflight } from "./security/cors.ts";
 import { runScheduled } from "./snapshot/run.ts";
 import { startScheduled } from "./snapshot/runs.ts";
 import type { RunParams } from "./snapshot/workflow.ts";
-import { bucketOf } from "./snapshot/serve.ts";
 import { admit, finish, noRoute, renderError } from "./routes/middleware.ts";
 import type { AppDeps, RoutedRequest } from "./routes/route.ts";
+import { snapshotDeps } from "./routes/snapshots.ts";
 import { ROUTES } from "./routes/table.ts";
 
 export type { AppDeps } from "./routes/route.ts";
@@ -45,7 +45,7 @@ export function createApp(deps: AppDeps) {
         const config = configFor(env);
         // With the Workflow bound, the cron only starts runs (one instance per job and time); else it runs them.
         if (env.SNAPSHOT_RUNS !== undefined) return await startScheduled(cron, scheduledTime, { config, redact: redactor(env) }, env.SNAPSHOT_RUNS as Workflow<RunParams>);
-        return await runScheduled(cron, scheduledTime, { bucket: bucketOf(env.SNAPSHOTS), config, upstreamFetch: deps.upstreamFetch, redact: redactor(env) });
+        return await runScheduled(cron, scheduledTime, snapshotDeps({ env, config, deps }));
       } catch (error) {
         log({ event: "scheduled", status: "failed", error: toHttpError(error).message }, redactor(env));
         return [];

@@ -1,6 +1,6 @@
 import { redactor } from "../log/redact.ts";
 import { requireAdmin } from "../security/admin.ts";
-import { runJob } from "../snapshot/run.ts";
+import { runJob, type SnapshotDeps } from "../snapshot/run.ts";
 import { cancelRun, showRun, startRunNow } from "../snapshot/runs.ts";
 import type { RunParams } from "../snapshot/workflow.ts";
 import { bucketOf, findJob, listSnapshots, serveSnapshotFile } from "../snapshot/serve.ts";
@@ -12,7 +12,8 @@ import type { Route, RouteContext } from "./route.ts";
 /** The Workflow that runs snapshots past one invocation, when it is bound (wrangler.toml's [[workflows]]). */
 const runsOf = ({ env }: RouteContext): Workflow<RunParams> | undefined => env.SNAPSHOT_RUNS as Workflow<RunParams> | undefined;
 
-const snapshotDeps = ({ env, config, deps }: RouteContext) => ({
+/** What a run inside this invocation needs (the cron's, or an operator's without the Workflow). */
+export const snapshotDeps = ({ env, config, deps }: Pick<RouteContext, "env" | "config" | "deps">): SnapshotDeps => ({
   bucket: bucketOf(env.SNAPSHOTS),
   config,
   upstreamFetch: deps.upstreamFetch,
