@@ -87,6 +87,19 @@ describe("the production configuration, as deployed", () => {
     }
   });
 
+  it("on the wire: discovery answers If-None-Match with a 304, and a method a route does not take with a 405 naming the ones it does", async () => {
+    const first = await getRaw(`${workers.set!.url}/resources/grants`);
+    expect(first.status).toBe(200);
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    const again = await getRaw(`${workers.set!.url}/resources/grants`, { headers: { "if-none-match": etag } });
+    expect(again.status).toBe(304);
+    expect(again.body.byteLength).toBe(0);
+    const posted = await fetch(`${workers.set!.url}/resources`, { method: "POST" });
+    expect(posted.status).toBe(405);
+    expect(posted.headers.get("allow")).toBe("GET");
+  });
+
   it("/health is 503 naming the cause when CKAN is down", async () => {
     const res = await getRaw(`${workers.down!.url}/health`);
     expect(res.status).toBe(503);
