@@ -64,6 +64,19 @@ function abortion(signal: AbortSignal): Promise<never> {
   });
 }
 
+/**
+ * Every string in a small JSON value (CKAN's `fields`: names, types, the data dictionary) with any
+ * piece of a secret removed: a column name becomes a CSV header, a discovery answer, a log line.
+ */
+function redactStrings(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === "string") return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactStrings(item, redact));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redact(key), redactStrings(item, redact)]));
+  }
+  return value;
+}
+
 const isLoopback = (hostname: string): boolean => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(hostname);
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
@@ -83,10 +96,13 @@ export class CkanClient {
   constructor(config: Config, fetcher: UpstreamFetch) {
     this.#config = config;
     this.#fetch = fetcher;
-    this.redact = redactorOf([config.apiToken]);
+    this.redact = redactorOf([config.apiToken, config.adminToken, config.linkSigningKey]);
   }
 
-  /** Removes the token from any text that came from upstream, which could echo the request. */
+  /**
+   * Removes any piece of a secret from text that came from upstream, which could echo the request
+   * (or anything a proxy in front of CKAN holds): applied before the text is quoted or cut.
+   */
   readonly redact: (text: string) => string;
 
   /**
@@ -191,7 +207,7 @@ export class CkanClient {
       const records = result?.records;
       if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records == null)) {
         // Only the members this worker reads, each checked for its type.
-        const out: SearchResult = { fields: result.fields as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
+        const out: SearchResult = { fields: redactStrings(result.fields, this.redact) as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
         if (typeof result.total === "number") out.total = result.total;
         if (typeof result.total_was_estimated === "boolean") out.total_was_estimated = result.total_was_estimated;
         if (typeof result.limit === "number") out.limit = result.limit;

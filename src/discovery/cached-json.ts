@@ -1,6 +1,7 @@
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import type { Config } from "../config/config.ts";
+import { redactorOf } from "../log/redact.ts";
 
 /**
  * A discovery answer, kept in the edge cache like exports (CACHE_TTL_SECONDS; 0: not kept): the page
@@ -30,7 +31,10 @@ export async function cachedJson(request: Request, url: URL, config: Config, bui
     "content-type": "application/json; charset=utf-8",
     "cache-control": operatorsOnly ? "private, no-store" : ttl > 0 ? `public, max-age=${ttl}` : "no-cache",
   });
-  const body = new Uint8Array(new TextEncoder().encode(JSON.stringify(await build(), null, 2)));
+  const built = await build();
+  // CKAN's words (titles, descriptions, column names, per-alias errors) are quoted: no piece of a secret goes with them.
+  const redact = redactorOf([config.apiToken, config.adminToken, config.linkSigningKey]);
+  const body = new Uint8Array(new TextEncoder().encode(redact(JSON.stringify(built, null, 2))));
   headers.set("etag", await contentEtag(body));
   if (ttl > 0 && !operatorsOnly) {
     headers.set("x-cache", "MISS");

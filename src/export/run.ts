@@ -72,8 +72,9 @@ export async function runExport(
   const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
-    failure: (reason) => encoder.failure(reason),
-    cutOff: (error, reason) => encoder.cutOff?.(reason, isRowLimit(error)),
+    // The reason quotes upstream text: no piece of a secret goes into the file's last line.
+    failure: (reason) => encoder.failure(client.redact(reason)),
+    cutOff: (error, reason) => encoder.cutOff?.(client.redact(reason), isRowLimit(error)),
     cancel: () => abort.abort(),
     done: (outcome) => {
       admission.release();
