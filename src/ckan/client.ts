@@ -77,6 +77,26 @@ function redactStrings(value: unknown, redact: (text: string) => string): unknow
   return value;
 }
 
+/**
+ * The 502 of an upstream answering with a redirect: its status and where it points (the origin
+ * only: a location's path and query may carry anything), so an operator can fix CKAN_BASE_URL.
+ */
+export function redirectRefused(response: Response, from: string, redact: (text: string) => string): HttpError {
+  const location = response.headers.get("location");
+  let target = "no location";
+  if (location !== null) {
+    try {
+      target = redact(new URL(location, from).origin);
+    } catch {
+      target = "an unreadable location";
+    }
+  }
+  return new HttpError(
+    502,
+    `CKAN answered HTTP ${response.status}, a redirect to ${target}, which this worker does not follow (it would send the query and the token elsewhere). If the site moved, an operator should set CKAN_BASE_URL to its new address.`,
+  );
+}
+
 const isLoopback = (hostname: string): boolean => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(hostname);
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
@@ -136,6 +156,8 @@ export class CkanClient {
       headers,
       body: JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      // A redirect would re-send the query (and the token) to wherever the upstream points: never followed.
+      redirect: "manual",
     });
     const started = Date.now();
     this.stats.requests++;
@@ -163,6 +185,10 @@ export class CkanClient {
     }
     this.stats.bytes += bytes.byteLength;
 
+    if (response.status >= 300 && response.status < 400) {
+      release(bytes);
+      throw redirectRefused(response, this.#config.datastoreSearchUrl, this.redact);
+    }
     if (retryable(response.status)) {
       const wait = retryAfterMs(response.headers.get("retry-after"));
       const error =
