@@ -147,6 +147,13 @@ describe("npm run setup", () => {
     expectFailure(run, /does not answer as a CKAN site \(status_show: HTTP 200, text\/html.*\n.*language segment/);
   });
 
+  it("fails on a CKAN address with a segment missing or one too many, as the emulator answers those paths as a real CKAN does (HTML)", async () => {
+    for (const base of [ckan.url, `${ckan.url}/data`, `${ckan.url}/data/en/dataset`]) {
+      const run = await setup(["--ckan", base, "--resource", `a=${sample}`, "--yes"], TOKEN);
+      expectFailure(run, /does not answer as a CKAN site \(status_show: HTTP 404, text\/html.*\n.*language segment/);
+    }
+  });
+
   it("fails on a CKAN without the DataStore", async () => {
     const run = await setup(["--ckan", `${noDatastore.url}/data/en`, "--resource", `a=${sample}`, "--yes"], TOKEN);
     expectFailure(run, /is CKAN 2\.11\.5 without the DataStore/);
