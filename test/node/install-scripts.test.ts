@@ -2,10 +2,9 @@
 // warns about the others, npm 12 skips them): the packages whose scripts the project needs are listed.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = join(import.meta.dirname, "..", "..");
 
 interface Manifest {
   name: string;
