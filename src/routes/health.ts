@@ -12,7 +12,7 @@ async function check({ config, env, deps }: RouteContext): Promise<Record<string
   const upstream = await upstreamHealth(config, deps.upstreamFetch);
   const { jobs, problems: jobProblems } = snapshotJobs(config);
   // Snapshots failing stop no export: they are warnings, which the status code does not count.
-  const warnings = jobProblems.map((p) => `Snapshot job ${p.job}: ${p.message}`);
+  const warnings = jobProblems.map((p) => p.message);
   if (jobs.length > 0 && env.SNAPSHOTS === undefined) warnings.push(`${jobs.length} snapshot job(s) are set but the SNAPSHOTS R2 binding is missing: add [[r2_buckets]] to wrangler.toml.`);
   return {
     ok: upstream.problems.length === 0,
