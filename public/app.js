@@ -21,10 +21,16 @@ const state = {
   fields: [],
   filters: [],
   format: "csv",
-  /** CKAN's count of rows matching the current filters (from the last preview). */
-  total: 0,
+  /** CKAN's count of rows matching the current filters (from the last preview); undefined while counting. */
+  total: undefined,
+  /** True from picking a table until its columns arrived: nothing shown may belong to the last table. */
+  loading: true,
+  /** The tool whose snippet is open (the others stay collapsed). */
+  tool: "sheets",
 };
 const PREVIEW_ROWS = 20;
+/** Each format as its own documentation writes it. */
+const FORMAT_NAMES = { csv: "CSV", tsv: "TSV", xlsx: "XLSX", json: "JSON", ndjson: "NDJSON", parquet: "Parquet" };
 const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
 
 function authHeaders() {
@@ -96,7 +102,7 @@ function linkWarnings() {
   const limit = $("limit").value.trim();
   const most = `this worker exports at most ${max.toLocaleString("en")} rows at once: the link would answer 400`;
   if (limit === "") {
-    if (state.total <= max) return [];
+    if (state.total === undefined || state.total <= max) return [];
     return [`${state.total.toLocaleString("en")} rows match and there is no limit, but ${most}. Set a limit of ${max} or less, add filters, or export in parts with offset.`];
   }
   if (!/^\d+$/.test(limit)) return ["The limit must be a whole number, 0 or more: the link would answer 400."];
@@ -114,6 +120,8 @@ function renderLinkWarnings() {
 
 function renderOutput(link) {
   $("link").value = link;
+  $("link").disabled = link === "";
+  $("copy-link").disabled = link === "";
   const choice = { format: state.format, delimiter: $("delimiter").value, header: $("header").checked, bom: $("bom").checked };
   const box = $("snippets");
   box.replaceChildren();
@@ -121,7 +129,13 @@ function renderOutput(link) {
   for (const snippet of SNIPPETS) {
     const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim());
     const id = `snippet-${snippet.id}`;
-    const part = el("div", { className: "snippet" }, el("h3", { textContent: snippet.title, id: `${id}-title` }));
+    // One tool's snippet open at a time (an exclusive group of <details>): the page stays short.
+    const part = el("details", { className: "snippet", name: "tool", open: snippet.id === state.tool }, el("summary", {}, el("h3", { textContent: snippet.title, id: `${id}-title` })));
+    part.dataset.tool = snippet.id;
+    part.addEventListener("toggle", () => {
+      if (part.open) state.tool = snippet.id;
+      else if (state.tool === snippet.id) state.tool = "";
+    });
     if (warning) part.append(el("p", { className: "warning", textContent: warning }));
     if (note) part.append(el("p", { className: "note", textContent: note }));
     if (text) {
@@ -133,13 +147,54 @@ function renderOutput(link) {
   }
 }
 
+/**
+ * While a table's columns load, nothing on the page may still show the last table's link, count or
+ * preview: the link box and its Copy are emptied and disabled, the count says it is loading.
+ */
+function showLoading(what) {
+  state.loading = true;
+  // A preview scheduled or on its way for the last table must not land afterwards.
+  clearTimeout(previewTimer);
+  previewRun++;
+  state.total = undefined;
+  renderOutput("");
+  $("link").placeholder = what;
+  $("link-warnings").replaceChildren();
+  $("link").ariaInvalid = "false";
+  markCounting(what);
+  $("warnings").replaceChildren();
+  renderTable([], []);
+}
+
+/** The count belongs to the last preview: marked (and not trusted) until the next one answers. */
+function markCounting(text) {
+  const count = $("count");
+  count.dataset.state = "loading";
+  count.ariaBusy = "true";
+  delete count.dataset.total;
+  count.textContent = text;
+}
+
 function refreshLink() {
-  if (!state.resource) return;
+  if (!state.resource || state.loading) return;
   // A signed link is made on request (Sign the link): an unsigned one would only get a 403.
   renderOutput(state.signing ? "" : location.origin + pathOf(state.format, exportParams()));
   $("link").placeholder = state.signing ? "Choose an expiry and press Sign the link" : "";
   renderLinkWarnings();
+  renderSortNote();
+  state.total = undefined;
+  markCounting("Counting matching rows…");
   schedulePreview();
+}
+
+/** A descending sort puts empty values first (PostgreSQL's order): the page says so where it is chosen. */
+function renderSortNote() {
+  const column = $("sort-column").value;
+  $("sort-direction").disabled = column === "";
+  const picked = state.resource.columns.find((c) => c.id === column);
+  const note = $("sort-note");
+  note.hidden = !(picked && $("sort-direction").value === "desc");
+  if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
 }
 
 document.addEventListener("click", async (event) => {
@@ -179,29 +234,45 @@ async function preview() {
     if (run !== previewRun) return;
     if (!response.ok) {
       $("count").textContent = "This link would fail:";
+      $("count").dataset.state = "failed";
+      $("count").ariaBusy = "false";
       warnings.push(body.error?.message ?? `HTTP ${response.status}`);
       renderTable([], []);
     } else {
       const total = Number(response.headers.get("x-total-count"));
       $("count").textContent = `${total.toLocaleString("en")} matching rows`;
       $("count").dataset.total = String(total);
+      $("count").dataset.state = "done";
+      $("count").ariaBusy = "false";
       state.total = total;
       renderLinkWarnings();
       warnings.push(...linkWarnings());
       if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
-      renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body);
+      renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body, headingOf);
     }
   } catch (error) {
     if (run !== previewRun) return;
     $("count").textContent = "No preview:";
+    $("count").dataset.state = "failed";
+    $("count").ariaBusy = "false";
     warnings.push(String(error.message ?? error));
   }
   $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
   $("preview").dataset.ready = String(run);
 }
 
-function renderTable(columns, rows) {
-  const head = el("tr", {}, ...columns.map((c) => el("th", { scope: "col", textContent: c })));
+/** A table column's heading: its label where the data dictionary has one, as the picker shows it. */
+function headingOf(id) {
+  const column = state.resource?.columns.find((c) => c.id === id);
+  return { text: column?.label ?? id, id };
+}
+
+function renderTable(columns, rows, heading = (id) => ({ text: id, id })) {
+  const head = el("tr", {}, ...columns.map((c) => {
+    const { text, id } = heading(c);
+    // The id on hover, and for screen readers when the label differs.
+    return el("th", { scope: "col", textContent: text, title: id === text ? "" : id });
+  }));
   $("preview").tHead.replaceChildren(head);
   $("preview").tBodies[0].replaceChildren(
     ...rows.map((row) => el("tr", {}, ...columns.map((c) => el("td", { textContent: cellText(row[c]) })))),
@@ -274,17 +345,38 @@ function renderFilters() {
   );
 }
 
+let pickRun = 0;
 async function pickResource(name) {
+  const run = ++pickRun;
   state.fields = [];
   state.filters = [];
-  state.total = 0;
-  $("resource-about").textContent = "Loading columns…";
-  try {
-    state.resource = await getJson(`/resources/${encodeURIComponent(name)}`);
-  } catch (error) {
-    $("resource-about").textContent = error.message;
+  state.resource = undefined;
+  // The sort's column and its direction reset together: a new table starts in its own order.
+  $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }));
+  $("sort-direction").value = "";
+  $("sort-direction").disabled = true;
+  $("sort-note").hidden = true;
+  $("columns").replaceChildren();
+  $("filters").replaceChildren();
+  if (name === "") {
+    $("resource-about").textContent = "";
+    showLoading("Choose a table first");
     return;
   }
+  $("resource-about").textContent = "Loading columns…";
+  showLoading("Loading the table's columns…");
+  let resource;
+  try {
+    resource = await getJson(`/resources/${encodeURIComponent(name)}`);
+  } catch (error) {
+    if (run !== pickRun) return;
+    $("resource-about").textContent = error.message;
+    markCounting("No table loaded.");
+    return;
+  }
+  if (run !== pickRun) return;
+  state.resource = resource;
+  state.loading = false;
   const r = state.resource;
   $("resource-about").textContent = [r.title, r.description, r.rows === null ? "" : `${countText(r.rows)} rows, ${r.columns.length} columns.`].filter(Boolean).join(" · ");
   $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }), ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })));
@@ -352,9 +444,14 @@ async function start() {
       $("labels").disabled = format === "json" || format === "ndjson";
       refreshLink();
     });
-    $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, format.toUpperCase()));
+    $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, FORMAT_NAMES[format]));
   }
   for (const id of ["q", "limit", "offset", "filename"]) $(id).addEventListener("input", refreshLink);
+  // Back to the table's order: no direction left over for the next column picked.
+  $("sort-column").addEventListener("change", () => {
+    if ($("sort-column").value === "") $("sort-direction").value = "";
+  });
+
   for (const id of ["sort-column", "sort-direction", "delimiter", "header", "bom", "formula-guard", "decimal", "labels"]) $(id).addEventListener("change", refreshLink);
   $("add-filter").addEventListener("click", () => {
     state.filters.push({ column: "", op: "eq", value: "" });
