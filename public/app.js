@@ -3,7 +3,8 @@
 // the preview. No framework: the page is small, and works offline with `npm start`.
 import { cellText, countText, EXACT_NUMBERS, parseExact } from "./exact-json.js";
 import { showHealth } from "./health.js";
-import { SNIPPETS } from "./snippets.js";
+import { chartModel, drawChart } from "./chart.js";
+import { SNIPPETS, SUMMARY_SNIPPETS } from "./snippets.js";
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, props = {}, ...children) => {
@@ -27,11 +28,32 @@ const state = {
   loading: true,
   /** The tool whose snippet is open (the others stay collapsed). */
   tool: "sheets",
+  /** "rows" (/export.<format>) or "summary" (/aggregate.<format>). */
+  mode: "rows",
+  /** The summary's group columns: { column, bucket } with bucket "", "year", "month" or "day". */
+  groups: [],
+  /** The summary's measures: { fn, column } with fn one of MEASURES' keys. */
+  measures: [{ fn: "count", column: "" }],
 };
 const PREVIEW_ROWS = 20;
 /** Each format as its own documentation writes it. */
 const FORMAT_NAMES = { csv: "CSV", tsv: "TSV", xlsx: "XLSX", json: "JSON", ndjson: "NDJSON", parquet: "Parquet" };
 const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
+const NUMERIC_TYPES = /^(int|int2|int4|int8|numeric|float4|float8)$/;
+const DATE_TYPES = /^(date|timestamp|timestamptz)$/;
+/** The summary fetches this many groups at most for its table and chart. */
+const CHART_ROWS = 200;
+/** What a measure computes, as the page words it; `of` the columns it takes (none for count). */
+const MEASURES = {
+  count: { text: "count rows", of: () => false },
+  countf: { text: "count values", of: () => true },
+  sum: { text: "sum", of: (c) => NUMERIC_TYPES.test(c.type) },
+  avg: { text: "average", of: (c) => NUMERIC_TYPES.test(c.type) },
+  min: { text: "min", of: () => true },
+  max: { text: "max", of: () => true },
+};
+/** Columns a summary may group or measure: json (and arrays) have no order or sum. */
+const summable = (column) => !/^(json|jsonb)$/.test(column.type) && !column.type.startsWith("_");
 
 function authHeaders() {
   return state.adminToken ? { authorization: `Bearer ${state.adminToken}` } : {};
@@ -46,15 +68,22 @@ async function getJson(path) {
 
 // ---- the link -------------------------------------------------------------------------------------
 
-function exportParams({ preview = false } = {}) {
+/** The rows a link reads: the table, its search and its filters (before any summary). */
+function tableParams() {
   const params = [["resource", state.resource.name]];
-  if (state.fields.length > 0) params.push(["fields", state.fields.join(",")]);
   const q = $("q").value.trim();
   if (q) params.push(["q", q]);
   for (const filter of state.filters) {
     if (filter.column === "" || filter.value === "") continue;
     params.push([filter.op === "eq" ? `filter.${filter.column}` : `filter.${filter.column}[${filter.op}]`, filter.value]);
   }
+  return params;
+}
+
+function exportParams({ preview = false } = {}) {
+  if (state.mode === "summary") return summaryParams({ preview });
+  const params = tableParams();
+  if (state.fields.length > 0) params.splice(1, 0, ["fields", state.fields.join(",")]);
   const sort = $("sort-column").value;
   if (sort) params.push(["sort", $("sort-direction").value ? `${sort} desc` : sort]);
   const limit = $("limit").value.trim();
@@ -63,6 +92,27 @@ function exportParams({ preview = false } = {}) {
   else if (limit !== "") params.push(["limit", limit]);
   if (offset !== "" && offset !== "0") params.push(["offset", offset]);
   if (preview) return params;
+  return [...params, ...formatParams()];
+}
+
+/** /aggregate's parameters: group_by and measures named as the output columns will be. */
+function summaryParams({ preview = false } = {}) {
+  const params = tableParams();
+  const groups = summaryGroups();
+  if (groups.length > 0) params.push(["group_by", groups.map((g) => g.name).join(",")]);
+  params.push(["measures", summaryMeasures().map((m) => m.name).join(",")]);
+  const sort = $("summary-sort").value;
+  if (sort) params.push(["sort", $("summary-direction").value ? `${sort} desc` : sort]);
+  const limit = $("summary-limit").value.trim();
+  if (preview) params.push(["limit", String(Math.min(CHART_ROWS, limit === "" || !/^\d+$/.test(limit) ? CHART_ROWS : Number(limit)))]);
+  else if (limit !== "") params.push(["limit", limit]);
+  if (preview) return params;
+  return [...params, ...formatParams()];
+}
+
+/** What the chosen format's options add to a link. */
+function formatParams() {
+  const params = [];
   if (state.format === "csv" || state.format === "tsv") {
     if (state.format === "csv" && $("delimiter").value !== ",") params.push(["delimiter", $("delimiter").value]);
     if (!$("header").checked) params.push(["header", "0"]);
@@ -78,7 +128,8 @@ function exportParams({ preview = false } = {}) {
 }
 
 const encode = (text) => encodeURIComponent(text).replaceAll("%2C", ",");
-const pathOf = (format, params) => `/export.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
+/** The link's path: rows from /export, a summary from /aggregate. ( and ) stay as typed: `sum(amount)`. */
+const pathOf = (format, params) => `/${state.mode === "summary" ? "aggregate" : "export"}.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
 
 /** POST /links: only with signing on, as an operator. */
 async function sign(path, expiresIn) {
@@ -97,6 +148,7 @@ async function sign(path, expiresIn) {
  * MAX_ROWS, or no limit while more rows than that match (the count comes with the preview).
  */
 function linkWarnings() {
+  if (state.mode === "summary") return [];
   const max = state.resource.max_rows;
   if (typeof max !== "number") return [];
   const limit = $("limit").value.trim();
@@ -126,8 +178,12 @@ function renderOutput(link) {
   const box = $("snippets");
   box.replaceChildren();
   if (link === "") return;
-  for (const snippet of SNIPPETS) {
-    const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim());
+  const summary = state.mode === "summary";
+  const list = summary ? SUMMARY_SNIPPETS : SNIPPETS;
+  const shape = summary ? { groups: summaryGroups(), measures: summaryMeasures() } : undefined;
+  if (!list.some((snippet) => snippet.id === state.tool)) state.tool = list[0].id;
+  for (const snippet of list) {
+    const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim(), shape);
     const id = `snippet-${snippet.id}`;
     // One tool's snippet open at a time (an exclusive group of <details>): the page stays short.
     const part = el("details", { className: "snippet", name: "tool", open: snippet.id === state.tool }, el("summary", {}, el("h3", { textContent: snippet.title, id: `${id}-title` })));
@@ -183,7 +239,7 @@ function refreshLink() {
   renderLinkWarnings();
   renderSortNote();
   state.total = undefined;
-  markCounting("Counting matching rows…");
+  markCounting(state.mode === "summary" ? "Summarizing…" : "Counting matching rows…");
   schedulePreview();
 }
 
@@ -191,9 +247,10 @@ function refreshLink() {
 function renderSortNote() {
   const column = $("sort-column").value;
   $("sort-direction").disabled = column === "";
+  $("summary-direction").disabled = $("summary-sort").value === "";
   const picked = state.resource.columns.find((c) => c.id === column);
   const note = $("sort-note");
-  note.hidden = !(picked && $("sort-direction").value === "desc");
+  note.hidden = !(state.mode === "rows" && picked && $("sort-direction").value === "desc");
   if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
 }
 
@@ -224,6 +281,7 @@ function schedulePreview() {
 }
 
 async function preview() {
+  if (state.mode === "summary") return previewSummary();
   const run = ++previewRun;
   const warnings = [];
   let path = pathOf("json", exportParams({ preview: true }));
@@ -259,6 +317,66 @@ async function preview() {
   }
   $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
   $("preview").dataset.ready = String(run);
+}
+
+/** The summary's preview: its first groups as a table, and all fetched (up to CHART_ROWS) as a chart. */
+async function previewSummary() {
+  const run = ++previewRun;
+  const warnings = [];
+  let path = pathOf("json", exportParams({ preview: true }));
+  const asked = Number(new URLSearchParams(path.split("?")[1]).get("limit"));
+  let rows = [];
+  try {
+    if (state.signing) path = await sign(path);
+    const response = await fetch(path, { headers: { accept: "application/json" } });
+    const body = parseExact(await response.text());
+    if (run !== previewRun) return;
+    if (!response.ok) {
+      $("count").textContent = "This link would fail:";
+      $("count").dataset.state = "failed";
+      warnings.push(body.error?.message ?? `HTTP ${response.status}`);
+    } else {
+      rows = body;
+      const more = rows.length >= asked && $("summary-limit").value.trim() === "";
+      $("count").textContent = `${rows.length.toLocaleString("en")}${more ? " or more" : ""} ${rows.length === 1 ? "group" : "groups"}${rows.length > PREVIEW_ROWS ? `, the first ${PREVIEW_ROWS} shown` : ""}`;
+      $("count").dataset.total = String(rows.length);
+      $("count").dataset.state = "done";
+      const by = response.headers.get("x-aggregated-by");
+      if (by) $("count").title = by === "ckan-sql" ? "Computed by the portal's database" : "Computed by the worker";
+      if (more) warnings.push(`The chart shows the first ${CHART_ROWS} groups: set a top (limit), or fewer groups, to see them all.`);
+      if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
+    }
+  } catch (error) {
+    if (run !== previewRun) return;
+    $("count").textContent = "No preview:";
+    $("count").dataset.state = "failed";
+    warnings.push(String(error.message ?? error));
+  }
+  $("count").ariaBusy = "false";
+  const names = [...summaryGroups(), ...summaryMeasures()];
+  const labels = new Map(names.map((n) => [n.name, n.label]));
+  renderTable(rows.length > 0 ? Object.keys(rows[0]) : names.map((n) => n.name), rows.slice(0, PREVIEW_ROWS), (name) => ({ text: labels.get(name) ?? name, id: name }));
+  chartRows = rows;
+  renderChart(rows);
+  $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
+  $("preview").dataset.ready = String(run);
+}
+
+/** The rows of the last summary preview, drawn again when another measure is charted. */
+let chartRows = [];
+function renderChart(rows) {
+  const measures = summaryMeasures();
+  const box = $("chart-box");
+  box.hidden = state.mode !== "summary" || rows.length === 0;
+  if (box.hidden) return $("chart").replaceChildren();
+  const select = $("chart-measure");
+  const kept = select.value;
+  select.replaceChildren(...measures.map((m) => el("option", { value: m.name, textContent: m.label, selected: m.name === kept })));
+  const measure = measures.find((m) => m.name === select.value) ?? measures[0];
+  const model = chartModel(rows, summaryGroups(), measure);
+  const parts = [drawChart(model, $("chart").clientWidth || 640)];
+  if (model.left_out > 0) parts.push(el("figcaption", { className: "muted", textContent: model.kind === "line" ? `${model.left_out} more lines not drawn.` : `${model.left_out} more groups not drawn.` }));
+  $("chart").replaceChildren(...parts);
 }
 
 /** A table column's heading: its label where the data dictionary has one, as the picker shows it. */
@@ -313,6 +431,106 @@ function renderColumns() {
   );
 }
 
+// ---- the summary: group columns and measures ------------------------------------------------------
+
+const columnOf = (id) => state.resource.columns.find((c) => c.id === id);
+const labelOf = (id) => columnOf(id)?.label ?? id;
+
+/** The complete group columns, named as the link and the answer's columns name them. */
+function summaryGroups() {
+  return state.groups
+    .filter((g) => g.column !== "" && columnOf(g.column))
+    .map((g) => ({
+      name: g.bucket ? `${g.bucket}(${g.column})` : g.column,
+      label: g.bucket ? `${labelOf(g.column)} (${g.bucket})` : labelOf(g.column),
+      kind: g.bucket || DATE_TYPES.test(columnOf(g.column).type) ? "date" : "text",
+    }));
+}
+
+/** The complete measures (count when none is), named as the answer's columns. */
+function summaryMeasures() {
+  const complete = state.measures
+    .filter((m) => m.fn === "count" || (m.column !== "" && columnOf(m.column)))
+    .map((m) => {
+      if (m.fn === "count") return { name: "count", label: "count" };
+      const fn = m.fn === "countf" ? "count" : m.fn;
+      return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})` };
+    });
+  // The same measure twice would be the same column twice.
+  const unique = [...new Map(complete.map((m) => [m.name, m])).values()];
+  return unique.length > 0 ? unique : [{ name: "count", label: "count" }];
+}
+
+function renderSummary() {
+  const columns = state.resource.columns.filter(summable);
+  const option = (c, selected) => el("option", { value: c.id, textContent: c.label ? `${c.label} (${c.id})` : c.id, selected });
+  $("groups").replaceChildren(
+    ...state.groups.map((group, index) => {
+      const column = el("select", { id: `group-${index}-column` }, el("option", { value: "", textContent: "Column…" }), ...columns.map((c) => option(c, c.id === group.column)));
+      const dated = columnOf(group.column) && DATE_TYPES.test(columnOf(group.column).type);
+      // Date and timestamp columns group by their year, month or day (the first instant of each).
+      const bucket = el("select", { id: `group-${index}-bucket`, disabled: !dated },
+        ...[["", dated ? "each value" : "—"], ...(dated ? [["year", "year"], ["month", "month"], ["day", "day"]] : [])].map(([v, t]) => el("option", { value: v, textContent: t, selected: v === group.bucket })));
+      const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove group ${index + 1}` });
+      column.addEventListener("change", () => {
+        group.column = column.value;
+        group.bucket = columnOf(column.value) && DATE_TYPES.test(columnOf(column.value).type) ? "month" : "";
+        summaryChanged();
+      });
+      bucket.addEventListener("change", () => ((group.bucket = bucket.value), summaryChanged()));
+      remove.addEventListener("click", () => (state.groups.splice(index, 1), summaryChanged()));
+      return el("div", { className: "pick" },
+        el("div", {}, el("label", { htmlFor: column.id, textContent: `Group ${index + 1}` }), column),
+        el("div", {}, el("label", { htmlFor: bucket.id, textContent: "By" }), bucket),
+        remove);
+    }),
+  );
+  $("add-group").disabled = state.groups.length >= 8;
+  $("measures").replaceChildren(
+    ...state.measures.map((measure, index) => {
+      const fn = el("select", { id: `measure-${index}-fn` }, ...Object.entries(MEASURES).map(([v, m]) => el("option", { value: v, textContent: m.text, selected: v === measure.fn })));
+      const allowed = columns.filter(MEASURES[measure.fn].of);
+      const column = el("select", { id: `measure-${index}-column`, disabled: measure.fn === "count" },
+        el("option", { value: "", textContent: measure.fn === "count" ? "—" : "Column…" }), ...allowed.map((c) => option(c, c.id === measure.column)));
+      const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove measure ${index + 1}`, disabled: state.measures.length === 1 });
+      fn.addEventListener("change", () => {
+        measure.fn = fn.value;
+        if (!columns.filter(MEASURES[fn.value].of).some((c) => c.id === measure.column)) measure.column = "";
+        summaryChanged();
+      });
+      column.addEventListener("change", () => ((measure.column = column.value), summaryChanged()));
+      remove.addEventListener("click", () => (state.measures.splice(index, 1), summaryChanged()));
+      return el("div", { className: "pick" },
+        el("div", {}, el("label", { htmlFor: fn.id, textContent: `Measure ${index + 1}` }), fn),
+        el("div", {}, el("label", { htmlFor: column.id, textContent: "Column" }), column),
+        remove);
+    }),
+  );
+  $("add-measure").disabled = state.measures.length >= 16;
+  // Sort by any output column; one that is gone (its group or measure removed) resets with its direction.
+  const outputs = [...summaryGroups(), ...summaryMeasures()];
+  const sort = $("summary-sort").value;
+  $("summary-sort").replaceChildren(el("option", { value: "", textContent: "Group order" }), ...outputs.map((o) => el("option", { value: o.name, textContent: o.label, selected: o.name === sort })));
+  if ($("summary-sort").value === "") $("summary-direction").value = "";
+}
+
+function summaryChanged() {
+  renderSummary();
+  refreshLink();
+}
+
+function setMode(mode) {
+  state.mode = mode;
+  const summary = mode === "summary";
+  $("rows-panel").hidden = summary;
+  $("summary-panel").hidden = !summary;
+  $("rows-before").hidden = !summary;
+  $("columns-title").textContent = summary ? "2. Summary" : "2. Columns";
+  for (const node of document.querySelectorAll(".rows-only")) node.hidden = summary;
+  if (!summary) $("chart-box").hidden = true;
+  if (state.resource && !state.loading) summaryChanged();
+}
+
 function renderFilters() {
   const columns = state.resource.columns;
   $("filters").replaceChildren(
@@ -350,7 +568,14 @@ async function pickResource(name) {
   const run = ++pickRun;
   state.fields = [];
   state.filters = [];
+  state.groups = [];
+  state.measures = [{ fn: "count", column: "" }];
   state.resource = undefined;
+  $("summary-sort").replaceChildren(el("option", { value: "", textContent: "Group order" }));
+  $("summary-direction").value = "";
+  $("groups").replaceChildren();
+  $("measures").replaceChildren();
+  $("chart-box").hidden = true;
   // The sort's column and its direction reset together: a new table starts in its own order.
   $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }));
   $("sort-direction").value = "";
@@ -382,6 +607,7 @@ async function pickResource(name) {
   $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }), ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })));
   renderColumns();
   renderFilters();
+  renderSummary();
   refreshLink();
   renderSnapshots(name);
 }
@@ -446,7 +672,24 @@ async function start() {
     });
     $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, FORMAT_NAMES[format]));
   }
-  for (const id of ["q", "limit", "offset", "filename"]) $(id).addEventListener("input", refreshLink);
+  for (const id of ["q", "limit", "offset", "filename", "summary-limit"]) $(id).addEventListener("input", refreshLink);
+  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", () => setMode(radio.value));
+  $("add-group").addEventListener("click", () => {
+    state.groups.push({ column: "", bucket: "" });
+    renderSummary();
+    $(`group-${state.groups.length - 1}-column`).focus();
+  });
+  $("add-measure").addEventListener("click", () => {
+    state.measures.push({ fn: "sum", column: "" });
+    renderSummary();
+    $(`measure-${state.measures.length - 1}-column`).focus();
+  });
+  $("summary-sort").addEventListener("change", () => {
+    if ($("summary-sort").value === "") $("summary-direction").value = "";
+    refreshLink();
+  });
+  $("summary-direction").addEventListener("change", refreshLink);
+  $("chart-measure").addEventListener("change", () => renderChart(chartRows));
   // Back to the table's order: no direction left over for the next column picked.
   $("sort-column").addEventListener("change", () => {
     if ($("sort-column").value === "") $("sort-direction").value = "";
