@@ -8,6 +8,8 @@ export interface Env {
   RESOURCES?: unknown;
   /** Most rows one export may return (default 1000000). */
   MAX_ROWS?: string;
+  /** Most groups one aggregate keeps (default 100000). */
+  MAX_GROUPS?: string;
   /** Rows per upstream page (default and maximum 32000, CKAN's rows_max). */
   PAGE_SIZE?: string;
   /** Seconds before an upstream call is abandoned (default 30). */

@@ -27,6 +27,8 @@ export interface ExportRun {
   packed: boolean;
   body: ReadableStream<Uint8Array>;
   progress: ExportProgress;
+  /** Headers this kind of answer adds (an aggregate's `X-Aggregated-By`). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -56,7 +58,6 @@ export async function runExport(
   client: CkanClient,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<ExportRun> {
-  const format = ENCODERS[query.format];
   const abort = new AbortController();
   const admission = admitExport();
   let table: Table;
@@ -69,6 +70,22 @@ export async function runExport(
     admission.release();
     throw error;
   }
+  return streamTable(query, config, table, admission, abort, onDone);
+}
+
+/**
+ * An opened table (CKAN's pages, or an aggregate's result rows) through its format's encoder to a
+ * byte stream: the admission is released and `onDone` told when the stream ends, however it ends.
+ */
+export async function streamTable(
+  query: Pick<ExportQuery, "format" | "csv" | "numeric">,
+  config: Config,
+  table: Table,
+  admission: Admission,
+  abort: AbortController,
+  onDone?: (progress: ExportProgress) => void,
+): Promise<ExportRun> {
+  const format = ENCODERS[query.format];
   const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {

@@ -24,7 +24,7 @@ export function allowedParams(format: FormatName): string[] {
   return [...COMMON_NAMES, ...FORMATS[format].params];
 }
 
-function single(params: URLSearchParams, name: string): string | undefined {
+export function single(params: URLSearchParams, name: string): string | undefined {
   const values = params.getAll(name);
   if (values.length > 1) throw badRequest(name, `Parameter ${name} is given ${values.length} times; give it once.`);
   return values[0];
@@ -57,7 +57,7 @@ function checkNames(params: URLSearchParams, format: FormatName): void {
 }
 
 /** A whole number up to `max`; above it (however many digits), a 400 saying whose maximum it passes. */
-function wholeNumber(name: string, value: string | undefined, max: number, above: (text: string) => string): number | undefined {
+export function wholeNumber(name: string, value: string | undefined, max: number, above: (text: string) => string): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
   if (!/^\d+$/.test(text)) throw badRequest(name, `Parameter ${name} must be a whole number, 0 or more (got "${clip(value)}").`);
@@ -94,7 +94,7 @@ function checkFieldName(parameter: string, name: string): void {
   }
 }
 
-function checkLength(parameter: string, value: string | undefined, max: number): void {
+export function checkLength(parameter: string, value: string | undefined, max: number): void {
   if (value !== undefined && value.length > max) {
     throw badRequest(parameter, `Parameter ${parameter} is ${value.length} characters long; the most this worker accepts is ${max}.`);
   }
