@@ -277,6 +277,8 @@ let previewTimer;
 let previewRun = 0;
 function schedulePreview() {
   clearTimeout(previewTimer);
+  // A preview still on its way answers for the state before this change: it must not land.
+  previewRun++;
   previewTimer = setTimeout(preview, 300);
 }
 
@@ -324,7 +326,6 @@ async function previewSummary() {
   const run = ++previewRun;
   const warnings = [];
   let path = pathOf("json", exportParams({ preview: true }));
-  const asked = Number(new URLSearchParams(path.split("?")[1]).get("limit"));
   let rows = [];
   try {
     if (state.signing) path = await sign(path);
@@ -337,9 +338,15 @@ async function previewSummary() {
       warnings.push(body.error?.message ?? `HTTP ${response.status}`);
     } else {
       rows = body;
-      const more = rows.length >= asked && $("summary-limit").value.trim() === "";
-      $("count").textContent = `${rows.length.toLocaleString("en")}${more ? " or more" : ""} ${rows.length === 1 ? "group" : "groups"}${rows.length > PREVIEW_ROWS ? `, the first ${PREVIEW_ROWS} shown` : ""}`;
-      $("count").dataset.total = String(rows.length);
+      // X-Total-Count: the groups before limit; the link's own top N, if any, keeps fewer.
+      const header = response.headers.get("x-total-count");
+      const groups = header === null ? rows.length : Number(header);
+      const limit = $("summary-limit").value.trim();
+      const kept = /^\d+$/.test(limit) ? Math.min(groups, Number(limit)) : groups;
+      const more = kept > rows.length;
+      const top = kept < groups ? `top ${kept.toLocaleString("en")} of ` : "";
+      $("count").textContent = `${top}${groups.toLocaleString("en")} ${groups === 1 ? "group" : "groups"}${rows.length > PREVIEW_ROWS ? `, the first ${PREVIEW_ROWS} shown` : ""}`;
+      $("count").dataset.total = String(groups);
       $("count").dataset.state = "done";
       const by = response.headers.get("x-aggregated-by");
       if (by) $("count").title = by === "ckan-sql" ? "Computed by the portal's database" : "Computed by the worker";
@@ -388,8 +395,10 @@ function headingOf(id) {
 function renderTable(columns, rows, heading = (id) => ({ text: id, id })) {
   const head = el("tr", {}, ...columns.map((c) => {
     const { text, id } = heading(c);
-    // The id on hover, and for screen readers when the label differs.
-    return el("th", { scope: "col", textContent: text, title: id === text ? "" : id });
+    // The id on hover where the label differs.
+    const th = el("th", { scope: "col", textContent: text });
+    if (id !== text) th.title = id;
+    return th;
   }));
   $("preview").tHead.replaceChildren(head);
   $("preview").tBodies[0].replaceChildren(
@@ -647,7 +656,10 @@ function withCode(text) {
 async function renderReference() {
   const doc = await getJson("/openapi.json");
   // Every export's parameters, once each (some belong to one format: numeric to Parquet).
-  const params = [...new Map(Object.entries(doc.paths).filter(([path]) => path.startsWith("/export.")).flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]))).values()];
+  // Exports' descriptions first; then what only aggregates take (group_by, measures).
+  const of = (prefix) => Object.entries(doc.paths).filter(([path]) => path.startsWith(prefix)).flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]));
+  const exports = new Map(of("/export."));
+  const params = [...new Map([...exports, ...of("/aggregate.").filter(([name]) => !exports.has(name))]).values()];
   $("reference").replaceChildren(
     ...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", {}, ...withCode(`${p.description}.`), " Example: ", el("code", { textContent: p["x-example-link"] }))]),
   );

@@ -20,17 +20,20 @@ function numberOf(value) {
   return Number.isFinite(number) ? number : undefined;
 }
 
-/** Round steps (1, 2, 5 times a power of ten) covering [low, high], zero included. */
-export function ticks(low, high, most = 5) {
-  const min = Math.min(0, low);
-  const max = Math.max(0, high);
-  if (min === max) return [0, 1];
-  const raw = (max - min) / most;
+/** The axis from zero to the values (both ways when some are negative); [0, 1] when all are zero. */
+export function domain(values) {
+  const lo = Math.min(0, ...values);
+  const hi = Math.max(0, ...values);
+  return lo === hi ? [0, 1] : [lo, hi];
+}
+
+/** Round ticks (1, 2 or 5 times a power of ten apart, zero among them) inside [lo, hi]: at most `most` steps. */
+export function ticks([lo, hi], most = 5) {
+  const raw = (hi - lo) / most;
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((f) => f * power).find((s) => s >= raw) ?? raw;
   const out = [];
-  for (let t = Math.floor(min / step) * step; t <= max + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
-  if (out[out.length - 1] < max) out.push(out[out.length - 1] + step);
+  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
   return out;
 }
 
@@ -72,7 +75,9 @@ function node(tag, attributes = {}, ...children) {
 }
 const title = (text) => node("title", {}, text);
 const short = (text, most) => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
-const tickText = (t) => (Math.abs(t) >= 1e6 || (Math.abs(t) < 1e-3 && t !== 0) ? t.toExponential(1) : t.toLocaleString("en", { maximumFractionDigits: 6 }));
+/** A tick's number, short: 25K, 1.2M, 3.4E+21 (the exact values are in the bars' and points' titles). */
+const tickText = (t) =>
+  Math.abs(t) >= 1e15 || (Math.abs(t) < 1e-3 && t !== 0) ? t.toExponential(1).toUpperCase() : t.toLocaleString("en", { notation: Math.abs(t) >= 1e4 ? "compact" : "standard", maximumFractionDigits: 6 });
 
 /**
  * The model as an <svg>, drawn for a box `width` pixels wide (text stays 12 px on a phone as on a
@@ -89,8 +94,9 @@ function drawBars(model, width) {
   const top = 24;
   const height = top + model.bars.length * BAR + 24;
   const values = model.bars.map((b) => b.value).filter((v) => v !== undefined);
-  const scale = ticks(Math.min(0, ...values), Math.max(0, ...values));
-  const [lo, hi] = [scale[0], scale[scale.length - 1]];
+  // About one tick per 80 px: their labels never run into each other on a phone.
+  const [lo, hi] = domain(values);
+  const scale = ticks([lo, hi], Math.max(2, Math.floor((width - left - right) / 80)));
   const x = (v) => left + ((v - lo) / (hi - lo)) * (width - left - right);
   const svg = node("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", class: "chart", "data-kind": "bar" });
   svg.append(title(`Bar chart of ${model.measure.label}`));
@@ -125,8 +131,8 @@ function drawLine(model, width) {
   const [t0, t1] = [time(xs[0]), time(xs[xs.length - 1])];
   const x = (text) => (t1 === t0 ? (left + width - right) / 2 : left + ((time(text) - t0) / (t1 - t0)) * (width - left - right));
   const values = model.series.flatMap((s) => s.points.map((p) => p.y)).filter((v) => v !== undefined);
-  const scale = ticks(Math.min(0, ...values), Math.max(0, ...values));
-  const [lo, hi] = [scale[0], scale[scale.length - 1]];
+  const [lo, hi] = domain(values);
+  const scale = ticks([lo, hi]);
   const y = (v) => top + plot - ((v - lo) / (hi - lo)) * plot;
   const svg = node("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", class: "chart", "data-kind": "line" });
   svg.append(title(`Line chart of ${model.measure.label} over ${model.x.label}`));
