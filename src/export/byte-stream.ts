@@ -58,6 +58,25 @@ export async function* encodeTable(
   if (pending + end !== "") yield pending + end;
 }
 
+/**
+ * How long a download may wait on its reader: a chunk not taken within `stallMs` stops the export
+ * (a client that stopped reading), and so does a reader that, over `stallMs` of waiting, took less
+ * than `minBytesPerSecond` (a trickle that would hold the isolate's slot for ever).
+ */
+export interface StallWatch {
+  stallMs: number;
+  minBytesPerSecond: number;
+}
+
+/** The least a reader must take per second of waiting, averaged over the stall time (see README, "Security"). */
+export const MIN_BYTES_PER_SECOND = 4096;
+
+const stalled = (watch: StallWatch): HttpError =>
+  new HttpError(408, `The download made no progress for ${watch.stallMs / 1000} s (the client stopped reading), so the export was stopped.`);
+
+const tooSlow = (watch: StallWatch): HttpError =>
+  new HttpError(408, `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`);
+
 export interface ByteStreamHooks {
   /** Text that marks a cut-off download as incomplete ("" when stopping is enough). */
   failure(reason: string): string;
@@ -98,7 +117,11 @@ function lastChunks(failureText: string): string[] {
  * can end a whole file saying it stopped short (`cutOff`) ends normally instead, the failure still
  * reported to `done`.
  */
-export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
+export function toByteStream(
+  chunks: AsyncGenerator<string | Uint8Array, void, undefined>,
+  hooks: ByteStreamHooks,
+  watch?: StallWatch,
+): ReadableStream<Uint8Array> {
   const utf8 = new TextEncoder();
   let bytes = 0;
   let failed: HttpError | undefined;
@@ -107,35 +130,99 @@ export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, u
   /** After a cut-off: the file ended whole, close once it is sent. */
   let closing = false;
   let finished = false;
+  let ended = false;
   const finish = (error?: HttpError): void => {
     if (finished) return;
     finished = true;
     hooks.done?.(error === undefined ? { bytes } : { bytes, error });
   };
 
+  // The watchdog: time spent waiting for the reader to take a chunk, and what it took meanwhile.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let waitingSince: number | undefined;
+  let waiting = { ms: 0, bytes: 0 };
+  let lastChunk = 0;
+  const disarm = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const enqueue = (controller: ReadableStreamDefaultController<Uint8Array>, data: Uint8Array): void => {
+    controller.enqueue(data);
+    if (watch === undefined || watch.stallMs <= 0) return;
+    lastChunk = data.byteLength;
+    waitingSince = Date.now();
+    disarm();
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (ended) return;
+      // Stopped already (its last line waits, untaken): end the connection now.
+      if (failed !== undefined) return end(controller, failed);
+      stop(controller, stalled(watch));
+    }, watch.stallMs);
+  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
+    ended = true;
+    disarm();
+    controller.error(error);
+  };
+
+  /**
+   * The client stopped reading (or reads too slowly): the export stops as if upstream had failed.
+   * Paging stops and its pages are let go, the isolate's slot is freed, the last line waits for a
+   * reader that may never come (the watchdog ends the stream if none does).
+   */
+  const stop = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
+    failed = error;
+    finish(failed);
+    hooks.cancel?.();
+    void chunks.return().catch(() => {});
+    const trailer = hooks.failure(`${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`);
+    last.push(...lastChunks(trailer));
+    enqueue(controller, utf8.encode(last.shift()!));
+  };
+
+  /** The reader took the last chunk: was it in time, and is it keeping up the minimum rate? */
+  const taken = (): HttpError | undefined => {
+    disarm();
+    if (watch === undefined || waitingSince === undefined) return undefined;
+    waiting = { ms: waiting.ms + Date.now() - waitingSince, bytes: waiting.bytes + lastChunk };
+    waitingSince = undefined;
+    if (waiting.ms < watch.stallMs) return undefined;
+    const slow = waiting.bytes < (watch.minBytesPerSecond * waiting.ms) / 1000;
+    waiting = { ms: 0, bytes: 0 };
+    return slow ? tooSlow(watch) : undefined;
+  };
+
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        const slow = taken();
         if (closing) {
+          ended = true;
           controller.close();
           return;
         }
         if (failed !== undefined) {
           const text = last.shift();
-          if (text === undefined) controller.error(failed);
-          else controller.enqueue(utf8.encode(text));
+          if (text === undefined) end(controller, failed);
+          else enqueue(controller, utf8.encode(text));
+          return;
+        }
+        if (slow !== undefined) {
+          stop(controller, slow);
           return;
         }
         try {
           const next = await chunks.next();
           if (next.done) {
             finish();
+            ended = true;
             controller.close();
             return;
           }
           const data = typeof next.value === "string" ? own(utf8.encode(next.value)) : next.value;
           bytes += data.byteLength;
-          controller.enqueue(data);
+          enqueue(controller, data);
         } catch (error) {
           failed = toHttpError(error);
           finish(failed);
@@ -145,20 +232,22 @@ export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, u
             closing = true;
             const data = utf8.encode(ending);
             bytes += data.byteLength;
-            controller.enqueue(data);
+            enqueue(controller, data);
             return;
           }
           const trailer = hooks.failure(reason);
           // Nothing sent and nothing to add: no chunk to protect, error at once.
           if (trailer === "" && bytes === 0) {
-            controller.error(failed);
+            end(controller, failed);
             return;
           }
           last.push(...lastChunks(trailer));
-          controller.enqueue(utf8.encode(last.shift()!));
+          enqueue(controller, utf8.encode(last.shift()!));
         }
       },
       async cancel() {
+        ended = true;
+        disarm();
         hooks.cancel?.();
         finish();
         await chunks.return();

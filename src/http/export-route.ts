@@ -1,5 +1,6 @@
 import { CkanClient } from "../ckan/client.ts";
-import { IsolateBusy } from "../ckan/page-budget.ts";
+import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
+import { clientOf } from "../security/rate-limit.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
@@ -88,9 +89,13 @@ export async function exportRoute<Q extends ExportQuery>(request: Request, forma
     if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
   }
+  // One client cannot take the isolate: its place is given back once its export ends, however it ends.
+  const slot = admitClient(clientOf(request));
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
+  void completion.then(slot.release);
   const response = await freshExport({ query, key, policy, request, report }, deps, pipeline).catch((error: unknown) => {
+    slot.release();
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;

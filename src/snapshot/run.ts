@@ -94,7 +94,8 @@ export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: 
   const key = datedKey(job.name, time, format);
   const query = job.queries[format]!;
   const started = new Date().toISOString();
-  const run = await runExport(query, config, new CkanClient(config, deps.upstreamFetch));
+  // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
+  const run = await runExport(query, { ...config, stallSeconds: 0 }, new CkanClient(config, deps.upstreamFetch));
   const total = run.table.total ?? null;
   const encoding = storedEncoding(job, format);
   let finished = "";
