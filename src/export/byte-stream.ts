@@ -77,6 +77,99 @@ const stalled = (watch: StallWatch): HttpError =>
 const tooSlow = (watch: StallWatch): HttpError =>
   new HttpError(408, `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`);
 
+/**
+ * Times a reader: `given` when a chunk is handed to it (the timer starts), `taken` when it asks for
+ * the next (was it in time, and over the stall time, did it take at least the minimum rate?).
+ * Without a watch (or with a stall time of 0) it never fires.
+ */
+export class ReaderWatch {
+  readonly #watch: StallWatch | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #since: number | undefined;
+  #chunk = 0;
+  #waited = { ms: 0, bytes: 0 };
+
+  constructor(watch: StallWatch | undefined) {
+    this.#watch = watch !== undefined && watch.stallMs > 0 ? watch : undefined;
+  }
+
+  given(bytes: number, onStall: (error: HttpError) => void): void {
+    const watch = this.#watch;
+    if (watch === undefined) return;
+    this.disarm();
+    this.#chunk = bytes;
+    this.#since = Date.now();
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      onStall(stalled(watch));
+    }, watch.stallMs);
+  }
+
+  /** The reader asks for more: undefined while it keeps up, else the error that stops it. */
+  taken(): HttpError | undefined {
+    this.disarm();
+    const watch = this.#watch;
+    if (watch === undefined || this.#since === undefined) return undefined;
+    this.#waited = { ms: this.#waited.ms + Date.now() - this.#since, bytes: this.#waited.bytes + this.#chunk };
+    this.#since = undefined;
+    if (this.#waited.ms < watch.stallMs) return undefined;
+    const slow = this.#waited.bytes < (watch.minBytesPerSecond * this.#waited.ms) / 1000;
+    this.#waited = { ms: 0, bytes: 0 };
+    return slow ? tooSlow(watch) : undefined;
+  }
+
+  disarm(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/**
+ * A stream handed on as it is, its reader timed (see ReaderWatch): a reader that stalls or trickles
+ * gets an error, and the source is cancelled (for a tee's branch: the other branch goes on, and the
+ * bytes held for this one are let go).
+ */
+export function watchedReader(source: ReadableStream<Uint8Array>, watch: StallWatch, onStopped?: (error: HttpError) => void): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const watchdog = new ReaderWatch(watch);
+  let stopped = false;
+  const stop = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
+    if (stopped) return;
+    stopped = true;
+    watchdog.disarm();
+    onStopped?.(error);
+    controller.error(error);
+    void reader.cancel(error).catch(() => {});
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const slow = watchdog.taken();
+        if (slow !== undefined) return stop(controller, slow);
+        try {
+          const { done, value } = await reader.read();
+          if (stopped) return;
+          if (done) {
+            watchdog.disarm();
+            controller.close();
+            return;
+          }
+          controller.enqueue(value);
+          watchdog.given(value.byteLength, (error) => stop(controller, error));
+        } catch (error) {
+          watchdog.disarm();
+          if (!stopped) controller.error(error);
+        }
+      },
+      cancel: (reason) => {
+        watchdog.disarm();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 export interface ByteStreamHooks {
   /** Text that marks a cut-off download as incomplete ("" when stopping is enough). */
   failure(reason: string): string;
@@ -137,32 +230,19 @@ export function toByteStream(
     hooks.done?.(error === undefined ? { bytes } : { bytes, error });
   };
 
-  // The watchdog: time spent waiting for the reader to take a chunk, and what it took meanwhile.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let waitingSince: number | undefined;
-  let waiting = { ms: 0, bytes: 0 };
-  let lastChunk = 0;
-  const disarm = (): void => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-  };
+  const watchdog = new ReaderWatch(watch);
   const enqueue = (controller: ReadableStreamDefaultController<Uint8Array>, data: Uint8Array): void => {
     controller.enqueue(data);
-    if (watch === undefined || watch.stallMs <= 0) return;
-    lastChunk = data.byteLength;
-    waitingSince = Date.now();
-    disarm();
-    timer = setTimeout(() => {
-      timer = undefined;
+    watchdog.given(data.byteLength, (error) => {
       if (ended) return;
       // Stopped already (its last line waits, untaken): end the connection now.
       if (failed !== undefined) return end(controller, failed);
-      stop(controller, stalled(watch));
-    }, watch.stallMs);
+      stop(controller, error);
+    });
   };
   const end = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
     ended = true;
-    disarm();
+    watchdog.disarm();
     controller.error(error);
   };
 
@@ -181,22 +261,10 @@ export function toByteStream(
     enqueue(controller, utf8.encode(last.shift()!));
   };
 
-  /** The reader took the last chunk: was it in time, and is it keeping up the minimum rate? */
-  const taken = (): HttpError | undefined => {
-    disarm();
-    if (watch === undefined || waitingSince === undefined) return undefined;
-    waiting = { ms: waiting.ms + Date.now() - waitingSince, bytes: waiting.bytes + lastChunk };
-    waitingSince = undefined;
-    if (waiting.ms < watch.stallMs) return undefined;
-    const slow = waiting.bytes < (watch.minBytesPerSecond * waiting.ms) / 1000;
-    waiting = { ms: 0, bytes: 0 };
-    return slow ? tooSlow(watch) : undefined;
-  };
-
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        const slow = taken();
+        const slow = watchdog.taken();
         if (closing) {
           ended = true;
           controller.close();
@@ -247,7 +315,7 @@ export function toByteStream(
       },
       async cancel() {
         ended = true;
-        disarm();
+        watchdog.disarm();
         hooks.cancel?.();
         finish();
         await chunks.return();

@@ -1,6 +1,7 @@
 import { CkanClient } from "../ckan/client.ts";
 import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
 import { clientOf } from "../security/rate-limit.ts";
+import { MIN_BYTES_PER_SECOND } from "../export/byte-stream.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
@@ -133,7 +134,7 @@ async function freshExport<Q extends ExportQuery>(fresh: Fresh<Q>, deps: ExportR
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { free: false }), { status: 200, headers });
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND }), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
