@@ -6,7 +6,7 @@ import { ExportLimit, FormatSizeExceeded, type HttpError } from "../errors.ts";
 import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
-import { ENCODERS } from "../format/index.ts";
+import { encoderFor, ENCODERS } from "../format/index.ts";
 import { encodeTable, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
@@ -39,8 +39,8 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
     const ndjson = query.format === "ndjson";
     return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: jsonCsvReader(incoming, dropFrom, ndjson) }) };
   }
-  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.csv.decimal !== ".") return undefined;
-  const { delimiter, formulaGuard } = query.csv;
+  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".") return undefined;
+  const { delimiter, formulaGuard } = query.options;
   return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter) }) };
 }
 
@@ -65,7 +65,7 @@ export async function runExport(
     admission.release();
     throw error;
   }
-  const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
+  const encoder = encoderFor(query, table.columns);
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
     failure: (reason) => encoder.failure(reason),
@@ -127,7 +127,7 @@ export async function openExportPart(query: ExportQuery, config: Config, client:
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
   });
-  const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text", resume === undefined ? undefined : { rows: resume.rows });
+  const encoder = encoderFor(query, table.columns, resume === undefined ? undefined : { rows: resume.rows });
   let stopped = false;
   let ended = false;
   async function* untilFull(): AsyncGenerator<Batch, void, undefined> {

@@ -3,10 +3,8 @@ import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
-import { HttpError } from "../errors.ts";
-import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
+import type { ExportQuery } from "../query/export-query.ts";
 import { describeExport, runExport } from "../export/run.ts";
-import { FORMATS, isFormatName } from "../query/formats.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
@@ -37,13 +35,9 @@ interface Fresh {
  * successful export is cached: filling the cache never holds a large export in memory, and an
  * errored stream is never stored.
  */
-export async function exportRoute(request: Request, format: string, deps: ExportRouteDeps): Promise<Response> {
+export async function exportRoute(request: Request, query: ExportQuery, deps: ExportRouteDeps): Promise<Response> {
   const { config, info } = deps;
-  if (!isFormatName(format)) {
-    throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
-  }
   const url = new URL(request.url);
-  const query = parseExportQuery(url.searchParams, format, config);
   info.resource = query.alias ?? query.resourceId;
 
   const policy: CachePolicy = { ttlSeconds: config.cacheTtlSeconds, staleSeconds: config.cacheStaleSeconds };
