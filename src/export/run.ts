@@ -1,4 +1,4 @@
-import type { CkanClient } from "../ckan/client.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import { admitExport, type Admission } from "../ckan/page-budget.ts";
 import { describeTable, openTable, type PagingOptions, type Resume, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
@@ -52,7 +52,7 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
 export async function runExport(
   query: ExportQuery,
   config: Config,
-  client: CkanClient,
+  site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<ExportRun> {
   const format = ENCODERS[query.format];
@@ -60,7 +60,7 @@ export async function runExport(
   const admission = admitExport();
   let table: Table;
   try {
-    table = await openTable(client, config.datastoreSearchUrl, query, { ...pagingOptions(query, config), signal: abort.signal });
+    table = await openTable(site, query, { ...pagingOptions(query, config), signal: abort.signal });
   } catch (error) {
     admission.release();
     throw error;
@@ -119,10 +119,10 @@ export interface ExportPart {
  * encoder goes on from the rows already written; a part that stops early writes no end. Its
  * requests are few (a part's pages), so the whole export's subrequest budget does not apply.
  */
-export async function openExportPart(query: ExportQuery, config: Config, client: CkanClient, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
+export async function openExportPart(query: ExportQuery, config: Config, site: CkanSite, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
-  const table = await openTable(client, config.datastoreSearchUrl, query, {
+  const table = await openTable(site, query, {
     ...pagingOptions(query, config),
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
@@ -156,8 +156,8 @@ export async function openExportPart(query: ExportQuery, config: Config, client:
 }
 
 /** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
-export const describeExport = (query: ExportQuery, config: Config, client: CkanClient): Promise<Pick<Table, "columns" | "total">> =>
-  describeTable(client, config.datastoreSearchUrl, query, { rowLimit: query.rowLimit, pageSize: config.pageSize, subrequestLimit: config.subrequestLimit });
+export const describeExport = (query: ExportQuery, config: Config, site: CkanSite): Promise<Pick<Table, "columns" | "total">> =>
+  describeTable(site, query, { rowLimit: query.rowLimit, pageSize: config.pageSize, subrequestLimit: config.subrequestLimit });
 
 /** The chunks; each one tells the isolate's admission the export moves. */
 async function* touching<T>(admission: Admission, chunks: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {

@@ -1,4 +1,4 @@
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor } from "../ckan/site.ts";
 import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
@@ -54,7 +54,7 @@ export async function exportRoute(request: Request, query: ExportQuery, deps: Ex
 
   if (request.method === "HEAD") {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const headers = downloadHeaders(query, await describeExport(query, config, new CkanClient(config, deps.upstreamFetch)));
+    const headers = downloadHeaders(query, await describeExport(query, config, siteFor(config, deps.upstreamFetch)));
     headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
     if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
@@ -73,8 +73,9 @@ export async function exportRoute(request: Request, query: ExportQuery, deps: Ex
 async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Response> {
   const { config } = deps;
   const { query, key, policy } = fresh;
-  const client = new CkanClient(config, deps.upstreamFetch);
-  const run = await runExport(query, config, client, (outcome) =>
+  const site = siteFor(config, deps.upstreamFetch);
+  const { client } = site;
+  const run = await runExport(query, config, site, (outcome) =>
     fresh.report({
       ...(outcome.error ? { status: outcome.error.status } : {}),
       cache: key === undefined ? "OFF" : "MISS",

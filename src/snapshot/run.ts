@@ -1,4 +1,4 @@
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { toHttpError } from "../errors.ts";
@@ -94,7 +94,7 @@ export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: 
   const key = datedKey(job.name, time, format);
   const query = job.queries[format]!;
   const started = new Date().toISOString();
-  const run = await runExport(query, config, new CkanClient(config, deps.upstreamFetch));
+  const run = await runExport(query, config, siteFor(config, deps.upstreamFetch));
   const total = run.table.total ?? null;
   const encoding = storedEncoding(job, format);
   let finished = "";
