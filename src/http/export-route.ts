@@ -4,7 +4,7 @@ import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
 import type { ExportQuery } from "../query/export-query.ts";
-import { describeExport, runExport } from "../export/run.ts";
+import { describeExport, openExport } from "../export/pipeline.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
@@ -19,8 +19,8 @@ export interface ExportRouteDeps {
   waitUntil: (promise: Promise<unknown>) => void;
 }
 
-/** One export from CKAN: the answer for this request, stored in the edge cache when it is complete. */
-interface Fresh {
+/** An export asked of CKAN (not answered from the edge cache): the answer for this request, stored in the edge cache when it is complete. */
+interface FromCkan {
   query: ExportQuery;
   /** Undefined: caching is off. */
   key: string | undefined;
@@ -35,7 +35,7 @@ interface Fresh {
  * successful export is cached: filling the cache never holds a large export in memory, and an
  * errored stream is never stored.
  */
-export async function exportRoute(request: Request, query: ExportQuery, deps: ExportRouteDeps): Promise<Response> {
+export async function serveExport(request: Request, query: ExportQuery, deps: ExportRouteDeps): Promise<Response> {
   const { config, info } = deps;
   const url = new URL(request.url);
   info.resource = query.alias ?? query.resourceId;
@@ -45,7 +45,7 @@ export async function exportRoute(request: Request, query: ExportQuery, deps: Ex
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await freshExport({ query, key, policy, request: undefined, report: () => {} }, deps);
+      const response = await exportFromCkan({ query, key, policy, request: undefined, report: () => {} }, deps);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -61,7 +61,7 @@ export async function exportRoute(request: Request, query: ExportQuery, deps: Ex
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await freshExport({ query, key, policy, request, report }, deps).catch((error: unknown) => {
+  const response = await exportFromCkan({ query, key, policy, request, report }, deps).catch((error: unknown) => {
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
@@ -70,13 +70,13 @@ export async function exportRoute(request: Request, query: ExportQuery, deps: Ex
   return response;
 }
 
-async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Response> {
+async function exportFromCkan(asked: FromCkan, deps: ExportRouteDeps): Promise<Response> {
   const { config } = deps;
-  const { query, key, policy } = fresh;
+  const { query, key, policy } = asked;
   const site = siteFor(config, deps.upstreamFetch);
   const { client } = site;
-  const run = await runExport(query, config, site, (outcome) =>
-    fresh.report({
+  const opened = await openExport(query, config, site, (outcome) =>
+    asked.report({
       ...(outcome.error ? { status: outcome.error.status } : {}),
       cache: key === undefined ? "OFF" : "MISS",
       rows: outcome.rows,
@@ -87,23 +87,23 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
       ...(outcome.error ? { error: outcome.error.message } : {}),
     }),
   );
-  const headers = downloadHeaders(query, run.table);
+  const headers = downloadHeaders(query, opened.table);
   headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
   if (key !== undefined) headers.set("x-cache", "MISS");
 
-  const body = await readBody(run, config.bufferBytes);
+  const body = await readBody(opened, config.bufferBytes);
   if ("stream" in body) {
     if (key === undefined) return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     if (body.estimate > config.cacheMaxBytes) {
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { status: 200, headers });
+    return new Response(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
   if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
-  const conditional = fresh.request && conditionalAnswer(fresh.request, headers);
+  const conditional = asked.request && conditionalAnswer(asked.request, headers);
   if (conditional !== undefined) return conditional;
   return new Response(body.whole, { status: 200, headers });
 }

@@ -1,6 +1,6 @@
 import { withColumnHint } from "../discovery/column-hint.ts";
 import { HttpError, toHttpError } from "../errors.ts";
-import { exportRoute } from "../http/export-route.ts";
+import { serveExport } from "../http/export-route.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -51,7 +51,7 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
 }
 
 /** GET|HEAD /export.<format>: the pipeline to an HTTP response. */
-export const exportsRoute: Route = {
+export const exportRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/export.:format",
   async handle(context) {
@@ -64,7 +64,7 @@ export const exportsRoute: Route = {
         throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
       }
       const query = parseExportQuery(url.searchParams, format, config);
-      return await exportRoute(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }).catch(
+      return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }).catch(
         (error: unknown) => withColumnHint(error, query, config, deps.upstreamFetch),
       );
     } catch (error) {

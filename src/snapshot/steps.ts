@@ -3,7 +3,7 @@ import { own, release } from "../rows/owned-bytes.ts";
 import { PartBuffer } from "./part-buffer.ts";
 import { siteFor } from "../ckan/site.ts";
 import type { Resume } from "../ckan/table.ts";
-import { openExportPart } from "../export/run.ts";
+import { openExportPart } from "../export/pipeline.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import { hex } from "../protocol/conditional.ts";
 import type { SnapshotJob } from "./jobs.ts";

@@ -20,7 +20,7 @@ export interface ExportProgress {
   error?: HttpError;
 }
 
-export interface ExportRun {
+export interface OpenExport {
   table: Pick<Table, "total" | "expectedRows" | "firstPageRows">;
   /** The bytes are a container's (XLSX's ZIP): their first chunk says nothing of a row's size. */
   packed: boolean;
@@ -31,8 +31,8 @@ export interface ExportRun {
 /**
  * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
  * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
- * of rows costs several times its bytes in heap); JSON and NDJSON copy later pages' values from
- * CKAN's answer bytes between their keys; the decimal comma and XLSX encode rows.
+ * of rows costs several times its bytes in heap); JSON and NDJSON take CKAN's CSV pages too and write
+ * each record from their bytes; the decimal comma, XLSX and Parquet encode rows.
  */
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
@@ -49,12 +49,12 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
  * response, R2 snapshot), and knows none of them. Throws an HttpError when the first page fails, or
  * a 503 before any upstream request when the isolate already runs as many exports as it holds.
  */
-export async function runExport(
+export async function openExport(
   query: ExportQuery,
   config: Config,
   site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
-): Promise<ExportRun> {
+): Promise<OpenExport> {
   const format = ENCODERS[query.format];
   const abort = new AbortController();
   const admission = admitExport();
@@ -115,7 +115,7 @@ export interface ExportPart {
 
 /**
  * The export pipeline up to text, from `resume` (or the start) until `full()` says enough at a page's
- * end: the same pages, encoder and chunks as `runExport`, so the parts joined are its bytes. The
+ * end: the same pages, encoder and chunks as `openExport`, so the parts joined are its bytes. The
  * encoder goes on from the rows already written; a part that stops early writes no end. Its
  * requests are few (a part's pages), so the whole export's subrequest budget does not apply.
  */
@@ -155,7 +155,7 @@ export async function openExportPart(query: ExportQuery, config: Config, site: C
   return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
 }
 
-/** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
+/** What `openExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
 export const describeExport = (query: ExportQuery, config: Config, site: CkanSite): Promise<Pick<Table, "columns" | "total">> =>
   describeTable(site, query, { rowLimit: query.rowLimit, pageSize: config.pageSize, subrequestLimit: config.subrequestLimit });
 
