@@ -109,7 +109,7 @@ describe("an upstream that echoes the secrets: no run of 8 of their characters l
     expect(leaks(stored)).toEqual([]);
     // The upstream's words did reach the run's records and logs, redacted.
     expect(`${stored}\n${logged.join("\n")}`).toContain("[redacted]");
-    for (const headers of [{}, { authorization: `Bearer ${ADMIN}` }]) {
+    for (const headers of [{}, { authorization: `Bearer ${ADMIN}` }] as Record<string, string>[]) {
       const res = await get("/snapshots", { headers });
       expect(leaks(await res.text())).toEqual([]);
     }
