@@ -252,6 +252,10 @@ function renderSortNote() {
   const note = $("sort-note");
   note.hidden = !(state.mode === "rows" && picked && $("sort-direction").value === "desc");
   if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
+  const output = [...summaryGroups(), ...summaryMeasures()].find((o) => o.name === $("summary-sort").value);
+  const summaryNote = $("summary-sort-note");
+  summaryNote.hidden = !(state.mode === "summary" && output && $("summary-direction").value === "desc");
+  if (!summaryNote.hidden) summaryNote.textContent = `Descending puts groups whose ${output.label} is empty first (PostgreSQL's order); a filter on the column leaves those rows out.`;
 }
 
 document.addEventListener("click", async (event) => {

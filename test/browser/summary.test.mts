@@ -67,6 +67,7 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await page.selectOption("#summary-direction", "desc");
       await page.fill("#summary-limit", "3");
       await settledPreview(page);
+      expect(await page.textContent("#summary-sort-note")).toBe("Descending puts groups whose Amount (CAD) (sum) is empty first (PostgreSQL's order); a filter on the column leaves those rows out.");
 
       const query = "resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc&limit=3";
       const link = await page.inputValue("#link");
