@@ -1,6 +1,8 @@
 import { outputColumns } from "../ckan/columns.ts";
 import type { CkanClient } from "../ckan/client.ts";
+import { fetchFirstPage, mayUseKeyset } from "../ckan/keyset-probe.ts";
 import { openTable } from "../ckan/table.ts";
+import type { SearchRequest } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { GroupTable } from "./groups.ts";
@@ -11,9 +13,15 @@ import type { AggregateQuery } from "./query.ts";
 // export's own paging (keyset where the site has it) with only the columns the aggregate needs,
 // folded into groups page by page. A page is let go once folded: memory holds the groups.
 
-/** The table's columns (CKAN's bookkeeping ones left out): one request for no rows. */
-export async function tableColumns(client: CkanClient, resourceId: string, signal?: AbortSignal): Promise<Column[]> {
-  const result = await client.search({ resource_id: resourceId, limit: 0, include_total: false }, signal);
+/**
+ * The table's columns (CKAN's bookkeeping ones left out): one request for no rows. Asked as an
+ * export's first page is, so a site met for the first time also tells whether it is CKAN 2.12
+ * (keyset paging), which decides how its timestamps are written.
+ */
+export async function tableColumns(client: CkanClient, siteKey: string, resourceId: string, signal?: AbortSignal): Promise<Column[]> {
+  const plain: SearchRequest = { resource_id: resourceId, limit: 0, include_total: false };
+  const keyset = mayUseKeyset(siteKey) ? { ...plain, include_next_page: true } : undefined;
+  const { result } = await fetchFirstPage(client, siteKey, keyset, plain, signal ?? new AbortController().signal);
   return outputColumns({ fields: undefined }, result.fields);
 }
 

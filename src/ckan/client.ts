@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { configError, HttpError } from "../errors.ts";
+import { configError, type HttpError, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
 import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
@@ -26,7 +26,7 @@ function deferRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: str
         return reader(bytes, at);
       } catch (error) {
         // The same answer read as text would give a records string no reader could read.
-        if (error instanceof NotTheJson) throw new HttpError(502, "CKAN's CSV records could not be read.", { cause: error });
+        if (error instanceof NotTheJson) throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
         throw error;
       } finally {
         release(bytes);
@@ -133,14 +133,14 @@ export class CkanClient {
     } catch (error) {
       signal?.throwIfAborted();
       if (timeout.aborted) {
-        throw new HttpError(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
+        throw new UpstreamFailure(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
       }
       const { host, hostname } = new URL(this.#config.datastoreSearchUrl);
       // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
       if (isLoopback(hostname)) throw configError("CKAN_BASE_URL", `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`);
       return {
         retry: true,
-        error: new HttpError(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
+        error: new UpstreamFailure(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
       };
     } finally {
       this.stats.milliseconds += Date.now() - started;
@@ -151,10 +151,10 @@ export class CkanClient {
       const wait = retryAfterMs(response.headers.get("retry-after"));
       const error =
         response.status === 429
-          ? new HttpError(503, "CKAN is rate-limiting this worker; try again later.", {
+          ? new UpstreamFailure(503, "CKAN is rate-limiting this worker; try again later.", {
               headers: { "retry-after": String(Math.ceil((wait ?? 60_000) / 1000)) },
             })
-          : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
+          : new UpstreamFailure(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
     const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
@@ -181,9 +181,9 @@ export class CkanClient {
     } catch {
       const kind = response.headers.get("content-type")?.split(";")[0] ?? "no content type";
       if (response.status === 404) {
-        throw new HttpError(502, "CKAN_BASE_URL looks wrong: the site has no datastore_search there (HTTP 404).");
+        throw new UpstreamFailure(502, "CKAN_BASE_URL looks wrong: the site has no datastore_search there (HTTP 404).");
       }
-      throw new HttpError(502, `CKAN answered HTTP ${response.status} with ${kind} instead of JSON.`);
+      throw new UpstreamFailure(502, `CKAN answered HTTP ${response.status} with ${kind} instead of JSON.`);
     }
     const envelope = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
     if (envelope?.success === true && response.ok) {
@@ -198,10 +198,10 @@ export class CkanClient {
         if (result.next_page !== null && typeof result.next_page === "object") out.next_page = result.next_page as Record<string, unknown>;
         return out;
       }
-      throw new HttpError(502, "CKAN's answer has no result.fields/result.records.");
+      throw new UpstreamFailure(502, "CKAN's answer has no result.fields/result.records.");
     }
     if (envelope === undefined || envelope.error === undefined) {
-      throw new HttpError(502, `CKAN answered HTTP ${response.status} without a usable result.`);
+      throw new UpstreamFailure(502, `CKAN answered HTTP ${response.status} without a usable result.`);
     }
     throw ckanError(response.status, envelope.error, this.redact, this.#config.apiToken !== undefined);
   }

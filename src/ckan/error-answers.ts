@@ -1,4 +1,4 @@
-import { HttpError, clip } from "../errors.ts";
+import { HttpError, UpstreamFailure, clip } from "../errors.ts";
 
 /** CKAN's validation errors: parameter -> messages, as in `{"filters": ["invalid value \"x\""]}`. */
 export type CkanErrorFields = Record<string, string[]>;
@@ -9,6 +9,13 @@ export class CkanValidationError extends HttpError {
   constructor(status: number, message: string, fields: CkanErrorFields, parameter?: string) {
     super(status, message, parameter === undefined ? {} : { parameter });
     this.fields = fields;
+  }
+}
+
+/** CKAN's "Invalid query": PostgreSQL refused the SQL CKAN built from the request (a value, an order). */
+export class CkanQueryRefused extends CkanValidationError {
+  constructor(fields: CkanErrorFields) {
+    super(400, "CKAN could not run the query.", fields);
   }
 }
 
@@ -54,14 +61,8 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
     if (query.some((m) => /too long/i.test(m))) {
       return new CkanValidationError(504, "The CKAN search took too long. Narrow the export with filters or a limit.", fields);
     }
-    if ("query" in fields) {
-      return new CkanValidationError(
-        400,
-        "CKAN could not run the query: a filter value probably does not fit its column's type (for example text in a number column).",
-        fields,
-        "filters",
-      );
-    }
+    // PostgreSQL refused the query CKAN built: which parameter is at fault, only the query tells (see refusals.ts).
+    if ("query" in fields) return new CkanQueryRefused(fields);
     const [key, messages] = Object.entries(fields)[0] ?? ["", []];
     const parameter = OUR_NAME[key];
     if (parameter === undefined) {
@@ -69,5 +70,5 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
     }
     return new CkanValidationError(400, `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`, fields, parameter);
   }
-  return new HttpError(502, `CKAN reported an error${message ? `: ${message}` : ""}${type ? ` (${type})` : ""}.`);
+  return new UpstreamFailure(502, `CKAN reported an error${message ? `: ${message}` : ""}${type ? ` (${type})` : ""}.`);
 }

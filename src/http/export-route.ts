@@ -30,7 +30,7 @@ export interface Pipeline<Q extends ExportQuery = ExportQuery> {
   /** The route's path before the format: `/export`, `/aggregate`. */
   path: string;
   parse(params: URLSearchParams, format: FormatName, config: Config): Q;
-  run(query: Q, config: Config, client: CkanClient, onDone: (progress: ExportProgress) => void): Promise<ExportRun>;
+  run(query: Q, config: Config, client: CkanClient, onDone: (progress: ExportProgress) => void, upstreamFetch: UpstreamFetch): Promise<ExportRun>;
   /** The headers GET would send, without the body (for HEAD). */
   describe(query: Q, config: Config, client: CkanClient): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
 }
@@ -114,6 +114,7 @@ async function freshExport<Q extends ExportQuery>(fresh: Fresh<Q>, deps: ExportR
       upstream_ms: client.stats.milliseconds,
       ...(outcome.error ? { error: outcome.error.message } : {}),
     }),
+    deps.upstreamFetch,
   );
   const headers = downloadHeaders(query, run.table);
   for (const [name, value] of Object.entries(run.headers ?? {})) headers.set(name, value);

@@ -1,3 +1,4 @@
+import { sqlSearchState } from "../ckan/sql-search.ts";
 import { upstreamHealth } from "../discovery/health.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
 import { guardDiscovery } from "./guards.ts";
@@ -12,7 +13,7 @@ async function check({ config, env, deps }: RouteContext): Promise<Record<string
   const upstream = await upstreamHealth(config, deps.upstreamFetch);
   const { jobs, problems: jobProblems } = snapshotJobs(config);
   // Snapshots failing stop no export: they are warnings, which the status code does not count.
-  const warnings = jobProblems.map((p) => `Snapshot job ${p.job}: ${p.message}`);
+  const warnings = jobProblems.map((p) => p.message);
   if (jobs.length > 0 && env.SNAPSHOTS === undefined) warnings.push(`${jobs.length} snapshot job(s) are set but the SNAPSHOTS R2 binding is missing: add [[r2_buckets]] to wrangler.toml.`);
   return {
     ok: upstream.problems.length === 0,
@@ -40,7 +41,9 @@ export const healthRoute: Route = {
       recent.set(key, entry);
       entry.body.catch(() => recent.delete(key));
     }
-    const body = await entry.body;
+    // Learnt by this isolate's first aggregate on the site (never asked here: /health stays cheap).
+    const sql = sqlSearchState(discovery.config.ckanBase);
+    const body: Record<string, unknown> = { ...(await entry.body), aggregates: { datastore_search_sql: sql ?? "not asked yet", computed_by: sql === "on" ? "ckan-sql" : "worker" } };
     const operatorsOnly = discovery.config.linkSigningKey !== undefined;
     return Response.json(body, {
       status: body.ok === true ? 200 : 503,
