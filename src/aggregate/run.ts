@@ -103,7 +103,7 @@ export async function runAggregate(
     admission.release();
     throw error;
   }
-  const run = await streamTable(query, config, resultTable(result), admission, abort, onDone);
+  const run = await streamTable(query, config, resultTable(result), admission, abort, client.redact, onDone);
   return { ...run, headers: { "x-aggregated-by": result.by } };
 }
 

@@ -4,6 +4,7 @@ import { fetchFirstPage, mayUseKeyset } from "../ckan/keyset-probe.ts";
 import { openTable } from "../ckan/table.ts";
 import type { SearchRequest } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
+import { rowLimitOf } from "../query/row-limit.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { GroupTable } from "./groups.ts";
 import type { AggregatePlan } from "./plan.ts";
@@ -38,7 +39,7 @@ export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePl
     client,
     config.datastoreSearchUrl,
     { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
-    { pageSize: config.pageSize, maxRows: config.maxRows, subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal },
+    { pageSize: config.pageSize, rowLimit: rowLimitOf("csv", config.maxRows), subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal },
   );
   const groups = new GroupTable(plan, config.maxGroups);
   try {

@@ -66,7 +66,7 @@ export async function runExport(
     admission.release();
     throw error;
   }
-  return streamTable(query, config, table, admission, abort, onDone);
+  return streamTable(query, config, table, admission, abort, client.redact, onDone);
 }
 
 /**
@@ -79,14 +79,16 @@ export async function streamTable(
   table: Table,
   admission: Admission,
   abort: AbortController,
+  redact: (text: string) => string,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<ExportRun> {
   const format = ENCODERS[query.format];
   const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
-    failure: (reason) => encoder.failure(reason),
-    cutOff: (error, reason) => encoder.cutOff?.(reason, error instanceof ExportLimit),
+    // The reason quotes upstream text: no piece of a secret goes into the file's last line.
+    failure: (reason) => encoder.failure(redact(reason)),
+    cutOff: (error, reason) => encoder.cutOff?.(redact(reason), error instanceof ExportLimit),
     cancel: () => abort.abort(),
     done: (outcome) => {
       admission.release();
