@@ -79,7 +79,7 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
 
       await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1720 }, fullPage: true });
 
       await page.click('button[data-copy="link"]');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
