@@ -740,7 +740,10 @@ async function loadResources() {
     list = await getJson("/resources");
   } catch (error) {
     $("operator").hidden = false;
-    $("resource").replaceChildren(el("option", { value: "", textContent: error.status === 401 ? "Sign in as an operator first" : error.message }));
+    const why = error.status === 401 ? "Sign in as an operator first" : error.message;
+    $("resource").replaceChildren(el("option", { value: "", textContent: why }));
+    showLoading(why);
+    markCounting("No table loaded.");
     return;
   }
   state.signing = list.signing;
@@ -755,6 +758,9 @@ async function loadResources() {
   if (first) {
     $("resource").value = first;
     await pickResource(first);
+  } else {
+    showLoading("This worker publishes no table yet");
+    markCounting("No table loaded.");
   }
 }
 
