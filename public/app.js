@@ -236,9 +236,10 @@ function refreshLink() {
   // A signed link is made on request (Sign the link): an unsigned one would only get a 403.
   renderOutput(state.signing ? "" : location.origin + pathOf(state.format, exportParams()));
   $("link").placeholder = state.signing ? "Choose an expiry and press Sign the link" : "";
+  // The last count answered for the last link: no warning is drawn from it until the next one.
+  state.total = undefined;
   renderLinkWarnings();
   renderSortNote();
-  state.total = undefined;
   markCounting(state.mode === "summary" ? "Summarizing…" : "Counting matching rows…");
   schedulePreview();
 }
