@@ -377,9 +377,9 @@ async function previewSummary() {
 /** The rows of the last summary preview, drawn again when another measure is charted. */
 let chartRows = [];
 function renderChart(rows) {
-  const measures = summaryMeasures();
+  const measures = summaryMeasures().filter((m) => m.kind === "number");
   const box = $("chart-box");
-  box.hidden = state.mode !== "summary" || rows.length === 0;
+  box.hidden = state.mode !== "summary" || rows.length === 0 || measures.length === 0;
   if (box.hidden) return $("chart").replaceChildren();
   const select = $("chart-measure");
   const kept = select.value;
@@ -466,13 +466,16 @@ function summaryMeasures() {
   const complete = state.measures
     .filter((m) => m.fn === "count" || (m.column !== "" && columnOf(m.column)))
     .map((m) => {
-      if (m.fn === "count") return { name: "count", label: "count" };
+      if (m.fn === "count") return { name: "count", label: "count", kind: "number" };
       const fn = m.fn === "countf" ? "count" : m.fn;
-      return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})` };
+      // A chart draws numbers: counts, sums, averages, and the min or max of a number column.
+      const type = columnOf(m.column).type;
+      const kind = fn === "count" || fn === "sum" || fn === "avg" || NUMERIC_TYPES.test(type) ? "number" : DATE_TYPES.test(type) ? "date" : "text";
+      return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})`, kind };
     });
   // The same measure twice would be the same column twice.
   const unique = [...new Map(complete.map((m) => [m.name, m])).values()];
-  return unique.length > 0 ? unique : [{ name: "count", label: "count" }];
+  return unique.length > 0 ? unique : [{ name: "count", label: "count", kind: "number" }];
 }
 
 function renderSummary() {

@@ -203,6 +203,12 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await settledPreview(page);
       expect(new URL(await page.inputValue("#link")).searchParams.get("measures")).toBe("count,max(amount)");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
+      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count", "max(amount)"]);
+      // The largest recipient's name is text: not charted, and typed as a string for Grafana.
+      await page.selectOption("#measure-1-column", "name");
+      await settledPreview(page);
+      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count"]);
+      expect(JSON.parse((await page.textContent("#snippet-grafana"))!).columns[2]).toEqual({ selector: "max(name)", text: "Recipient (max)", type: "string" });
 
       const wide = await page.evaluate(() =>
         [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391 && !e.closest(".table-wrap")).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.getAttribute("class")}`),
