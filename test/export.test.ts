@@ -375,6 +375,21 @@ describe("failures", () => {
     }
   });
 
+  it("names sort and the column's type when CKAN cannot order a sorted column, and never blames filters a link does not have", async () => {
+    // PostgreSQL's refusal as CKAN 2.11 wraps it: a json column has no order.
+    const refused = () => Response.json({ success: false, error: { query: ["Invalid query"], info: { orig: ["could not identify an ordering operator for type json"] }, __type: "Validation Error" } }, { status: 409 });
+    const { get } = harness({ fault: (_n, body) => (typeof body.sort === "string" && body.sort.startsWith("meta") ? refused() : undefined) });
+    const res = await get("/export.csv?resource=edge&sort=meta desc");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string; parameter?: string; docs?: string } };
+    expect(error.parameter).toBe("sort");
+    expect(error.message).toBe('CKAN could not sort by "meta" (json): PostgreSQL has no order for a column of that type. Sort by another column.');
+    expect(error.docs).toMatch(/#param-sort$/);
+    const both = await get("/export.csv?resource=edge&sort=meta&filter.id=1");
+    expect(both.status).toBe(400);
+    expect(((await both.json()) as { error: { parameter?: string } }).error.parameter).toBeUndefined();
+  });
+
   it("maps an unknown resource to 404 and a private one without a token to 403", async () => {
     const { get } = harness({ env: { CKAN_API_TOKEN: undefined } });
     expect((await get("/export.csv?resource_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);

@@ -1,4 +1,4 @@
-import { HttpError } from "../errors.ts";
+import { SubrequestBudgetExceeded, UpstreamFailure } from "../errors.ts";
 import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
 import type { CkanClient } from "./client.ts";
@@ -6,8 +6,10 @@ import { outputColumns, rowsOf } from "./columns.ts";
 import { fetchFirstPage, isBefore212, mayUseKeyset, type FirstPage } from "./keyset-probe.ts";
 import { idStretches, offsetStretches, readPages, type Page, type Position, type StretchPlanner } from "./paging.ts";
 import { PageSizer, ROW_PAGE_BYTES, rowsPerPage, TARGET_PAGE_BYTES } from "./page-budget.ts";
+import { checkRowLimit, type RowLimit } from "../query/row-limit.ts";
 import { sortColumns } from "../query/sort.ts";
-import { isRangeFilter, type TableQuery } from "../query/table-query.ts";
+import type { TableQuery } from "../query/table-query.ts";
+import { explainRefusal } from "./refusals.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
 /** An opened export: the first page is already fetched, so early failures get a real status. */
@@ -40,7 +42,8 @@ export interface Resume {
 
 export interface PagingOptions {
   pageSize: number;
-  maxRows: number;
+  /** The query's row limit, which an export without `limit` must not pass. */
+  rowLimit: RowLimit;
   /** Pages fetched at once when the total is known and paging is by offset. */
   concurrency: number;
   /** Ask later pages as CSV text and rewrite them with this instead of encoding rows. */
@@ -56,36 +59,6 @@ export interface PagingOptions {
 function pagingSort(sort: string | undefined): string {
   if (sort === undefined) return "_id";
   return sortColumns(sort).includes("_id") ? sort : `${sort}, _id`;
-}
-
-/** `available` undefined: CKAN gave no exact count, and counting passed the maximum. */
-const tooMany = (available: number | undefined, estimated: boolean, maxRows: number): HttpError =>
-  new HttpError(
-    400,
-    `${available === undefined ? "More than" : estimated ? "About" : ""} ${available ?? maxRows} rows match, more than this worker's maximum of ${maxRows} rows per export. Add limit=${maxRows} (or less), narrow with filters or q, or export in parts with offset.`.trimStart(),
-    { parameter: "limit" },
-  );
-
-/**
- * CKAN before 2.12 has no range filters: it rejects the filter, or fails building SQL for it. Said
- * plainly, since CKAN's own message would blame the filter's value.
- */
-function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string): HttpError | undefined {
-  const ranged = Object.keys(query.filters).filter((field) => isRangeFilter(query.filters[field]!));
-  if (ranged.length === 0 || !(error instanceof HttpError) || error.status < 400 || error.status === 403 || error.status === 404) return undefined;
-  const fields = ranged.map((f) => `"${f}"`).join(", ");
-  if (isBefore212(siteKey)) {
-    return new HttpError(400, `This CKAN site does not support range filters (on ${fields}); they need CKAN 2.12 or later. Filter on exact values instead.`, {
-      parameter: "filters",
-      cause: error,
-    });
-  }
-  if (error.status !== 400 && error.status !== 502) return undefined;
-  return new HttpError(
-    400,
-    `CKAN refused the range filter on ${fields}: either the site runs a CKAN older than 2.12 (range filters need 2.12), or a bound does not fit the column's type.`,
-    { parameter: "filters", cause: error },
-  );
 }
 
 /**
@@ -111,10 +84,8 @@ function checkSubrequests(
   const needed = 1 + perRow * pages + 2;
   if (needed <= options.subrequestLimit) return pages;
   const fits = firstCount + Math.floor((options.subrequestLimit - 3) / perRow) * perPage;
-  throw new HttpError(
-    400,
+  throw new SubrequestBudgetExceeded(
     `This export needs about ${needed} requests to CKAN (${perPage} rows each), more than the ${options.subrequestLimit} one request to this worker may make (SUBREQUEST_LIMIT). Add limit=${Math.max(1, fits)} or less, narrow with filters or q, or export in parts with offset.`,
-    { parameter: "limit" },
   );
 }
 
@@ -165,15 +136,16 @@ function baseRequest(query: TableQuery): SearchRequest {
  */
 const firstFormat = (query: TableQuery): "objects" | "lists" => (query.q !== undefined && query.fields === undefined ? "objects" : "lists");
 
-function checkMaxRows(
+/** The rows CKAN's count says match past the offset, checked against the row limit when the link set none. */
+function checkCount(
   query: TableQuery,
   first: Pick<SearchResult, "total" | "total_was_estimated">,
-  maxRows: number,
+  rowLimit: RowLimit,
 ): { available: number | undefined; estimated: boolean } {
   const total = typeof first.total === "number" ? first.total : undefined;
   const estimated = first.total_was_estimated === true;
   const available = total === undefined ? undefined : Math.max(0, total - query.offset);
-  if (query.limit === undefined && available !== undefined && available > maxRows) throw tooMany(available, estimated, maxRows);
+  if (query.limit === undefined && available !== undefined) checkRowLimit(rowLimit, available, estimated ? "about" : "exact");
   return { available, estimated };
 }
 
@@ -185,14 +157,14 @@ export async function describeTable(
   client: CkanClient,
   siteKey: string,
   query: TableQuery,
-  options: Pick<PagingOptions, "maxRows" | "pageSize" | "subrequestLimit">,
+  options: Pick<PagingOptions, "rowLimit" | "pageSize" | "subrequestLimit">,
 ): Promise<Pick<Table, "columns" | "total">> {
   const body: SearchRequest = { ...baseRequest(query), ...requestedFields(query, false), records_format: firstFormat(query), include_total: true };
   const result = await client.search(body).catch((error: unknown) => {
-    throw rangeFilterRefused(error, query, siteKey) ?? error;
+    throw explainRefusal(error, query, isBefore212(siteKey));
   });
   const columns = outputColumns(query, result.fields);
-  const { available } = checkMaxRows(query, result, options.maxRows);
+  const { available } = checkCount(query, result, options.rowLimit);
   // No row tells what a row costs: refused only when even full pages would need too many requests.
   const rows = Math.min(available ?? query.limit ?? 0, query.limit ?? Number.POSITIVE_INFINITY);
   checkSubrequests(result, 0, 0, rows, false, options);
@@ -210,7 +182,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
   // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
   const keysetPossible = resume === undefined && query.sort === undefined && !("_id" in query.filters) && mayUseKeyset(siteKey);
   // Without a limit, at most MAX_ROWS; one row more is fetched to tell "exactly the maximum" from "more".
-  const wanted = (query.limit ?? options.maxRows + 1) - done;
+  const wanted = (query.limit ?? options.rowLimit.rows + 1) - done;
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize, pageTarget(options));
@@ -228,13 +200,13 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     ? fetchFirstPage(client, siteKey, keysetPossible ? firstBody(true) : undefined, firstBody(false), signal)
     : resumedPage(client, query, resume, firstBody, signal)
   ).catch((error: unknown) => {
-    throw rangeFilterRefused(error, query, siteKey) ?? error;
+    throw explainRefusal(error, query, isBefore212(siteKey));
   });
 
   const columns = outputColumns(query, first.fields);
   const counted = resume === undefined ? first : { total: resume.total, total_was_estimated: resume.estimated };
   const total = typeof counted.total === "number" ? counted.total : undefined;
-  const checked = checkMaxRows(query, counted, options.maxRows);
+  const checked = checkCount(query, counted, options.rowLimit);
   const estimated = checked.estimated;
   const available = checked.available === undefined ? undefined : Math.max(0, checked.available - done);
   const exact = available !== undefined && !estimated;
@@ -258,7 +230,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
       return { batch: copied.page, lastId: byId ? idOf(copied.lastId) : undefined };
     }
     // The reader could not read the answer's records: rows, when they came as records.
-    if (typeof result.records === "string") throw new HttpError(502, "CKAN's CSV records could not be read.");
+    if (typeof result.records === "string") throw new UpstreamFailure(502, "CKAN's CSV records could not be read.");
     return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };
   };
   const firstRows = rowsOf(first, columns);
@@ -297,8 +269,7 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
     stretches,
     window,
     wanted,
-    maxRows: query.limit === undefined ? options.maxRows - done : undefined,
-    tooMany: () => tooMany(undefined, false, options.maxRows),
+    checkRows: query.limit === undefined ? (seen) => checkRowLimit(options.rowLimit, done + seen, "more") : undefined,
     sizer,
     signal,
     stop,

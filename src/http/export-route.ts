@@ -5,8 +5,9 @@ import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
 import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
-import { describeExport, runExport } from "../export/run.ts";
-import { FORMATS, isFormatName } from "../query/formats.ts";
+import { describeExport, runExport, type ExportProgress, type ExportRun } from "../export/run.ts";
+import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
+import type { Table } from "../ckan/table.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
@@ -21,9 +22,29 @@ export interface ExportRouteDeps {
   waitUntil: (promise: Promise<unknown>) => void;
 }
 
+/**
+ * What a download route computes, between its link and its bytes: exports (rows from CKAN) and
+ * aggregates (groups computed from them) share everything else here (edge cache, ETag, 304, HEAD).
+ */
+export interface Pipeline<Q extends ExportQuery = ExportQuery> {
+  /** The route's path before the format: `/export`, `/aggregate`. */
+  path: string;
+  parse(params: URLSearchParams, format: FormatName, config: Config): Q;
+  run(query: Q, config: Config, client: CkanClient, onDone: (progress: ExportProgress) => void, upstreamFetch: UpstreamFetch): Promise<ExportRun>;
+  /** The headers GET would send, without the body (for HEAD). */
+  describe(query: Q, config: Config, client: CkanClient): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
+}
+
+export const EXPORTS: Pipeline = {
+  path: "/export",
+  parse: parseExportQuery,
+  run: runExport,
+  describe: describeExport,
+};
+
 /** One export from CKAN: the answer for this request, stored in the edge cache when it is complete. */
-interface Fresh {
-  query: ExportQuery;
+interface Fresh<Q extends ExportQuery> {
+  query: Q;
   /** Undefined: caching is off. */
   key: string | undefined;
   policy: CachePolicy;
@@ -37,13 +58,13 @@ interface Fresh {
  * successful export is cached: filling the cache never holds a large export in memory, and an
  * errored stream is never stored.
  */
-export async function exportRoute(request: Request, format: string, deps: ExportRouteDeps): Promise<Response> {
+export async function exportRoute<Q extends ExportQuery>(request: Request, format: string, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
   const { config, info } = deps;
   if (!isFormatName(format)) {
-    throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
+    throw new HttpError(404, `No such format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `${pipeline.path}.${f}`).join(", ")}.`);
   }
   const url = new URL(request.url);
-  const query = parseExportQuery(url.searchParams, format, config);
+  const query = pipeline.parse(url.searchParams, format, config);
   info.resource = query.alias ?? query.resourceId;
 
   const policy: CachePolicy = { ttlSeconds: config.cacheTtlSeconds, staleSeconds: config.cacheStaleSeconds };
@@ -51,7 +72,7 @@ export async function exportRoute(request: Request, format: string, deps: Export
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await freshExport({ query, key, policy, request: undefined, report: () => {} }, deps);
+      const response = await freshExport({ query, key, policy, request: undefined, report: () => {} }, deps, pipeline);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -60,14 +81,16 @@ export async function exportRoute(request: Request, format: string, deps: Export
 
   if (request.method === "HEAD") {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const headers = downloadHeaders(query, await describeExport(query, config, new CkanClient(config, deps.upstreamFetch)));
+    const described = await pipeline.describe(query, config, new CkanClient(config, deps.upstreamFetch));
+    const headers = downloadHeaders(query, described);
+    for (const [name, value] of Object.entries(described.headers ?? {})) headers.set(name, value);
     headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
     if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await freshExport({ query, key, policy, request, report }, deps).catch((error: unknown) => {
+  const response = await freshExport({ query, key, policy, request, report }, deps, pipeline).catch((error: unknown) => {
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
@@ -76,11 +99,11 @@ export async function exportRoute(request: Request, format: string, deps: Export
   return response;
 }
 
-async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Response> {
+async function freshExport<Q extends ExportQuery>(fresh: Fresh<Q>, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
   const { config } = deps;
   const { query, key, policy } = fresh;
   const client = new CkanClient(config, deps.upstreamFetch);
-  const run = await runExport(query, config, client, (outcome) =>
+  const run = await pipeline.run(query, config, client, (outcome) =>
     fresh.report({
       ...(outcome.error ? { status: outcome.error.status } : {}),
       cache: key === undefined ? "OFF" : "MISS",
@@ -91,8 +114,10 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
       upstream_ms: client.stats.milliseconds,
       ...(outcome.error ? { error: outcome.error.message } : {}),
     }),
+    deps.upstreamFetch,
   );
   const headers = downloadHeaders(query, run.table);
+  for (const [name, value] of Object.entries(run.headers ?? {})) headers.set(name, value);
   headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
   if (key !== undefined) headers.set("x-cache", "MISS");
 
@@ -103,7 +128,7 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { status: 200, headers });
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));

@@ -3,9 +3,10 @@ import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, typ
 import type { Config } from "../config/config.ts";
 import { badRequest, HttpError, clip } from "../errors.ts";
 import { downloadName } from "./filename.ts";
-import { formatMaxRows, FORMATS, type CsvOptions, type FormatName, type NumericMode } from "./formats.ts";
+import { FORMATS, type CsvOptions, type FormatName, type NumericMode } from "./formats.ts";
 import { significantDigits } from "../rows/values.ts";
 import { UUID_PATTERN } from "../config/settings.ts";
+import { rowLimitOf, whoseMaximum, type RowLimit } from "./row-limit.ts";
 import { BOUNDS, COMMON_NAMES, DECIMALS, DELIMITERS, ERROR_MODES, LINK_NAMES, NUMERIC_MODES } from "./params.ts";
 
 /** A validated export: which rows CKAN should send, and how to write them. */
@@ -17,6 +18,8 @@ export interface ExportQuery extends TableQuery {
   /** Parquet: numeric columns as exact text (default) or doubles. */
   numeric?: NumericMode;
   filename: string;
+  /** The most rows this export may hold (worked out here, checked by the paging). */
+  rowLimit: RowLimit;
 }
 
 /** Every name a link may carry, per format; `filter.<field>` and `_`-prefixed names are handled apart. */
@@ -24,7 +27,7 @@ export function allowedParams(format: FormatName): string[] {
   return [...COMMON_NAMES, ...FORMATS[format].params];
 }
 
-function single(params: URLSearchParams, name: string): string | undefined {
+export function single(params: URLSearchParams, name: string): string | undefined {
   const values = params.getAll(name);
   if (values.length > 1) throw badRequest(name, `Parameter ${name} is given ${values.length} times; give it once.`);
   return values[0];
@@ -57,7 +60,7 @@ function checkNames(params: URLSearchParams, format: FormatName): void {
 }
 
 /** A whole number up to `max`; above it (however many digits), a 400 saying whose maximum it passes. */
-function wholeNumber(name: string, value: string | undefined, max: number, above: (text: string) => string): number | undefined {
+export function wholeNumber(name: string, value: string | undefined, max: number, above: (text: string) => string): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
   if (!/^\d+$/.test(text)) throw badRequest(name, `Parameter ${name} must be a whole number, 0 or more (got "${clip(value)}").`);
@@ -94,7 +97,7 @@ function checkFieldName(parameter: string, name: string): void {
   }
 }
 
-function checkLength(parameter: string, value: string | undefined, max: number): void {
+export function checkLength(parameter: string, value: string | undefined, max: number): void {
   if (value !== undefined && value.length > max) {
     throw badRequest(parameter, `Parameter ${parameter} is ${value.length} characters long; the most this worker accepts is ${max}.`);
   }
@@ -268,9 +271,8 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
   const { resourceId, alias } = resource(params, config);
   const q = single(params, "q");
   checkLength("q", q, BOUNDS.q);
-  const maxRows = formatMaxRows(format, config.maxRows);
-  const whose = maxRows < config.maxRows ? `the ${format} format's maximum of ${maxRows} rows (a sheet's rows, less the header)` : `this worker's maximum of ${maxRows} rows per export`;
-  const limit = wholeNumber("limit", single(params, "limit"), maxRows, (text) => `limit=${text} is above ${whose}. Use a smaller limit, add filters, or export in parts with offset.`);
+  const rowLimit = rowLimitOf(format, config.maxRows);
+  const limit = wholeNumber("limit", single(params, "limit"), rowLimit.rows, (text) => `limit=${text} is above ${whoseMaximum(rowLimit)}. Use a smaller limit, add filters, or export in parts with offset.`);
   const given = single(params, "sort");
   checkLength("sort", given, BOUNDS.sort);
   // An empty sort means the default order, as an empty q means no search.
@@ -314,5 +316,6 @@ export function parseExportQuery(params: URLSearchParams, format: FormatName, co
     },
     ...(numeric === undefined ? {} : { numeric: numeric as NumericMode }),
     filename: downloadName(single(params, "filename"), alias ?? resourceId, FORMATS[format].extension),
+    rowLimit,
   };
 }

@@ -33,12 +33,6 @@ export type FormatName = keyof typeof FORMATS;
 
 export const isFormatName = (name: string): name is FormatName => Object.hasOwn(FORMATS, name);
 
-/** The most rows one export in this format may hold: the worker's maximum, or the format's own when lower. */
-export const formatMaxRows = (format: FormatName, workerMax: number): number => {
-  const own: Format = FORMATS[format];
-  return Math.min(workerMax, own.maxRows ?? workerMax);
-};
-
 /** How a Parquet export writes numeric columns: CKAN's exact text, or doubles (see format/parquet-columns.ts). */
 export type NumericMode = "text" | "double";
 

@@ -3,6 +3,7 @@ import { parseConfig } from "../config/config.ts";
 import { FORMATS, type FormatName } from "./formats.ts";
 import { parametersFor, parameterEntry, PARAMETERS } from "./params.ts";
 import { allowedParams, parseExportQuery } from "./export-query.ts";
+import { parseAggregateQuery } from "../aggregate/query.ts";
 
 const config = parseConfig({ CKAN_BASE_URL: "https://portal.example", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" } });
 
@@ -17,9 +18,10 @@ describe("the parameter table", () => {
   it("gives examples the parser accepts", () => {
     for (const p of PARAMETERS.filter((p) => !p.link)) {
       const url = new URL(p.example, "https://x.test");
-      // Each example for the format of its own path (`/export.parquet?...&numeric=double`).
-      const format = url.pathname.replace("/export.", "") as FormatName;
-      expect(() => parseExportQuery(url.searchParams, format, config), p.name).not.toThrow();
+      // Each example for the format of its own path (`/export.parquet?...&numeric=double`, `/aggregate.csv?...`).
+      const [, kind, format] = /^\/(export|aggregate)\.(\w+)$/.exec(url.pathname) ?? [];
+      const parse = kind === "aggregate" ? parseAggregateQuery : parseExportQuery;
+      expect(() => parse(url.searchParams, format as FormatName, config), p.name).not.toThrow();
     }
   });
 

@@ -19,6 +19,10 @@ export interface Parameter {
   pattern?: boolean;
   /** Read by the signed-link check, not by the export query. */
   link?: boolean;
+  /** Taken by one kind of link only: `/export.<format>` or `/aggregate.<format>`. */
+  only?: "export" | "aggregate";
+  /** What it means on an aggregate link, where that differs (sort, limit, offset). */
+  aggregateMeaning?: string;
 }
 
 export interface ParameterSchema {
@@ -94,24 +98,44 @@ export const PARAMETERS: readonly Parameter[] = [
     meaning: "most rows to return, 0 or more; absent means every matching row",
     example: "/export.csv?resource=sample&limit=100",
     schema: { type: "integer", minimum: 0 },
+    aggregateMeaning: "most groups to return (top-N, after `sort`)",
   },
   {
     name: "offset",
     meaning: "rows to skip first",
     example: "/export.csv?resource=sample&limit=100&offset=200",
     schema: { type: "integer", minimum: 0, default: 0 },
+    aggregateMeaning: "groups to skip first (after `sort`)",
   },
   {
     name: "fields",
     meaning: "comma-separated columns, in the order you want them",
     example: "/export.csv?resource=sample&fields=id,name,amount",
     schema: { type: "string" },
+    only: "export",
+  },
+  {
+    name: "group_by",
+    meaning:
+      "aggregates: comma-separated group columns and date buckets `year(f)`, `month(f)`, `day(f)`, `hour(f)` (date and timestamp columns; a bucket is its first instant). At most 8; absent: one row of totals. Not json columns",
+    example: "/aggregate.csv?resource=sample&group_by=category,month(created)",
+    schema: { type: "string" },
+    only: "aggregate",
+  },
+  {
+    name: "measures",
+    meaning:
+      "aggregates: comma-separated `count` (rows), `count(f)` (values), `sum(f)`, `avg(f)` (numeric columns), `min(f)`, `max(f)` (numbers, text, dates, timestamps); each output column is named as written. At most 16; default `count`",
+    example: "/aggregate.csv?resource=sample&group_by=category&measures=count,sum(amount),avg(ratio)",
+    schema: { type: "string", default: "count" },
+    only: "aggregate",
   },
   {
     name: "sort",
     meaning: "CKAN's sort syntax; a descending sort puts nulls first (PostgreSQL's order), so filter them out to see the largest values",
     example: "/export.csv?resource=sample&sort=amount desc, name&filter.amount[gt]=0",
     schema: { type: "string", maxLength: BOUNDS.sort },
+    aggregateMeaning: "output column names with `asc`/`desc` (`sort=sum(amount) desc`); default the group columns ascending. Nulls last ascending, first descending; text by code point",
   },
   {
     name: "filename",
@@ -190,14 +214,19 @@ export const PARAMETERS: readonly Parameter[] = [
 /** Parameters only some formats take: format/index.ts says which, this table says what they mean. */
 const formatOnly = new Set<string>(Object.values(FORMATS).flatMap((f): readonly string[] => f.params));
 
-/** The parameters a link to this format may carry, in table order. */
-export function parametersFor(format: FormatName): Parameter[] {
+/** The parameters a link to this format may carry, in table order (an export's, or an aggregate's). */
+export function parametersFor(format: FormatName, kind: "export" | "aggregate" = "export"): Parameter[] {
   const own = new Set<string>(FORMATS[format].params);
-  return PARAMETERS.filter((p) => !formatOnly.has(p.name) || own.has(p.name));
+  return PARAMETERS.filter((p) => (!formatOnly.has(p.name) || own.has(p.name)) && (p.only === undefined || p.only === kind));
 }
 
+const commonNames = (kind: "export" | "aggregate"): string[] =>
+  PARAMETERS.filter((p) => !p.pattern && !p.link && !formatOnly.has(p.name) && (p.only === undefined || p.only === kind)).map((p) => p.name);
+
 /** Literal names every format takes, apart from the signed-link ones. */
-export const COMMON_NAMES: readonly string[] = PARAMETERS.filter((p) => !p.pattern && !p.link && !formatOnly.has(p.name)).map((p) => p.name);
+export const COMMON_NAMES: readonly string[] = commonNames("export");
+/** The same for aggregate links. */
+export const AGGREGATE_NAMES: readonly string[] = commonNames("aggregate");
 export const LINK_NAMES: readonly string[] = PARAMETERS.filter((p) => p.link).map((p) => p.name);
 
 /** The table entry a parameter name in an error belongs to (`filter.year` -> `filter.<field>`). */
@@ -214,6 +243,7 @@ export const parameterAnchor = (parameter: Parameter): string => `param-${parame
 /** The README's parameter table, as `npm run docs` writes it. */
 export function parametersMarkdown(): string {
   const cell = (text: string): string => text.replaceAll("|", "\\|");
-  const rows = PARAMETERS.map((p) => `| \`${cell(p.name)}\` | ${cell(p.meaning)} | \`${cell(p.example)}\` |`);
+  const meaning = (p: Parameter): string => p.meaning + (p.aggregateMeaning === undefined ? "" : `. On aggregates: ${p.aggregateMeaning}`);
+  const rows = PARAMETERS.map((p) => `| \`${cell(p.name)}\` | ${cell(meaning(p))} | \`${cell(p.example)}\` |`);
   return ["| parameter | meaning | example |", "|---|---|---|", ...rows].join("\n");
 }

@@ -1,6 +1,6 @@
 import { withColumnHint } from "../discovery/column-hint.ts";
 import { toHttpError } from "../errors.ts";
-import { exportRoute } from "../http/export-route.ts";
+import { EXPORTS, exportRoute } from "../http/export-route.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -10,7 +10,7 @@ import { guardLink } from "./guards.ts";
 import { errors, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
-function parameter(p: Parameter): Json {
+export function parameter(p: Parameter): Json {
   const { default: fallback, ...rest } = p.schema;
   const schema: Json = { ...rest, ...(fallback === undefined ? {} : { default: fallback }) };
   return {
@@ -58,7 +58,7 @@ export const exportsRoute: Route = {
     const format = request.params.format ?? "";
     try {
       await guardLink(context);
-      return await exportRoute(request, format, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }).catch(
+      return await exportRoute(request, format, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }, EXPORTS).catch(
         (error: unknown) => withColumnHint(error, url, format, config, deps.upstreamFetch),
       );
     } catch (error) {

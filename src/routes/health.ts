@@ -1,4 +1,6 @@
+import { sqlSearchState } from "../ckan/sql-search.ts";
 import { upstreamHealth } from "../discovery/health.ts";
+import { redactor } from "../log/redact.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
 import { guardDiscovery } from "./guards.ts";
 import { errors, json } from "./openapi-parts.ts";
@@ -40,11 +42,18 @@ export const healthRoute: Route = {
       recent.set(key, entry);
       entry.body.catch(() => recent.delete(key));
     }
-    const body = await entry.body;
+    // Learnt by this isolate's first aggregate on the site (never asked here: /health stays cheap).
+    const sql = sqlSearchState(discovery.config.ckanBase);
+    const body: Record<string, unknown> = { ...(await entry.body), aggregates: { datastore_search_sql: sql ?? "not asked yet", computed_by: sql === "on" ? "ckan-sql" : "worker" } };
     const operatorsOnly = discovery.config.linkSigningKey !== undefined;
-    return Response.json(body, {
+    // CKAN's own words (its version, its plugins) are quoted: no piece of a secret goes with them.
+    return new Response(redactor(context.env)(JSON.stringify(body)), {
       status: body.ok === true ? 200 : 503,
-      headers: { "cache-control": operatorsOnly ? "private, no-store" : `public, max-age=${FRESH_MS / 1000}` },
+      // An answer that reports a failure is never kept by a cache: the next check may find it mended.
+      headers: {
+        "content-type": "application/json",
+        "cache-control": operatorsOnly || body.ok !== true ? "private, no-store" : `public, max-age=${FRESH_MS / 1000}`,
+      },
     });
   },
   openapi: () => ({

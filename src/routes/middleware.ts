@@ -1,6 +1,6 @@
 import { configFor, type Config } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
-import { errorResponse, HttpError, toHttpError } from "../errors.ts";
+import { BadParameter, errorResponse, HttpError, toHttpError } from "../errors.ts";
 import { logRequest, requestInfo } from "../http/request-log.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -15,7 +15,7 @@ export const MAX_URL_LENGTH = 8192;
 export function admit(request: RoutedRequest, env: Env): void {
   requestInfo(request);
   if (request.url.length > MAX_URL_LENGTH) {
-    throw new HttpError(400, `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`, { parameter: "url" });
+    throw new BadParameter("url", `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`);
   }
   configFor(env);
 }
