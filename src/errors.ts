@@ -27,9 +27,12 @@ export class HttpError extends Error {
 /** 400: a parameter of the link is wrong, and the message says how (rendered with its `docs` link). */
 export class BadParameter extends HttpError {
   declare readonly parameter: string;
-  constructor(parameter: string, message: string, options: { cause?: unknown } = {}) {
-    super(400, message, { parameter, ...options });
+  /** The documented parameter the error points to, when not `parameter` itself (`limt`: limit). */
+  readonly documented: string | undefined;
+  constructor(parameter: string, message: string, options: { cause?: unknown; documented?: string } = {}) {
+    super(400, message, { parameter, ...(options.cause === undefined ? {} : { cause: options.cause }) });
     this.name = "BadParameter";
+    this.documented = options.documented;
   }
 }
 

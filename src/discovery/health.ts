@@ -1,4 +1,5 @@
 import { CkanClient, redirectRefused } from "../ckan/client.ts";
+import { siteFacts } from "../ckan/site.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
@@ -101,6 +102,7 @@ export async function upstreamHealth(config: Config, upstreamFetch: UpstreamFetc
   const problems: string[] = [];
   const status = await statusShow(config, upstreamFetch);
   if (status.problem !== undefined) problems.push(status.problem);
+  if (status.ckan.version !== null) siteFacts(config).version = status.ckan.version;
   const token: TokenHealth = { configured: config.apiToken !== undefined, accepted: null };
   const resources: ResourceHealth[] = [];
   if (status.problem !== undefined) return { ckan: status.ckan, resources, token, problems };

@@ -1,4 +1,4 @@
-import { sqlSearchState } from "../ckan/sql-search.ts";
+import { siteFacts } from "../ckan/site.ts";
 import { upstreamHealth } from "../discovery/health.ts";
 import { redactor } from "../log/redact.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
@@ -43,8 +43,11 @@ export const healthRoute: Route = {
       entry.body.catch(() => recent.delete(key));
     }
     // Learnt by this isolate's first aggregate on the site (never asked here: /health stays cheap).
-    const sql = sqlSearchState(discovery.config.ckanBase);
-    const body: Record<string, unknown> = { ...(await entry.body), aggregates: { datastore_search_sql: sql ?? "not asked yet", computed_by: sql === "on" ? "ckan-sql" : "worker" } };
+    const sql = siteFacts(discovery.config).sqlSearch;
+    const body: Record<string, unknown> = {
+      ...(await entry.body),
+      aggregates: { datastore_search_sql: sql === undefined ? "not asked yet" : sql ? "on" : "off", computed_by: sql === true ? "ckan-sql" : "worker" },
+    };
     const operatorsOnly = discovery.config.linkSigningKey !== undefined;
     // CKAN's own words (its version, its plugins) are quoted: no piece of a secret goes with them.
     return new Response(redactor(context.env)(JSON.stringify(body)), {
