@@ -4,9 +4,10 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { configFor } from "../src/config/config.ts";
 import { redactor } from "../src/log/redact.ts";
 import { stamp } from "../src/snapshot/keys.ts";
-import { cancelRun, showRun, startRunNow, startScheduled, type RunView } from "../src/snapshot/runs.ts";
+import type { RunParams } from "../src/snapshot/procedure.ts";
+import { runningRun, startScheduled, type RunView } from "../src/snapshot/runs.ts";
 import { listSnapshots } from "../src/snapshot/serve.ts";
-import { instanceId, type RunParams } from "../src/snapshot/workflow.ts";
+import { instanceId } from "../src/snapshot/workflow.ts";
 import { harness, TOKEN } from "./harness.ts";
 
 // Snapshot runs as Workflow instances (README, "Scheduled snapshots"): the cron trigger starts one
@@ -139,7 +140,7 @@ describe("snapshot runs as Workflows", () => {
 
       // Caught mid-run, after the outage: its progress, and the outage as its last error.
       await hold.arrived();
-      const progress = (await (await showRun({ name: "nightly" } as never, bucket, runs)).json()) as RunView;
+      const progress = (await runningRun("nightly", bucket, runs))!;
       expect(progress).toMatchObject({ instance: "nightly-20261120T030000Z", job: "nightly", trigger: "cron", format: "csv", status: "running" });
       expect(progress.step).toBeGreaterThanOrEqual(2);
       expect(progress.rows).toBeGreaterThanOrEqual(20000);
@@ -147,7 +148,7 @@ describe("snapshot runs as Workflows", () => {
       // The outage is over by now, and the run says what it went through.
       expect(progress.last_error).toMatch(/^csv step [3-9], attempt 4: .*503/);
       expect(JSON.stringify(progress)).not.toContain(TOKEN);
-      const listing = (await (await listSnapshots(deps.config, bucket, async (path) => path, runs)).json()) as { jobs: { name: string; running: RunView | null }[] };
+      const listing = await listSnapshots(deps.config, bucket, async (path) => path, runs);
       expect(listing.jobs).toMatchObject([{ name: "nightly", running: { instance: "nightly-20261120T030000Z", format: "csv", rows: progress.rows } }]);
       // A second trigger of the same scheduled time starts nothing.
       expect(await startScheduled("0 3 * * *", T1, deps, runs)).toMatchObject([{ instance: "nightly-20261120T030000Z", started: false }]);
@@ -163,14 +164,13 @@ describe("snapshot runs as Workflows", () => {
       await settled(instance, hold);
     }
     expect(failures).toBe(4);
-    expect(await keys("nightly/")).toEqual(["nightly/20261120T030000Z.csv", "nightly/latest.csv", "nightly/manifest.json"]);
+    expect(await keys("nightly/")).toEqual(["nightly/20261120T030000Z.csv", "nightly/datapackage.json", "nightly/manifest.json"]);
     const dated = (await bucket.get("nightly/20261120T030000Z.csv"))!;
     const bytes = await dated.arrayBuffer();
     expect(bytes.byteLength).toBeGreaterThan(5 * MiB);
     const hash = await sha256(bytes);
     expect(hash).toBe(await live(h, "/export.csv?resource=sample&limit=60000"));
-    expect(dated.customMetadata).toMatchObject({ rows: "60000", sha256: hash, total: "100000" });
-    expect(await sha256(await (await bucket.get("nightly/latest.csv"))!.arrayBuffer())).toBe(hash);
+    expect(await live(h, "/snapshots/nightly/latest.csv")).toBe(hash);
     const manifest = (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: { sha256: string; rows: number }[]; last_run: { status: string } };
     expect(manifest.snapshots).toMatchObject([{ sha256: hash, rows: 60000 }]);
     expect(manifest.last_run.status).toBe("ok");
@@ -210,7 +210,7 @@ describe("snapshot runs as Workflows", () => {
 
   it("aborts its upload and records why when CKAN stays down past every retry; latest stays", async () => {
     let down = false;
-    const { deps } = runsHarness({ name: "doomed", resource: "sample", limit: 60000 }, (_, body) =>
+    const { h, deps } = runsHarness({ name: "doomed", resource: "sample", limit: 60000 }, (_, body) =>
       down && afterId(body) >= 30000 ? new Response("Bad Gateway", { status: 502 }) : undefined,
     );
     const first = await watched("doomed", T1);
@@ -220,18 +220,19 @@ describe("snapshot runs as Workflows", () => {
     } finally {
       await first.dispose();
     }
-    const latest = (await bucket.head("doomed/latest.csv"))!.customMetadata!.sha256;
+    const latest = await live(h, "/snapshots/doomed/latest.csv");
 
     down = true;
     const second = await watched("doomed", T2);
     try {
       await startScheduled("0 3 * * *", T2, deps, runs);
-      expect(await second.ended()).toMatchObject({ status: "complete", output: { status: "failed", error: expect.stringMatching(/^csv: .*502/) } });
+      // Failed for good: the instance ends as errored, with the reason the manifest gives.
+      expect(await second.ended()).toMatchObject({ status: "errored", error: { message: expect.stringMatching(/^(SnapshotRunFailed: )?csv: .*502/) } });
     } finally {
       await second.dispose();
     }
-    expect(await keys("doomed/")).toEqual(["doomed/20261120T030000Z.csv", "doomed/latest.csv", "doomed/manifest.json"]);
-    expect((await bucket.head("doomed/latest.csv"))!.customMetadata!.sha256).toBe(latest);
+    expect(await keys("doomed/")).toEqual(["doomed/20261120T030000Z.csv", "doomed/datapackage.json", "doomed/manifest.json"]);
+    expect(await live(h, "/snapshots/doomed/latest.csv")).toBe(latest);
     const manifest = (await (await bucket.get("doomed/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; stamp: string; error: string } };
     expect(manifest.snapshots).toHaveLength(1);
     expect(manifest.last_run).toMatchObject({ status: "failed", stamp: "20261121T030000Z", error: expect.stringMatching(/502/) });
@@ -249,7 +250,6 @@ describe("snapshot runs as Workflows", () => {
       return undefined;
     });
     const operator = (method: string) => ({ method, headers: { authorization: `Bearer ${ADMIN}` } });
-    const job = { name: "slow" } as never;
     const first = await watched("slow", T1);
     const second = await watched("slow", T2);
     try {
@@ -267,12 +267,15 @@ describe("snapshot runs as Workflows", () => {
       expect(refused.status).toBe(409);
       expect(((await refused.json()) as { running: RunView }).running.instance).toBe("slow-20261120T030000Z");
       await startScheduled("0 3 * * *", T2, deps, runs);
-      expect(await second.ended()).toMatchObject({ status: "complete", output: { status: "failed", error: expect.stringContaining("run slow-20261120T030000Z of this job is still going"), written: [] } });
+      expect(await second.ended()).toMatchObject({ status: "complete", output: { status: "skipped", error: expect.stringContaining("run slow-20261120T030000Z of this job is still going"), written: [] } });
 
       expect((await h.get("/snapshots/slow/run", { method: "DELETE" })).status).toBe(401);
       const cancelled = await h.get("/snapshots/slow/run", operator("DELETE"));
       expect(await cancelled.json()).toEqual({ cancelled: "slow-20261120T030000Z", job: "slow", stamp: "20261120T030000Z" });
-      expect(await first.ended()).toMatchObject({ status: "terminated" });
+      // The job is free at once; the run itself stops at the end of the step it was in, writing nothing more.
+      expect(await runningRun("slow", bucket, runs)).toBeUndefined();
+      hold.open();
+      expect(await first.ended()).toMatchObject({ status: "complete", output: { status: "cancelled", written: [] } });
     } finally {
       await settled(first, hold);
       await settled(second);
@@ -280,7 +283,7 @@ describe("snapshot runs as Workflows", () => {
     expect(await keys("slow/")).toEqual(["slow/manifest.json"]);
     const manifest = (await (await bucket.get("slow/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; error: string } };
     expect(manifest).toMatchObject({ snapshots: [], last_run: { status: "failed", error: "cancelled by an operator" } });
-    await expect(showRun(job, bucket, runs)).rejects.toMatchObject({ status: 404 });
+    expect(await runningRun("slow", bucket, runs)).toBeUndefined();
     expect((await h.get("/snapshots/slow/run", operator("GET"))).status).toBe(404);
   });
 });
