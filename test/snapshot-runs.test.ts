@@ -1,108 +1,14 @@
-import { introspectWorkflowInstance } from "cloudflare:test";
-import { env as testEnv } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { configFor } from "../src/config/config.ts";
-import { redactor } from "../src/log/redact.ts";
-import { stamp } from "../src/snapshot/keys.ts";
-import type { RunParams } from "../src/snapshot/procedure.ts";
 import { runningRun, startScheduled, type RunView } from "../src/snapshot/runs.ts";
 import { listSnapshots } from "../src/snapshot/serve.ts";
-import { instanceId } from "../src/snapshot/workflow.ts";
 import { harness, TOKEN } from "./harness.ts";
+import { ADMIN, afterId, bucket, gate, keys, MiB, runs, runsHarness, settled, sha256, stepStart, watched } from "./snapshot-helpers.ts";
 
 // Snapshot runs as Workflow instances (README, "Scheduled snapshots"): the cron trigger starts one
 // instance per job and scheduled time, each step writes a few R2 parts from where the last stopped.
 
-const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
-const runs = (testEnv as { SNAPSHOT_RUNS: Workflow<RunParams> }).SNAPSHOT_RUNS;
 const T1 = Date.UTC(2026, 10, 20, 3, 0, 0);
 const T2 = Date.UTC(2026, 10, 21, 3, 0, 0);
-const MiB = 1024 * 1024;
-const ADMIN = "admin-token-for-runs-3c9e";
-
-const jobs = (...list: Record<string, unknown>[]) => ({ SNAPSHOT_JOBS: JSON.stringify(list) });
-
-async function keys(prefix: string): Promise<string[]> {
-  const listed = await bucket.list({ prefix });
-  return listed.objects.map((o) => o.key).sort();
-}
-
-const sha256 = async (data: ArrayBuffer): Promise<string> =>
-  [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))].map((b) => b.toString(16).padStart(2, "0")).join("");
-
-/** The `_id` a page request starts after: keyset pages carry it as a range filter. */
-const afterId = (body: Record<string, unknown>): number => (body.filters as { _id?: { gt?: number } } | undefined)?._id?.gt ?? 0;
-
-/**
- * A step's first page past `_id` `from`: asked as rows (later pages of a CSV step come as CKAN's
- * CSV), and read by that step for certain, where a page fetched ahead may be dropped when the step
- * ends before it.
- */
-const stepStart = (body: Record<string, unknown>, from: number): boolean => body.records_format !== "csv" && afterId(body) > from;
-
-/**
- * Where the upstream holds a request until the spec lets it go: a run caught mid-step. Flags polled
- * on each side, not promises: a promise resolved from another request's context (the spec's, the
- * Workflow's) does not wake its waiter there.
- */
-function gate() {
-  const state = { reached: false, open: false };
-  const until = async (flag: "reached" | "open"): Promise<void> => {
-    while (!state[flag]) await scheduler.wait(10);
-  };
-  return {
-    reached: () => void (state.reached = true),
-    open: () => void (state.open = true),
-    arrived: () => until("reached"),
-    opened: () => until("open"),
-  };
-}
-
-/** The harness with the Workflow bound, small parts and steps, and no upstream retries of its own (the steps retry). */
-function runsHarness(job: Record<string, unknown>, fault?: Parameters<typeof harness>[0] extends infer O ? (O extends { fault?: infer F } ? F : never) : never) {
-  const h = harness({
-    emulator: { version: "2.12" },
-    env: {
-      PAGE_SIZE: "5000",
-      SNAPSHOT_PART_BYTES: String(5 * MiB),
-      SNAPSHOT_STEP_BYTES: String(MiB),
-      UPSTREAM_RETRIES: "0",
-      SNAPSHOT_RUNS: runs,
-      ADMIN_TOKEN: ADMIN,
-      ...jobs(job),
-    },
-    ...(fault === undefined ? {} : { fault }),
-  });
-  const deps = { config: configFor(h.env), redact: redactor(h.env), bucket };
-  return { h, deps };
-}
-
-/** A run about to start, its retry delays off (an outage's backoff would take minutes). */
-async function watched(job: string, time: number) {
-  const id = instanceId(job, stamp(time));
-  const introspector = await introspectWorkflowInstance(runs, id);
-  await introspector.modify(async (m) => {
-    await m.disableSleeps();
-  });
-  return {
-    /** The run's end and what it returned. Asked of the Workflow itself: the introspector's own wait misses the end of an instance someone tried to create twice. */
-    async ended(): Promise<{ status: string; output?: unknown }> {
-      for (;;) {
-        const status = await (await runs.get(id)).status();
-        if (["complete", "errored", "terminated"].includes(status.status)) return status;
-        await scheduler.wait(50);
-      }
-    },
-    dispose: () => introspector.dispose(),
-  };
-}
-
-/** Lets a held run go and waits for its end before the introspector goes (disposing a running one hangs). */
-async function settled(instance: Awaited<ReturnType<typeof watched>>, hold?: { open: () => void }): Promise<void> {
-  hold?.open();
-  await instance.ended();
-  await instance.dispose();
-}
 
 async function live(h: ReturnType<typeof harness>, path: string): Promise<string> {
   const response = await h.get(path);

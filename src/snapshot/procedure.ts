@@ -70,7 +70,7 @@ async function attempt<T>(deps: RunDeps, job: string, instance: string, label: s
     if (error instanceof RunCancelled) throw error;
     const readable = error instanceof HttpError || error instanceof PermanentFailure;
     if (!readable) log({ event: "snapshot_step_error", job, step: label, cause: String(error) }, deps.redact);
-    const message = deps.redact(readable ? error.message : toHttpError(error).message);
+    const message = deps.redact(readable ? error.message : "Internal error while writing the snapshot; the failure was logged.");
     await updateRunRecord(deps.bucket, job, instance, (record) => {
       record.lastError = `${label}, attempt ${tried}: ${message}`;
     }).catch(() => {});
