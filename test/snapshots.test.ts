@@ -272,6 +272,29 @@ describe("serving snapshots", () => {
     expect(await changed.text()).toBe(body);
   });
 
+  it("serves datapackage.json beside the manifest: each format's latest file, its size and hash, CKAN's data dictionary as its Table Schema", async () => {
+    const h = await published();
+    const res = await h.get("/snapshots/daily/datapackage.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect((await h.get("/snapshots/daily/datapackage.json", { headers: { "if-none-match": res.headers.get("etag")! } })).status).toBe(304);
+    const descriptor = (await res.json()) as { profile: string; resources: { name: string; path: string; bytes: number; hash: string; dialect?: { delimiter: string }; schema: { fields: Record<string, string>[]; missingValues?: string[] } }[] };
+    expect(descriptor.profile).toBe("tabular-data-package");
+    const [csv, json] = descriptor.resources;
+    const file = await (await h.get(`/snapshots/daily/${csv!.path}`)).arrayBuffer();
+    expect(csv).toMatchObject({ name: "daily-csv", path: "20261120T030000Z.csv", bytes: file.byteLength, hash: `sha256:${await sha256(file)}`, dialect: { delimiter: "," } });
+    expect(json).toMatchObject({ name: "daily-json", path: "20261120T030000Z.json" });
+    expect(json!.dialect).toBeUndefined();
+    // The header row names the fields; the data dictionary gives their titles and descriptions.
+    const header = new TextDecoder().decode(file).split("\r\n")[0]!.split(",");
+    expect(csv!.schema.fields.map((f) => f.name)).toEqual(header);
+    expect(csv!.schema.fields.find((f) => f.name === "amount")).toEqual({ name: "amount", title: "Amount (CAD)", description: expect.stringContaining("taxes included"), type: "number" });
+    expect(csv!.schema.fields.find((f) => f.name === "formula")).toEqual({ name: "formula", type: "string" });
+    expect(csv!.schema.missingValues).toEqual([""]);
+    expect(await keys("daily/")).toEqual(["daily/20261120T030000Z.csv", "daily/20261120T030000Z.json", "daily/datapackage.json", "daily/manifest.json"]);
+  });
+
   it("answers a range on an empty snapshot with 416, and serves the empty file whole", async () => {
     const h = harness({ env: { ...jobs({ name: "empty", resource: "sample", filters: { category: "no-such" }, formats: ["ndjson"] }) } });
     await h.scheduled("0 3 * * *", T1);

@@ -36,7 +36,7 @@ export interface Resource {
   hash?: string;
   compression?: "gz";
   dialect?: Record<string, unknown>;
-  schema: { fields: Record<string, unknown>[]; missingValues: string[] };
+  schema: { fields: Record<string, unknown>[]; missingValues?: string[] };
 }
 
 export interface DataPackage {
@@ -47,8 +47,13 @@ export interface DataPackage {
   resources: Resource[];
 }
 
-/** How a format writes a null (and so what a reader takes as missing): an empty cell, or JSON's and Parquet's own null. */
-const MISSING: Record<FormatName, string[]> = { csv: [""], tsv: [""], xlsx: [""], json: [], ndjson: [], parquet: [] };
+/**
+ * How a format writes a null, so what a reader takes as missing: an empty cell in CSV, TSV and XLSX
+ * (an empty string is `""` in CSV and TSV, which a CSV reader cannot tell apart once parsed); JSON's,
+ * NDJSON's and Parquet's own null, which every reader takes as missing without a marker (v1 cannot
+ * say "no string is missing": its default, `[""]`, applies there).
+ */
+const MISSING: Record<FormatName, string[] | undefined> = { csv: [""], tsv: [""], xlsx: [""], json: undefined, ndjson: undefined, parquet: undefined };
 
 /** One format's latest file as a Tabular Data Resource: its path beside datapackage.json, size, hash, dialect and schema. */
 export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Column[]): Resource {
@@ -74,7 +79,7 @@ export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Colu
     // A gzipped file is sent with Content-Encoding: gzip (by the worker and by R2), which a reader's
     // HTTP client undoes: the bytes it reads are the export's, whose hash is not kept.
     ...(entry.encoding === "gzip" ? { bytes: entry.decoded_bytes ?? entry.bytes } : { bytes: entry.bytes, hash: `sha256:${entry.sha256}` }),
-    schema: { fields, missingValues: MISSING[format] },
+    schema: { fields, ...(MISSING[format] === undefined ? {} : { missingValues: MISSING[format] }) },
   };
   if ((format === "csv" || format === "tsv") && csv !== undefined) {
     resource.dialect = {
