@@ -56,7 +56,7 @@ export function gate() {
 type Fault = NonNullable<Parameters<typeof harness>[0]>["fault"];
 
 /** The harness with the Workflow bound (unless `inline`), small parts and steps, and no upstream retries of its own (the steps retry). */
-export function runsHarness(job: Record<string, unknown>, fault?: Fault, options: { inline?: boolean; bucket?: R2Bucket } = {}) {
+export function runsHarness(job: Record<string, unknown>, fault?: Fault, options: { inline?: boolean; bucket?: R2Bucket; env?: Record<string, string> } = {}) {
   const h = harness({
     emulator: { version: "2.12" },
     env: {
@@ -67,6 +67,7 @@ export function runsHarness(job: Record<string, unknown>, fault?: Fault, options
       ...(options.inline ? {} : { SNAPSHOT_RUNS: runs }),
       ...(options.bucket === undefined ? {} : { SNAPSHOTS: options.bucket }),
       ADMIN_TOKEN: ADMIN,
+      ...options.env,
       ...jobs(job),
     },
     ...(fault === undefined ? {} : { fault }),

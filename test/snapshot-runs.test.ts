@@ -193,3 +193,70 @@ describe("snapshot runs as Workflows", () => {
     expect((await h.get("/snapshots/slow/run", operator("GET"))).status).toBe(404);
   });
 });
+
+/**
+ * The same run procedure with the inline runner: the cron without SNAPSHOT_RUNS runs every step in
+ * its own invocation, one try each (CKAN requests keep their own retries).
+ */
+describe("snapshot runs inline, the cron invocation itself", () => {
+  it("writes every format's bytes as the live export writes them, in steps by _id and by offset", async () => {
+    const formats = ["csv", "tsv", "json", "ndjson", "xlsx"];
+    const { h } = runsHarness({ name: "every", resource: "sample", limit: 30000, formats }, undefined, { inline: true });
+    const [result] = await h.scheduled("0 3 * * *", T1);
+    expect(result).toMatchObject({ status: "ok", written: formats.map((format) => ({ format, rows: 30000 })) });
+    for (const format of formats) {
+      const snapshot = await sha256(await (await bucket.get(`every/20261120T030000Z.${format}`))!.arrayBuffer());
+      expect(snapshot, format).toBe(await live(h, `/export.${format}?resource=sample&limit=30000`));
+      expect(await live(h, `/snapshots/every/latest.${format}`), format).toBe(snapshot);
+    }
+
+    const sorted = runsHarness({ name: "sorted", resource: "sample", sort: "name desc", formats: ["json", "csv"], q: "alpha" }, undefined, { inline: true });
+    expect(await sorted.h.scheduled("0 3 * * *", T2)).toMatchObject([{ status: "ok", written: [{ format: "json" }, { format: "csv" }] }]);
+    expect(sorted.h.calls.filter((c) => typeof c.body.offset === "number" && (c.body.offset as number) > 0).length).toBeGreaterThan(1);
+    for (const format of ["json", "csv"]) {
+      const snapshot = await sha256(await (await bucket.get(`sorted/20261121T030000Z.${format}`))!.arrayBuffer());
+      expect(snapshot, format).toBe(await live(sorted.h, `/export.${format}?resource=sample&sort=name%20desc&q=alpha`));
+    }
+  });
+
+  it("rides out a short CKAN outage on its requests' own retries, and a second trigger of the same time writes nothing", async () => {
+    let failures = 0;
+    const { h } = runsHarness({ name: "nightly", resource: "sample", limit: 60000 }, (_, body) => {
+      if (stepStart(body, 20000) && failures < 2) {
+        failures++;
+        return new Response("Service Unavailable", { status: 503 });
+      }
+      return undefined;
+    }, { inline: true, env: { UPSTREAM_RETRIES: "3", UPSTREAM_RETRY_BASE_MS: "1" } });
+    expect(await h.scheduled("0 3 * * *", T1)).toMatchObject([{ status: "ok", written: [{ format: "csv", rows: 60000 }] }]);
+    expect(failures).toBe(2);
+    const etag = (await bucket.head("nightly/20261120T030000Z.csv"))!.etag;
+    expect(await h.scheduled("0 3 * * *", T1)).toMatchObject([{ status: "ok", written: [], skipped: ["csv"] }]);
+    expect((await bucket.head("nightly/20261120T030000Z.csv"))!.etag).toBe(etag);
+    expect(await keys("nightly/")).toEqual(["nightly/20261120T030000Z.csv", "nightly/datapackage.json", "nightly/manifest.json"]);
+  });
+
+  it("fails the run when CKAN stays down, aborting its upload; latest stays and last_run says why", async () => {
+    let down = false;
+    const { h } = runsHarness({ name: "doomed", resource: "sample", limit: 60000 }, (_, body) => (down && afterId(body) >= 30000 ? new Response("Bad Gateway", { status: 502 }) : undefined), { inline: true });
+    await h.scheduled("0 3 * * *", T1);
+    const latest = await live(h, "/snapshots/doomed/latest.csv");
+    down = true;
+    expect(await h.scheduled("0 3 * * *", T2)).toMatchObject([{ status: "failed", error: expect.stringMatching(/^csv: .*502/) }]);
+    expect(await keys("doomed/")).toEqual(["doomed/20261120T030000Z.csv", "doomed/datapackage.json", "doomed/manifest.json"]);
+    expect(await live(h, "/snapshots/doomed/latest.csv")).toBe(latest);
+    const manifest = (await (await bucket.get("doomed/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; stamp: string; error: string } };
+    expect(manifest.snapshots).toHaveLength(1);
+    expect(manifest.last_run).toMatchObject({ status: "failed", stamp: "20261121T030000Z", error: expect.stringMatching(/502/) });
+  });
+
+  it("has no run to show or cancel: without the Workflow a run lasts only the invocation that starts it", async () => {
+    const { h } = runsHarness({ name: "slow", resource: "sample", limit: 10 }, undefined, { inline: true });
+    const operator = (method: string) => ({ method, headers: { authorization: `Bearer ${ADMIN}` } });
+    expect((await h.get("/snapshots/slow/run", operator("GET"))).status).toBe(404);
+    expect((await h.get("/snapshots/slow/run", operator("DELETE"))).status).toBe(404);
+    const ran = await h.get("/snapshots/slow/run", operator("POST"));
+    expect(ran.status).toBe(200);
+    expect(await ran.json()).toMatchObject({ job: "slow", status: "ok", written: [{ format: "csv", rows: 10 }] });
+  });
+});
