@@ -58,10 +58,13 @@ const MISSING: Record<FormatName, string[] | undefined> = { csv: [""], tsv: [""]
 /** One format's latest file as a Tabular Data Resource: its path beside datapackage.json, size, hash, dialect and schema. */
 export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Column[]): Resource {
   const format = entry.format;
-  const csv = job.queries[format]?.csv;
+  const output = job.queries[format];
+  const csv = output?.format === "csv" || output?.format === "tsv" ? output.options : undefined;
+  const named = output?.format === "xlsx" || output?.format === "parquet" ? output.options.header : undefined;
   // The names a reader finds in the file: CSV's header row and XLSX's and Parquet's column names follow `header`.
-  const names = format === "json" || format === "ndjson" || csv === undefined ? columns.map((c) => c.id) : headerText(columns, csv.header === "none" ? "id" : csv.header);
-  const decimalComma = (format === "csv" || format === "tsv") && csv?.decimal === ",";
+  const header = csv?.header ?? named ?? "id";
+  const names = headerText(columns, header === "none" ? "id" : header);
+  const decimalComma = csv?.decimal === ",";
   const fields = columns.map((column, i) => ({
     name: names[i],
     ...(column.label === undefined ? {} : { title: column.label }),
@@ -81,7 +84,7 @@ export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Colu
     ...(entry.encoding === "gzip" ? { bytes: entry.decoded_bytes ?? entry.bytes } : { bytes: entry.bytes, hash: `sha256:${entry.sha256}` }),
     schema: { fields, ...(MISSING[format] === undefined ? {} : { missingValues: MISSING[format] }) },
   };
-  if ((format === "csv" || format === "tsv") && csv !== undefined) {
+  if (csv !== undefined) {
     resource.dialect = {
       delimiter: format === "tsv" ? "\t" : csv.delimiter,
       lineTerminator: "\r\n",

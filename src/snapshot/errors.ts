@@ -1,12 +1,8 @@
-import { HttpError } from "../errors.ts";
+import { HttpError, PermanentFailure } from "../errors.ts";
 
-// What can go wrong in a snapshot run, as classes: whether a step is tried again follows from the
-// class of its failure, never from a property added to an error.
-
-/** A failure no later try can mend: the step is not tried again, and the format fails. */
-export class PermanentFailure extends Error {
-  override name = "PermanentFailure";
-}
+// What can go wrong in a snapshot run, as classes (PermanentFailure, a failure no later try can mend,
+// is the shared one of errors.ts): whether a step is tried again follows from the class of its
+// failure, never from a property added to an error.
 
 /** The file needs more than R2's 10,000 parts of SNAPSHOT_PART_BYTES. */
 export class TooManyParts extends PermanentFailure {

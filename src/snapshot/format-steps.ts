@@ -1,7 +1,7 @@
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { openExportPart, runExport } from "../export/run.ts";
+import { openExport, openExportPart } from "../export/pipeline.ts";
 import { ENCODERS } from "../format/index.ts";
 import type { Redact } from "../log/redact.ts";
 import { contentDisposition } from "../query/filename.ts";
@@ -79,13 +79,13 @@ const sameColumns = (a: Column[], b: Column[]): boolean => JSON.stringify(a.map(
 export async function writeStep(run: FormatRun, prev: FormatState, deps: SnapshotDeps): Promise<FormatState> {
   const { bucket, config } = deps;
   const upload = await SnapshotUpload.open(bucket, target(run), prev.upload, config.snapshotPartBytes);
-  const client = new CkanClient(config, deps.upstreamFetch);
+  const site = siteFor(config, deps.upstreamFetch);
   const query = run.job.queries[run.format]!;
   const step = prev.step + 1;
   let next: Omit<FormatState, "upload" | "format" | "step" | "entry">;
   if (inSteps(run.job, run.format)) {
     let produced = 0;
-    const part = await openExportPart(query, config, client, prev.resume ?? undefined, () => produced >= config.snapshotStepBytes);
+    const part = await openExportPart(query, config, site, prev.resume ?? undefined, () => produced >= config.snapshotStepBytes);
     if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
       await part.chunks.return();
       throw new ColumnsChanged();
@@ -109,7 +109,7 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
       ended,
     };
   } else {
-    const exported = await runExport(query, config, client);
+    const exported = await openExport(query, config, site);
     const reader = storedBody(exported.body, storedEncoding(run.job, run.format)).getReader();
     let stored = 0;
     try {

@@ -1,7 +1,7 @@
-import { HttpError, toHttpError } from "../errors.ts";
+import { HttpError, PermanentFailure, toHttpError } from "../errors.ts";
 import { log } from "../log/log.ts";
 import type { FormatName } from "../query/formats.ts";
-import { isPermanent, PermanentFailure, RunCancelled, StepFailed } from "./errors.ts";
+import { isPermanent, RunCancelled, StepFailed } from "./errors.ts";
 import { abandonFormat, beginFormat, publishFormat, sealFormat, settleRun, writeStep, type FormatRun, type SnapshotDeps } from "./format-steps.ts";
 import { dueJobs, snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, legacyLatestKey, stamp } from "./keys.ts";

@@ -2,9 +2,9 @@ import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { configFor } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
-import { configError } from "../errors.ts";
+import { bindingError, PermanentFailure } from "../errors.ts";
 import { redactor } from "../log/redact.ts";
-import { PermanentFailure, RunCancelled, StepFailed } from "./errors.ts";
+import { RunCancelled, StepFailed } from "./errors.ts";
 import type { RunDeps, RunParams, StepRunner } from "./procedure.ts";
 
 export type Runs = Workflow<RunParams>;
@@ -87,8 +87,8 @@ export const isAlive = async (runs: Runs, instance: string): Promise<boolean> =>
 
 /** The snapshot deps of a deployed worker with the Workflow bound: its bindings and settings, CKAN over `upstreamFetch`. */
 export function runDeps(env: Env, upstreamFetch: UpstreamFetch): RunDeps & { runs: Runs } {
-  if (env.SNAPSHOTS === undefined) throw configError("SNAPSHOTS", "(the R2 bucket binding) is missing");
-  if (env.SNAPSHOT_RUNS === undefined) throw configError("SNAPSHOT_RUNS", "(the Workflow binding) is missing");
+  if (env.SNAPSHOTS === undefined) throw bindingError("SNAPSHOTS", "the R2 bucket", "[[r2_buckets]]");
+  if (env.SNAPSHOT_RUNS === undefined) throw bindingError("SNAPSHOT_RUNS", "the Workflow", "[[workflows]]");
   const runs = env.SNAPSHOT_RUNS as Runs;
   return { bucket: env.SNAPSHOTS, config: configFor(env), upstreamFetch, redact: redactor(env), runs, isAlive: (held) => isAlive(runs, held.instance) };
 }
