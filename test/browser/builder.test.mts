@@ -370,6 +370,19 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect((await signed.text()).split("\r\n")).toEqual(["id", "1", "2", "3", "4", "5", ""]);
       link.searchParams.delete("sig");
       expect((await fetch(link)).status).toBe(403);
+
+      // A summary is signed the same way: its preview, then its link.
+      await page.check("#mode-summary");
+      await page.click("#add-group");
+      await page.selectOption("#group-0-column", "category");
+      await settledPreview(page);
+      expect(await page.textContent("#count")).toBe("5 groups");
+      expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
+      await page.click("#sign");
+      await page.waitForFunction(() => (document.getElementById("link") as HTMLInputElement).value.includes("/aggregate.csv?"));
+      const summary = await fetch(await page.inputValue("#link"));
+      expect(summary.status).toBe(200);
+      expect((await summary.text()).split("\r\n")[0]).toBe("category,count");
     } finally {
       await page.close();
     }
