@@ -40,7 +40,11 @@ const PREVIEW_ROWS = 20;
 const FORMAT_NAMES = { csv: "CSV", tsv: "TSV", xlsx: "XLSX", json: "JSON", ndjson: "NDJSON", parquet: "Parquet" };
 const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
 const NUMERIC_TYPES = /^(int|int2|int4|int8|numeric|float4|float8)$/;
-const DATE_TYPES = /^(date|timestamp|timestamptz)$/;
+/** Columns a summary buckets by year, month or day (the worker's date and timestamp kinds). */
+const DATE_TYPES = /^(date|timestamp)$/;
+const TEXT_TYPES = /^(text|varchar|bpchar|char|name|citext|uuid)$/;
+/** What min and max take: numbers, text, dates and timestamps. */
+const ordered = (c) => NUMERIC_TYPES.test(c.type) || TEXT_TYPES.test(c.type) || DATE_TYPES.test(c.type);
 /** The summary fetches this many groups at most for its table and chart. */
 const CHART_ROWS = 200;
 /** What a measure computes, as the page words it; `of` the columns it takes (none for count). */
@@ -49,8 +53,8 @@ const MEASURES = {
   countf: { text: "count values", of: () => true },
   sum: { text: "sum", of: (c) => NUMERIC_TYPES.test(c.type) },
   avg: { text: "average", of: (c) => NUMERIC_TYPES.test(c.type) },
-  min: { text: "min", of: () => true },
-  max: { text: "max", of: () => true },
+  min: { text: "min", of: ordered },
+  max: { text: "max", of: ordered },
 };
 /** Columns a summary may group or measure: json (and arrays) have no order or sum. */
 const summable = (column) => !/^(json|jsonb)$/.test(column.type) && !column.type.startsWith("_");
@@ -452,13 +456,15 @@ const labelOf = (id) => columnOf(id)?.label ?? id;
 
 /** The complete group columns, named as the link and the answer's columns name them. */
 function summaryGroups() {
-  return state.groups
+  const complete = state.groups
     .filter((g) => g.column !== "" && columnOf(g.column))
     .map((g) => ({
       name: g.bucket ? `${g.bucket}(${g.column})` : g.column,
       label: g.bucket ? `${labelOf(g.column)} (${g.bucket})` : labelOf(g.column),
       kind: g.bucket || DATE_TYPES.test(columnOf(g.column).type) ? "date" : "text",
     }));
+  // A group picked twice is one group.
+  return [...new Map(complete.map((g) => [g.name, g])).values()];
 }
 
 /** The complete measures (count when none is), named as the answer's columns. */
