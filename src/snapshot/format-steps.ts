@@ -109,7 +109,8 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
       ended,
     };
   } else {
-    const exported = await openExport(query, config, site);
+    // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
+    const exported = await openExport(query, { ...config, stallSeconds: 0 }, site);
     const reader = storedBody(exported.body, storedEncoding(run.job, run.format)).getReader();
     let stored = 0;
     try {
