@@ -3,7 +3,7 @@ import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
 import type { Env } from "../src/config/env.ts";
-import type { JobResult } from "../src/snapshot/run.ts";
+import type { RunResult } from "../src/snapshot/procedure.ts";
 import { setActiveWorker } from "./active-worker.ts";
 
 /** Recognisable, so a test can prove it never leaves the worker. */
@@ -91,7 +91,7 @@ export function harness(options: HarnessOptions = {}) {
     await warm;
     warm = undefined;
     // Without SNAPSHOT_RUNS in its env (the Workflow specs bind it themselves) the cron runs the jobs inline.
-    return (await app.scheduled(cron, time, env)) as JobResult[];
+    return (await app.scheduled(cron, time, env)) as RunResult[];
   };
   return { get, settle, scheduled, calls, emulator, env };
 }
