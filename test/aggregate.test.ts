@@ -139,6 +139,15 @@ describe("an aggregate's answer", () => {
     expect(body.error.parameter).toBe("group_by");
     expect(body.error.message).toContain("more than 10 groups");
   });
+
+  it("reads at most MAX_ROWS rows: past it a 400 naming the setting, whatever the format's own limit", async () => {
+    const { get } = harness({ env: { ...env, MAX_ROWS: "1000" } });
+    const response = await get("/aggregate.csv?resource=edge&group_by=category&errors=status");
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: { message: string; parameter: string; setting: string } };
+    expect(body.error.setting).toBe("MAX_ROWS");
+    expect(body.error.message).toContain("More than 1000 rows match");
+  });
 });
 
 describe("bad aggregate links", () => {

@@ -4,6 +4,7 @@ import { fetchFirstPage, mayUseKeyset } from "../ckan/keyset-probe.ts";
 import { openTable } from "../ckan/table.ts";
 import type { SearchRequest } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
+import { HttpError, RowLimitExceeded, SubrequestBudgetExceeded } from "../errors.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { GroupTable } from "./groups.ts";
 import type { AggregatePlan } from "./plan.ts";
@@ -34,20 +35,45 @@ export interface Folded {
 export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePlan, config: Config, client: CkanClient, signal: AbortSignal): Promise<Folded> {
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
-  const table = await openTable(
-    client,
-    config.datastoreSearchUrl,
-    { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
-    { pageSize: config.pageSize, maxRows: config.maxRows, subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal },
-  );
   const groups = new GroupTable(plan, config.maxGroups);
   try {
-    for await (const batch of table.pages) {
-      // Without a pass-through reader every page comes as rows.
-      if (Array.isArray(batch)) groups.addRows(batch);
+    // The rows read count against MAX_ROWS whatever the format: only the groups are written.
+    const rowLimit = { rows: config.maxRows, format: query.format, formatOwn: false };
+    const table = await openTable(
+      client,
+      config.datastoreSearchUrl,
+      { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
+      { pageSize: config.pageSize, rowLimit, subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal },
+    );
+    try {
+      for await (const batch of table.pages) {
+        // Without a pass-through reader every page comes as rows.
+        if (Array.isArray(batch)) groups.addRows(batch);
+      }
+    } finally {
+      await table.pages.return();
     }
-  } finally {
-    await table.pages.return();
+  } catch (error) {
+    throw readLimit(error, config);
   }
   return { rows: groups.results(), read: groups.rows };
+}
+
+/** An export's limits said for an aggregate: its `limit` is of groups, so the way out is fewer rows. */
+function readLimit(error: unknown, config: Config): unknown {
+  if (error instanceof RowLimitExceeded) {
+    return new HttpError(
+      400,
+      `More than ${config.maxRows} rows match: the worker reads at most MAX_ROWS rows for one aggregate. Narrow the rows with filters or q (on a portal with datastore_search_sql on, PostgreSQL computes it whatever the rows).`,
+      { parameter: "filters", setting: "MAX_ROWS", cause: error },
+    );
+  }
+  if (error instanceof SubrequestBudgetExceeded) {
+    return new HttpError(
+      400,
+      `Reading these rows needs more requests to CKAN than one request to this worker may make (SUBREQUEST_LIMIT). Narrow the rows with filters or q.`,
+      { parameter: "filters", setting: "SUBREQUEST_LIMIT", cause: error },
+    );
+  }
+  return error;
 }
