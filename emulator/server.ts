@@ -2,7 +2,8 @@
 //   node scripts/emulator-server.ts [port]
 // Env: EMULATOR_PORT (default 8788), EMULATOR_TOKEN (default "demo-token"),
 //      EMULATOR_CKAN_VERSION ("2.12" default, as in npm start; or "2.10", "2.11"),
-//      EMULATOR_STALE_TOTAL (2.12: rows missing from the cached count of an unfiltered total).
+//      EMULATOR_STALE_TOTAL (2.12: rows missing from the cached count of an unfiltered total),
+//      EMULATOR_SQL ("on": datastore_search_sql answered by PGlite; "off", the default).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -24,6 +25,8 @@ export interface EmulatorServerOptions {
   staleTotal?: number;
   /** false: a CKAN without the datastore plugin. */
   datastore?: boolean;
+  /** true: datastore_search_sql on (ckan.datastore.sqlsearch.enabled). */
+  sql?: boolean;
   fault?: EmulatorFault;
 }
 
@@ -41,7 +44,7 @@ interface FaultState {
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
-  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore });
+  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore, sql: options.sql });
   const faults: FaultState = { fault: options.fault, calls: 0 };
   const server = createServer((req, res) => {
     handle(emulator, faults, req, res).catch((error: unknown) => {
@@ -140,6 +143,12 @@ async function toRequest(req: IncomingMessage): Promise<Request> {
   return new Request(url, { method, headers, body: Buffer.concat(chunks) });
 }
 
+export function parseSqlSwitch(value: string | undefined, what: string): boolean {
+  if (value === undefined || value === "" || value === "off") return false;
+  if (value === "on") return true;
+  throw new Error(`${what} must be on or off, not ${value}`);
+}
+
 function parseVersion(value: string | undefined): CkanVersion {
   if (value === undefined || value === "") return "2.12";
   const version = CKAN_VERSIONS.find((v) => v === value);
@@ -154,6 +163,7 @@ if (invokedDirectly) {
     token: process.env["EMULATOR_TOKEN"] ?? "demo-token",
     version: parseVersion(process.env["EMULATOR_CKAN_VERSION"]),
     staleTotal: Number(process.env["EMULATOR_STALE_TOTAL"] ?? 0),
+    sql: parseSqlSwitch(process.env["EMULATOR_SQL"], "EMULATOR_SQL"),
   });
   console.log(`CKAN emulator listening: ${server.url}/api/action/datastore_search`);
   const stop = (): void => void server.close().then(() => process.exit(0));

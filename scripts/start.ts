@@ -1,14 +1,14 @@
 // `npm start`: the CKAN emulator on loopback plus the worker in `wrangler dev`, fully offline.
 // Prints links that work as soon as the worker is up.
-//   npm start -- [--port 8787] [--emulator-port 8788] [--ckan 2.12] [any other wrangler dev option]
-// Env: PORT, EMULATOR_PORT, EMULATOR_CKAN_VERSION, EMULATOR_TOKEN (the switches win over the env).
+//   npm start -- [--port 8787] [--emulator-port 8788] [--ckan 2.12] [--sql on|off] [any other wrangler dev option]
+// Env: PORT, EMULATOR_PORT, EMULATOR_CKAN_VERSION, EMULATOR_SQL, EMULATOR_TOKEN (the switches win over the env).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CKAN_VERSIONS, type CkanVersion } from "../emulator/index.ts";
-import { startEmulatorServer } from "../emulator/server.ts";
+import { parseSqlSwitch, startEmulatorServer } from "../emulator/server.ts";
 import { OFFLINE_WRANGLER } from "./offline.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -51,17 +51,26 @@ function ckanVersion(value: string, what: string): CkanVersion {
   return version;
 }
 
-const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan"]);
+const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan", "sql"]);
 const workerPort = port(values.get("port") ?? process.env["PORT"] ?? "8787", values.has("port") ? "--port" : "PORT");
 const emulatorPort = port(values.get("emulator-port") ?? process.env["EMULATOR_PORT"] ?? "8788", values.has("emulator-port") ? "--emulator-port" : "EMULATOR_PORT");
 const version = ckanVersion(values.get("ckan") ?? process.env["EMULATOR_CKAN_VERSION"] ?? "2.12", values.has("ckan") ? "--ckan" : "EMULATOR_CKAN_VERSION");
 const token = process.env["EMULATOR_TOKEN"] ?? "demo-token";
+// datastore_search_sql: off by default, as CKAN has it since 2.10; on, a real PostgreSQL (PGlite) answers.
+const sqlWhat = values.has("sql") ? "--sql" : "EMULATOR_SQL";
+let sql = false;
+try {
+  sql = parseSqlSwitch(values.get("sql") ?? process.env["EMULATOR_SQL"], sqlWhat);
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
 
-const emulator = await startEmulatorServer({ port: emulatorPort, token, version }).catch((error: unknown) =>
+const emulator = await startEmulatorServer({ port: emulatorPort, token, version, sql }).catch((error: unknown) =>
   fail(`the CKAN emulator cannot listen on 127.0.0.1:${emulatorPort} (${error instanceof Error ? error.message : String(error)}): try --emulator-port`),
 );
 const base = `${emulator.url}/data/en`;
 console.log(`CKAN emulator (answering as CKAN ${version}): ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
+console.log(`datastore_search_sql: ${sql ? "on (PGlite, a table loaded the first time a statement names it)" : "off (npm start -- --sql on to turn it on)"}`);
 
 // The demo's own configuration (the emulator's resources and snapshot jobs); wrangler.toml is the
 // operator's. Wrangler would look for .dev.vars beside demo/wrangler.toml: the developer's local
