@@ -3,7 +3,7 @@ import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { toHttpError } from "../errors.ts";
 import { contentDisposition } from "../query/filename.ts";
-import { runExport } from "../export/run.ts";
+import { runQuery } from "../aggregate/either.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import type { Redact } from "../log/redact.ts";
 import { log } from "../log/log.ts";
@@ -94,7 +94,7 @@ export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: 
   const key = datedKey(job.name, time, format);
   const query = job.queries[format]!;
   const started = new Date().toISOString();
-  const run = await runExport(query, config, new CkanClient(config, deps.upstreamFetch));
+  const run = await runQuery(query, config, new CkanClient(config, deps.upstreamFetch), deps.upstreamFetch);
   const total = run.table.total ?? null;
   const encoding = storedEncoding(job, format);
   let finished = "";
