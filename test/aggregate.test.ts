@@ -150,6 +150,22 @@ describe("an aggregate's answer", () => {
   });
 });
 
+describe("aggregate links, guarded as exports are", () => {
+  it("with LINK_SIGNING_KEY: refused unsigned, signed by POST /links, served signed; CORS exposes X-Aggregated-By", async () => {
+    const h = harness({ env: { ...env, LINK_SIGNING_KEY: "key-SECRET-1", ADMIN_TOKEN: "admin-SECRET-2" } });
+    const link = "/aggregate.csv?resource=edge&group_by=category";
+    expect((await h.get(`${link}&errors=status`)).status).toBe(403);
+    const refused = await h.get("/links", { method: "POST", headers: { authorization: "Bearer admin-SECRET-2" }, body: JSON.stringify({ link: `${link}&measures=nope` }) });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { parameter: string } }).error.parameter).toBe("measures");
+    const signed = (await (await h.get("/links", { method: "POST", headers: { authorization: "Bearer admin-SECRET-2" }, body: JSON.stringify({ link }) })).json()) as { link: string };
+    const response = await h.get(signed.link.replace("http://worker.test", ""), { headers: { origin: "https://dash.example" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("access-control-expose-headers")).toContain("X-Aggregated-By");
+    expect((await response.text()).split("\r\n")[0]).toBe("category,count");
+  });
+});
+
 describe("bad aggregate links", () => {
   const cases: [string, string, RegExp][] = [
     ["group_by=nope", "group_by", /"nope", which is not a column/],
