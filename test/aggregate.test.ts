@@ -99,6 +99,24 @@ describe.each(["2.12", "2.10"] as const)("aggregates computed by the worker on C
   });
 });
 
+describe.each(["2.12", "2.10"] as const)("pages read as CKAN's CSV on CKAN %s", (version) => {
+  it.each([
+    "group_by=name,active&measures=count,count(tags),min(note),max(formula),sum(amount),avg(ratio),max(ratio),min(created),max(day)",
+    "group_by=tags&measures=count,sum(id)",
+    "group_by=ratio&measures=count,min(amount)",
+    "group_by=amount&measures=count,max(name)",
+  ])("give the cells of pages read as JSON rows: %s", async (query) => {
+    const viaCsv = harness({ emulator: { version }, env });
+    const viaRows = harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } });
+    const [csv, rows] = await Promise.all([viaCsv.get(`/aggregate.json?resource=edge&${query}`), viaRows.get(`/aggregate.json?resource=edge&${query}`)]);
+    expect(viaCsv.calls.filter((c) => c.body.records_format === "csv").length).toBeGreaterThan(3);
+    expect(viaRows.calls.filter((c) => c.body.records_format === "csv")).toHaveLength(0);
+    const text = await csv.text();
+    expect(text).toBe(await rows.text());
+    expect(text.length).toBeGreaterThan(100);
+  });
+});
+
 describe("an aggregate's answer", () => {
   it("is one row of totals without group_by, with PostgreSQL's types: sum(int4) int8, avg numeric with 16 significant digits", async () => {
     const { get } = harness({ env, emulator: { version: "2.12" } });

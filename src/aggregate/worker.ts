@@ -6,6 +6,7 @@ import type { SearchRequest } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { HttpError, RowLimitExceeded, SubrequestBudgetExceeded } from "../errors.ts";
 import type { Column, Row } from "../rows/types.ts";
+import { csvPages } from "./csv-pages.ts";
 import { GroupTable } from "./groups.ts";
 import type { AggregatePlan } from "./plan.ts";
 import type { AggregateQuery } from "./query.ts";
@@ -36,6 +37,7 @@ export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePl
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
   const groups = new GroupTable(plan, config.maxGroups);
+  const pages = csvPages();
   try {
     // The rows read count against MAX_ROWS whatever the format: only the groups are written.
     const rowLimit = { rows: config.maxRows, format: query.format, formatOwn: false };
@@ -43,12 +45,12 @@ export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePl
       client,
       config.datastoreSearchUrl,
       { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
-      { pageSize: config.pageSize, rowLimit, subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal },
+      { pageSize: config.pageSize, rowLimit, subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal, ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}) },
     );
     try {
       for await (const batch of table.pages) {
-        // Without a pass-through reader every page comes as rows.
-        if (Array.isArray(batch)) groups.addRows(batch);
+        // The first page comes as rows; later ones as CSV, whose rows csvPages kept.
+        groups.addRows(Array.isArray(batch) ? batch : pages.take());
       }
     } finally {
       await table.pages.return();
