@@ -39,8 +39,11 @@ function cellOf(kind: Kind): Cell {
   }
 }
 
-/** PostgreSQL's CSV (LF rows, quotes doubled, null an empty unquoted cell) as rows of `cells.length` cells. */
-export function csvRows(csv: string, cells: Cell[]): Row[] {
+/**
+ * PostgreSQL's CSV (LF rows, quotes doubled, null an empty unquoted cell) as rows of `cells.length`
+ * cells; those from `keepFrom` on (keyset paging's `_id`) only in the last row, which names the page's last `_id`.
+ */
+export function csvRows(csv: string, cells: Cell[], keepFrom = cells.length): Row[] {
   const rows: Row[] = [];
   const width = cells.length;
   const n = csv.length;
@@ -77,7 +80,7 @@ export function csvRows(csv: string, cells: Cell[]): Row[] {
       }
       const after = csv.charCodeAt(i);
       if (c < width - 1 ? after !== 44 : after !== 10 && i < n) throw new NotTheJson("a CSV row of another width");
-      row[c] = cells[c]!(text, quoted);
+      if (c < keepFrom || i + 1 >= n) row[c] = cells[c]!(text, quoted);
       i++;
     }
     rows.push(row);
@@ -91,14 +94,14 @@ export function csvRows(csv: string, cells: Cell[]): Row[] {
  */
 export function csvPages(): { passthrough: PassthroughFactory; take(): Row[] } {
   const waiting: Row[][] = [];
-  const passthrough: PassthroughFactory = (incoming: Column[]) => {
+  const passthrough: PassthroughFactory = (incoming: Column[], dropFrom: number) => {
     const cells = incoming.map((c) => cellOf(kindOf(c.type)));
     const idAt = incoming.findIndex((c) => c.id === "_id");
     return {
       recordsFormat: "csv",
       read(answer: Uint8Array, at: number): CopiedRecords {
         const end = skipStringBytes(answer, at);
-        const rows = csvRows(JSON.parse(utf8.decode(answer.subarray(at, end))) as string, cells);
+        const rows = csvRows(JSON.parse(utf8.decode(answer.subarray(at, end))) as string, cells, dropFrom);
         waiting.push(rows);
         const lastId = idAt < 0 ? undefined : rows.at(-1)?.[idAt];
         return { page: { bytes: EMPTY, rows: rows.length, ends: new Uint32Array(rows.length) }, end, lastId };
