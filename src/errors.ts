@@ -27,9 +27,12 @@ export class HttpError extends Error {
 /** 400: a parameter of the link is wrong, and the message says how (rendered with its `docs` link). */
 export class BadParameter extends HttpError {
   declare readonly parameter: string;
-  constructor(parameter: string, message: string, options: { cause?: unknown } = {}) {
-    super(400, message, { parameter, ...options });
+  /** The documented parameter the error points to, when not `parameter` itself (`limt`: limit). */
+  readonly documented: string | undefined;
+  constructor(parameter: string, message: string, options: { cause?: unknown; documented?: string } = {}) {
+    super(400, message, { parameter, ...(options.cause === undefined ? {} : { cause: options.cause }) });
     this.name = "BadParameter";
+    this.documented = options.documented;
   }
 }
 
@@ -125,3 +128,14 @@ export function errorResponse(error: HttpError, redact: (text: string) => string
 
 /** Text quoted back to a caller is cut, so a hostile link cannot make an error message huge. */
 export const clip = (text: string, max = 60): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/**
+ * A 503 for a missing binding (an R2 bucket, a Workflow): bindings are neither [vars] nor the
+ * dashboard's Variables, so the fix names the wrangler.toml table that declares one.
+ */
+export const bindingError = (binding: string, what: string, table: string): HttpError =>
+  new HttpError(
+    503,
+    `The worker is not configured: ${what} binding ${binding} is missing. An operator must add it: a ${table} entry with binding = "${binding}" in wrangler.toml (or the binding in the dashboard's Settings, Bindings), then deploy again.`,
+    { setting: binding },
+  );

@@ -454,6 +454,25 @@ describe("routes and configuration", () => {
   });
 });
 
+describe("refusals that say what was meant", () => {
+  it("suggests the known parameter a typo was meant for, with its docs; says a range bound lost its bracket; refuses an empty resource", async () => {
+    const { get, calls } = harness();
+    const typo = (await (await get("/export.csv?resource=sample&limt=10")).json()) as { error: { status: number; message: string; parameter: string; docs?: string } };
+    expect(typo.error).toMatchObject({ status: 400, parameter: "limt" });
+    expect(typo.error.message).toMatch(/^Unknown parameter limt\. Did you mean limit\?/);
+    expect(typo.error.docs).toMatch(/\/#param-limit$/);
+    const bracket = await get("/export.csv?resource=sample&filter.amount[gt=1");
+    expect(bracket.status).toBe(400);
+    const { error } = (await bracket.json()) as { error: { message: string; docs?: string } };
+    expect(error.message).toContain("has no closing bracket: a range filter's bound is written filter.amount[gt]=<value>.");
+    expect(error.docs).toMatch(/\/#param-filter-field-gt-gte-lt-lte$/);
+    const empty = await get("/export.csv?resource=");
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as { error: { parameter: string } }).error.parameter).toBe("resource");
+    expect(calls).toHaveLength(0);
+  });
+});
+
 describe("names and filters that look hostile", () => {
   it("writes a download name cut after 120 characters without splitting a character", async () => {
     const res = await harness().get(`/export.csv?resource=sample&limit=1&filename=${"a".repeat(119)}${encodeURIComponent("😀")}b`);

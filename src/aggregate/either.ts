@@ -1,10 +1,10 @@
-import type { CkanClient } from "../ckan/client.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import type { Resume } from "../ckan/table.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { openExportPart, runExport, type ExportPart, type ExportRun } from "../export/run.ts";
 import { encodeTable } from "../export/byte-stream.ts";
-import { ENCODERS } from "../format/index.ts";
+import { openExport, openExportPart, type ExportPart, type OpenExport } from "../export/pipeline.ts";
+import { encoderFor } from "../format/index.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 import type { AggregateQuery } from "./query.ts";
 import { computeAggregate, resultTable, runAggregate } from "./run.ts";
@@ -14,9 +14,9 @@ import { computeAggregate, resultTable, runAggregate } from "./run.ts";
 
 export const isAggregate = (query: ExportQuery): query is AggregateQuery => "aggregate" in query;
 
-/** runExport, or the aggregate's pipeline for an aggregate query. */
-export const runQuery = (query: ExportQuery, config: Config, client: CkanClient, fetcher?: UpstreamFetch): Promise<ExportRun> =>
-  isAggregate(query) ? runAggregate(query, config, client, undefined, fetcher) : runExport(query, config, client);
+/** openExport, or the aggregate's pipeline for an aggregate query. */
+export const openQuery = (query: ExportQuery, config: Config, site: CkanSite, fetcher?: UpstreamFetch): Promise<OpenExport> =>
+  isAggregate(query) ? runAggregate(query, config, site, undefined, fetcher) : openExport(query, config, site);
 
 /**
  * openExportPart, or for an aggregate its whole file as one part: the groups are computed before
@@ -25,15 +25,15 @@ export const runQuery = (query: ExportQuery, config: Config, client: CkanClient,
 export async function openQueryPart(
   query: ExportQuery,
   config: Config,
-  client: CkanClient,
+  site: CkanSite,
   resume: Resume | undefined,
   full: () => boolean,
   fetcher?: UpstreamFetch,
 ): Promise<ExportPart> {
-  if (!isAggregate(query)) return openExportPart(query, config, client, resume, full);
-  const result = await computeAggregate(query, config, client, new AbortController().signal, fetcher);
+  if (!isAggregate(query)) return openExportPart(query, config, site, resume, full);
+  const result = await computeAggregate(query, config, site, new AbortController().signal, fetcher);
   const table = resultTable(result);
   const progress = { rows: 0, chars: 0 };
-  const chunks = encodeTable(table, ENCODERS[query.format].encoder(table.columns, query.csv, query.numeric ?? "text"), progress);
+  const chunks = encodeTable(table, encoderFor(query, table.columns), progress);
   return { chunks, progress, ended: () => true, resumeAt: () => table.resumeAt(), columns: table.columns };
 }

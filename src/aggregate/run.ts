@@ -1,10 +1,9 @@
-import type { CkanClient } from "../ckan/client.ts";
 import { admitExport } from "../ckan/page-budget.ts";
-import { sqlSearchState } from "../ckan/sql-search.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { streamTable, type ExportProgress, type ExportRun } from "../export/run.ts";
+import { streamTable, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { sortRows } from "./order.ts";
 import { planAggregate, type AggregatePlan } from "./plan.ts";
@@ -34,8 +33,8 @@ function kept(rows: Row[], plan: AggregatePlan, query: AggregateQuery): Row[] {
 }
 
 /** Checks the aggregate against the table's columns: every 400 of a name or type, after one request for no rows. */
-export async function planFor(query: AggregateQuery, config: Config, client: CkanClient, signal?: AbortSignal): Promise<{ plan: AggregatePlan; columns: Column[] }> {
-  const columns = await tableColumns(client, config.datastoreSearchUrl, query.resourceId, signal);
+export async function planFor(query: AggregateQuery, site: CkanSite, signal?: AbortSignal): Promise<{ plan: AggregatePlan; columns: Column[] }> {
+  const columns = await tableColumns(site, query.resourceId, signal);
   return { plan: planAggregate(query.aggregate, columns), columns };
 }
 
@@ -47,21 +46,21 @@ export async function planFor(query: AggregateQuery, config: Config, client: Cka
 export async function computeAggregate(
   query: AggregateQuery,
   config: Config,
-  client: CkanClient,
+  site: CkanSite,
   signal: AbortSignal,
   fetcher: UpstreamFetch | undefined,
 ): Promise<AggregateResult> {
-  const { plan, columns } = await planFor(query, config, client, signal);
+  const { plan, columns } = await planFor(query, site, signal);
   let why: string | undefined;
   if (fetcher !== undefined) {
-    const viaSql = await aggregateInSql(query, plan, columns, config, fetcher, signal);
+    const viaSql = await aggregateInSql(query, plan, columns, config, site, fetcher, signal);
     if (viaSql.rows !== undefined) {
       const { offset, limit } = query.aggregate;
       return { columns: plan.columns, rows: viaSql.rows, groups: offset === 0 && limit === undefined ? viaSql.rows.length : undefined, by: "ckan-sql" };
     }
     why = viaSql.why;
   }
-  const folded = await aggregateInWorker(query, plan, config, client, signal);
+  const folded = await aggregateInWorker(query, plan, config, site, signal);
   const rows = kept(folded.rows, plan, query);
   return { columns: plan.columns, rows, groups: folded.rows.length, by: "worker", ...(why === undefined ? {} : { why }) };
 }
@@ -90,20 +89,20 @@ export function resultTable(result: AggregateResult): Table {
 export async function runAggregate(
   query: AggregateQuery,
   config: Config,
-  client: CkanClient,
+  site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
   fetcher?: UpstreamFetch,
-): Promise<ExportRun> {
+): Promise<OpenExport> {
   const admission = admitExport();
   const abort = new AbortController();
   let result: AggregateResult;
   try {
-    result = await computeAggregate(query, config, client, abort.signal, fetcher);
+    result = await computeAggregate(query, config, site, abort.signal, fetcher);
   } catch (error) {
     admission.release();
     throw error;
   }
-  const run = await streamTable(query, config, resultTable(result), admission, abort, onDone);
+  const run = await streamTable(query, config, resultTable(result), admission, abort, site.client.redact, onDone);
   return { ...run, headers: { "x-aggregated-by": result.by } };
 }
 
@@ -111,7 +110,7 @@ export async function runAggregate(
  * What GET would answer, without computing it (HEAD): the columns checked, one request for no rows;
  * who would compute it as far as this isolate knows the site.
  */
-export async function describeAggregate(query: AggregateQuery, config: Config, client: CkanClient): Promise<{ total: undefined; headers: Record<string, string> }> {
-  await planFor(query, config, client);
-  return { total: undefined, headers: { "x-aggregated-by": sqlSearchState(config.ckanBase) === "on" ? "ckan-sql" : "worker" } };
+export async function describeAggregate(query: AggregateQuery, _config: Config, site: CkanSite): Promise<{ total: undefined; headers: Record<string, string> }> {
+  await planFor(query, site);
+  return { total: undefined, headers: { "x-aggregated-by": site.facts.sqlSearch === true ? "ckan-sql" : "worker" } };
 }

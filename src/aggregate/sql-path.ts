@@ -1,4 +1,4 @@
-import { isBefore212 } from "../ckan/keyset-probe.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import { searchSql } from "../ckan/sql-search.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
@@ -27,12 +27,13 @@ export async function aggregateInSql(
   plan: AggregatePlan,
   columns: Column[],
   config: Config,
+  site: CkanSite,
   fetcher: UpstreamFetch,
   signal: AbortSignal,
 ): Promise<SqlOutcome> {
-  const statement = aggregateStatement(query, plan, { columns, before212: isBefore212(config.datastoreSearchUrl), maxGroups: config.maxGroups });
+  const statement = aggregateStatement(query, plan, { columns, before212: site.rangeFilters === false, maxGroups: config.maxGroups });
   if (statement === undefined) return { rows: undefined, why: "not expressible in SQL exactly as the worker computes it" };
-  const answer = await searchSql(config, fetcher, statement.sql, signal);
+  const answer = await searchSql(site.facts, config, fetcher, statement.sql, signal);
   if (!answer.ok) return { rows: undefined, why: answer.why };
   if (answer.truncated || answer.records.length > SQL_ROWS_MAX) return { rows: undefined, why: "more groups than one datastore_search_sql answer holds" };
   if (query.aggregate.limit === undefined && answer.records.length > config.maxGroups) return { rows: undefined, why: "more than MAX_GROUPS groups" };

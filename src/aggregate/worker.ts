@@ -1,10 +1,11 @@
 import { outputColumns } from "../ckan/columns.ts";
-import type { CkanClient } from "../ckan/client.ts";
-import { fetchFirstPage, mayUseKeyset } from "../ckan/keyset-probe.ts";
+import { fetchFirstPage } from "../ckan/keyset-probe.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import { openTable } from "../ckan/table.ts";
 import type { SearchRequest } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { HttpError, RowLimitExceeded, SubrequestBudgetExceeded } from "../errors.ts";
+import { rowLimitOf } from "../query/row-limit.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { csvPages } from "./csv-pages.ts";
 import { GroupTable } from "./groups.ts";
@@ -20,10 +21,10 @@ import type { AggregateQuery } from "./query.ts";
  * export's first page is, so a site met for the first time also tells whether it is CKAN 2.12
  * (keyset paging), which decides how its timestamps are written.
  */
-export async function tableColumns(client: CkanClient, siteKey: string, resourceId: string, signal?: AbortSignal): Promise<Column[]> {
+export async function tableColumns(site: CkanSite, resourceId: string, signal?: AbortSignal): Promise<Column[]> {
   const plain: SearchRequest = { resource_id: resourceId, limit: 0, include_total: false };
-  const keyset = mayUseKeyset(siteKey) ? { ...plain, include_next_page: true } : undefined;
-  const { result } = await fetchFirstPage(client, siteKey, keyset, plain, signal ?? new AbortController().signal);
+  const keyset = site.mayUseKeyset ? { ...plain, include_next_page: true } : undefined;
+  const { result } = await fetchFirstPage(site, keyset, plain, signal ?? new AbortController().signal);
   return outputColumns({ fields: undefined }, result.fields);
 }
 
@@ -33,19 +34,17 @@ export interface Folded {
   read: number;
 }
 
-export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePlan, config: Config, client: CkanClient, signal: AbortSignal): Promise<Folded> {
+export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePlan, config: Config, site: CkanSite, signal: AbortSignal): Promise<Folded> {
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
   const groups = new GroupTable(plan, config.maxGroups);
   const pages = csvPages();
   try {
     // The rows read count against MAX_ROWS whatever the format: only the groups are written.
-    const rowLimit = { rows: config.maxRows, format: query.format, formatOwn: false };
     const table = await openTable(
-      client,
-      config.datastoreSearchUrl,
+      site,
       { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
-      { pageSize: config.pageSize, rowLimit, subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal, ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}) },
+      { pageSize: config.pageSize, rowLimit: rowLimitOf("csv", config.maxRows), subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal, ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}) },
     );
     try {
       for await (const batch of table.pages) {

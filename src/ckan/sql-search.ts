@@ -1,4 +1,5 @@
 import type { Config } from "../config/config.ts";
+import type { SiteFacts } from "./site.ts";
 import type { UpstreamFetch } from "./types.ts";
 
 // CKAN's `datastore_search_sql`: off by default since CKAN 2.10 (`ckan.datastore.sqlsearch.enabled`),
@@ -8,12 +9,6 @@ import type { UpstreamFetch } from "./types.ts";
 // the site's allow-list refuses, 409 for a PostgreSQL error, 5xx, a time-out) leaves the caller to
 // compute the answer another way.
 
-export type SqlSearchState = "on" | "off";
-
-const sites = new Map<string, SqlSearchState>();
-
-/** What this isolate knows of the site's SQL search: undefined until a statement was sent there. */
-export const sqlSearchState = (ckanBase: string): SqlSearchState | undefined => sites.get(ckanBase);
 
 /** A record of a statement whose every column is cast to text: text or null by column alias. */
 export type SqlRecord = Record<string, string | null>;
@@ -26,9 +21,9 @@ export type SqlAnswer =
  * One statement through `datastore_search_sql`, with the token (a private table needs it) and the
  * export's time-out. Never throws: a failure says why, in words for the request log.
  */
-export async function searchSql(config: Config, fetcher: UpstreamFetch, sql: string, signal?: AbortSignal): Promise<SqlAnswer> {
+export async function searchSql(facts: SiteFacts, config: Config, fetcher: UpstreamFetch, sql: string, signal?: AbortSignal): Promise<SqlAnswer> {
   const site = config.ckanBase;
-  if (sites.get(site) === "off") return { ok: false, why: "datastore_search_sql is off on this site" };
+  if (facts.sqlSearch === false) return { ok: false, why: "datastore_search_sql is off on this site" };
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
   if (config.apiToken !== undefined) headers.authorization = config.apiToken;
   const timeout = AbortSignal.timeout(config.upstreamTimeoutMs);
@@ -40,6 +35,8 @@ export async function searchSql(config: Config, fetcher: UpstreamFetch, sql: str
         method: "POST",
         headers,
         body: JSON.stringify({ sql }),
+        // A redirect would send the statement and the token to another host: never followed.
+        redirect: "manual",
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       }),
     );
@@ -54,17 +51,17 @@ export async function searchSql(config: Config, fetcher: UpstreamFetch, sql: str
     return { ok: false, why: `datastore_search_sql answered HTTP ${response.status} without JSON` };
   }
   if (response.status === 400 && typeof body === "string") {
-    sites.set(site, "off");
+    facts.sqlSearch = false;
     return { ok: false, why: "datastore_search_sql is off on this site" };
   }
   const envelope = body !== null && typeof body === "object" ? (body as { success?: unknown; result?: unknown; error?: { __type?: unknown } }) : undefined;
   const result = envelope?.result as { records?: unknown; fields?: unknown; records_truncated?: unknown } | undefined;
   if (response.ok && envelope?.success === true && Array.isArray(result?.records) && Array.isArray(result?.fields)) {
-    sites.set(site, "on");
+    facts.sqlSearch = true;
     return { ok: true, records: result.records as SqlRecord[], fields: result.fields as { id: string; type: string }[], truncated: result.records_truncated === true };
   }
   // The action exists (CKAN answered it as one): the site has SQL search, this statement failed.
-  if (response.status === 403 || response.status === 409) sites.set(site, "on");
+  if (response.status === 403 || response.status === 409) facts.sqlSearch = true;
   const kind = typeof envelope?.error?.__type === "string" ? ` (${envelope.error.__type})` : "";
   return { ok: false, why: `datastore_search_sql answered HTTP ${response.status}${kind}` };
 }

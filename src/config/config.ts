@@ -35,8 +35,9 @@ export interface Config {
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
   upstreamConcurrency: number;
-  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
+  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV and TSV with the decimal point). */
   csvPassthrough: boolean;
+  /** Ask CKAN for CSV pages and write them as JSON or NDJSON from their bytes, instead of parsing rows. */
   jsonPassthrough: boolean;
   /** Upstream requests one export may make: the Workers plan's subrequest limit. */
   subrequestLimit: number;

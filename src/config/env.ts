@@ -48,6 +48,7 @@ export interface Env {
   SUBREQUEST_LIMIT?: string;
   /** "false" turns off the CSV pass-through (CKAN's CSV pages rewritten instead of rows re-encoded). */
   CSV_PASSTHROUGH?: string;
+  /** "false" turns off the JSON pass-through (CKAN's CSV pages written as JSON from their bytes instead of rows re-encoded). */
   JSON_PASSTHROUGH?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */
   CACHE_TTL_SECONDS?: string;

@@ -4,8 +4,7 @@ import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { BadParameter, HttpError } from "../errors.ts";
 import { SortRefused } from "../ckan/refusals.ts";
-import { parseExportQuery } from "../query/export-query.ts";
-import { isFormatName } from "../query/formats.ts";
+import type { TableQuery } from "../query/table-query.ts";
 import { tableInfo } from "./table-info.ts";
 
 const COLUMN_PARAMETERS = /^(fields|sort|filters|filter\..*)$/;
@@ -16,11 +15,10 @@ const COLUMN_PARAMETERS = /^(fields|sort|filters|filter\..*)$/;
  * a sort CKAN could not run names each sorted column's type.
  * Any other error, or a failure finding the columns, passes through unchanged.
  */
-export async function withColumnHint(error: unknown, url: URL, format: string, config: Config, upstreamFetch: UpstreamFetch): Promise<never> {
-  if (!(error instanceof HttpError) || error.status !== 400 || !COLUMN_PARAMETERS.test(error.parameter ?? "") || !isFormatName(format)) throw error;
+export async function withColumnHint(error: unknown, query: TableQuery & { alias: string | undefined }, config: Config, upstreamFetch: UpstreamFetch): Promise<never> {
+  if (!(error instanceof HttpError) || error.status !== 400 || !COLUMN_PARAMETERS.test(error.parameter ?? "")) throw error;
   let hint: string | undefined;
   try {
-    const query = parseExportQuery(url.searchParams, format, config);
     const named = [...(query.fields ?? []), ...Object.keys(query.filters), ...(query.sort === undefined ? [] : sortColumns(query.sort))];
     const { columns } = await tableInfo(new CkanClient(config, upstreamFetch), query.resourceId);
     const known = new Set(["_id", "_full_text", ...columns.map((c) => c.id)]);

@@ -1,11 +1,12 @@
 import { describeAggregate, runAggregate } from "../aggregate/run.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
-import { toHttpError } from "../errors.ts";
-import { exportRoute, type Pipeline } from "../http/export-route.ts";
+import { HttpError, toHttpError } from "../errors.ts";
+import { serveExport, type Pipeline } from "../http/export-route.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
-import { FORMATS, type FormatName } from "../query/formats.ts";
+import { errorModeOf } from "../query/export-query.ts";
+import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
 import { parameter } from "./exports.ts";
 import { guardLink } from "./guards.ts";
@@ -13,12 +14,7 @@ import { errors, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
-export const AGGREGATES: Pipeline<AggregateQuery> = {
-  path: "/aggregate",
-  parse: parseAggregateQuery,
-  run: runAggregate,
-  describe: describeAggregate,
-};
+export const AGGREGATES: Pipeline<AggregateQuery> = { open: runAggregate, describe: describeAggregate };
 
 function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -56,12 +52,17 @@ export const aggregateRoute: Route = {
   async handle(context) {
     const { request, url, env, config, deps, info } = context;
     const format = request.params.format ?? "";
+    const errorMode = errorModeOf(url.searchParams, format);
     try {
       await guardLink(context);
-      return await exportRoute(request, format, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }, AGGREGATES);
+      if (!isFormatName(format)) {
+        throw new HttpError(404, `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/aggregate.${f}`).join(", ")}.`);
+      }
+      const query = parseAggregateQuery(url.searchParams, format, config);
+      return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }, AGGREGATES);
     } catch (error) {
       // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
-      if (!wantsInlineError(request.method, url, format, request.headers.get("user-agent"))) throw error;
+      if (!wantsInlineError(request.method, errorMode, request.headers.get("user-agent"))) throw error;
       log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
       return inlineErrorResponse(error, format, redactor(env));
     }

@@ -27,8 +27,16 @@ export function renderError(error: unknown, request: RoutedRequest, env: Env): R
   if (httpError.status >= 500 && httpError.cause !== undefined) {
     log({ event: "error", id: requestInfo(request).id, message: httpError.message, cause: String(httpError.cause) }, redact);
   }
-  const entry = httpError.status === 400 && httpError.parameter !== undefined ? parameterEntry(httpError.parameter) : undefined;
+  const documented = documentedParameter(httpError);
+  const entry = documented === undefined ? undefined : parameterEntry(documented);
   return errorResponse(httpError, redact, entry && `${new URL(request.url).origin}/#${parameterAnchor(entry)}`);
+}
+
+/** The link parameter whose docs an error links: a bad parameter's, or the one it was likely meant as (`limt`: limit). */
+function documentedParameter(error: HttpError): string | undefined {
+  if (error instanceof BadParameter) return error.documented ?? error.parameter;
+  // CKAN's own refusal of a parameter (its 400 naming it) links the parameter's docs too.
+  return error.status === 400 ? error.parameter : undefined;
 }
 
 /** After every route: CORS, the request id, the one log line. */

@@ -1,7 +1,7 @@
 import { PermanentFailure } from "../errors.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import { PartBuffer } from "./part-buffer.ts";
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor } from "../ckan/site.ts";
 import type { Resume } from "../ckan/table.ts";
 import { openQueryPart } from "../aggregate/either.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
@@ -61,7 +61,7 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
   const partBytes = config.snapshotPartBytes;
   const query = run.job.queries[run.format]!;
   let produced = 0;
-  const part = await openQueryPart(query, config, new CkanClient(config, deps.upstreamFetch), prev?.resume ?? undefined, () => produced >= config.snapshotStepBytes, deps.upstreamFetch);
+  const part = await openQueryPart(query, config, siteFor(config, deps.upstreamFetch), prev?.resume ?? undefined, () => produced >= config.snapshotStepBytes, deps.upstreamFetch);
   const columns = await fingerprint(part.columns);
   if (prev !== null && columns !== prev.columns) {
     await part.chunks.return();
