@@ -100,7 +100,7 @@ export async function sqlRuns(startAt: (vars: Record<string, string>) => Promise
   const rows: AggregateRow[] = [];
   for (const sql of [true, false]) {
     const emulator = await startEmulatorServer({ port: 0, version: "2.12", sql });
-    const worker = await startAt({ CKAN_BASE_URL: emulator.url, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), UPSTREAM_TIMEOUT_SECONDS: "300" });
+    const worker = await startAt({ CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), UPSTREAM_TIMEOUT_SECONDS: "300" });
     try {
       await download(`${worker.url}${path}&_warm=1`, {}, () => () => {});
       rows.push(await runOnce(worker, path, "aggregate, emulator", 100_000));

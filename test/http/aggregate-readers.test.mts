@@ -32,7 +32,7 @@ describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
     dir = await mkdtemp(join(tmpdir(), "datastore-export-aggregate-"));
     db = await (await DuckDBInstance.create(":memory:")).connect();
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: emulator.url, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "2000", CACHE_TTL_SECONDS: "300" },
+      vars: { CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "2000", CACHE_TTL_SECONDS: "300" },
     });
     const response = await fetch(`${worker.url}/aggregate.csv?${AGGREGATE}`);
     expect(response.status).toBe(200);

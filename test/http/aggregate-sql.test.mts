@@ -57,8 +57,8 @@ describe("aggregates computed by PostgreSQL and by the worker", () => {
     ]);
     // PGlite loads a table the first time a statement names it: the sample's 100,000 rows take longer than CKAN's usual answer.
     const vars = (url: string) => ({ CKAN_BASE_URL: url, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "5000", CACHE_TTL_SECONDS: "0", UPSTREAM_TIMEOUT_SECONDS: "180" });
-    sqlWorker = await startWorker({ vars: vars(withSql.url) });
-    pagingWorker = await startWorker({ vars: vars(withoutSql.url) });
+    sqlWorker = await startWorker({ vars: vars(withSql.base) });
+    pagingWorker = await startWorker({ vars: vars(withoutSql.base) });
   }, 180_000);
 
   afterAll(async () => {
