@@ -1,5 +1,5 @@
 import type { CopiedRecords, PassthroughFactory } from "../rows/batch.ts";
-import { NotTheJson, skipStringBytes } from "../rows/json-bytes.ts";
+import { NotTheJson } from "../rows/json-bytes.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { kindOf, type Kind } from "./values.ts";
 
@@ -70,11 +70,10 @@ export function csvRows(csv: string, cells: Cell[], keepFrom = cells.length): Ro
           break;
         }
       } else {
-        let j = i;
-        for (; j < n; j++) {
-          const ch = csv.charCodeAt(j);
-          if (ch === 44 || ch === 10) break;
-        }
+        // PostgreSQL quotes a cell holding a comma or a line break: an unquoted one ends at the next
+        // comma, or the last one at the line's end (found by the runtime's own search).
+        let j = c < width - 1 ? csv.indexOf(",", i) : csv.indexOf("\n", i);
+        if (j < 0) j = n;
         text = csv.slice(i, j);
         i = j;
       }
@@ -89,6 +88,23 @@ export function csvRows(csv: string, cells: Cell[], keepFrom = cells.length): Ro
 }
 
 /**
+ * Past the JSON string at `at`: its closing quote found by the runtime's own byte search, a quote
+ * escaped by an odd run of backslashes skipped (a page is megabytes; walking it byte by byte in
+ * JavaScript cost more than reading its cells).
+ */
+export function stringEnd(b: Uint8Array, at: number): number {
+  let from = at + 1;
+  for (;;) {
+    const quote = b.indexOf(34, from);
+    if (quote < 0) throw new NotTheJson("unterminated string");
+    let backslashes = 0;
+    while (b[quote - 1 - backslashes] === 92) backslashes++;
+    if (backslashes % 2 === 0) return quote + 1;
+    from = quote + 1;
+  }
+}
+
+/**
  * The pass-through that asks later pages as CSV and keeps their rows for `take()`, in the order the
  * pages are read. Each page's last `_id` (keyset paging) is its last row's `_id` cell.
  */
@@ -100,7 +116,8 @@ export function csvPages(): { passthrough: PassthroughFactory; take(): Row[] } {
     return {
       recordsFormat: "csv",
       read(answer: Uint8Array, at: number): CopiedRecords {
-        const end = skipStringBytes(answer, at);
+        if (answer[at] !== 34) throw new NotTheJson("expected the records string");
+        const end = stringEnd(answer, at);
         const rows = csvRows(JSON.parse(utf8.decode(answer.subarray(at, end))) as string, cells, dropFrom);
         waiting.push(rows);
         const lastId = idAt < 0 ? undefined : rows.at(-1)?.[idAt];
