@@ -36,7 +36,7 @@ describe("aggregate snapshot jobs", () => {
       expect(new Uint8Array(await stored.arrayBuffer()), format).toEqual(new Uint8Array(live));
       expect(JSON.parse(stored.customMetadata!.query!)).toMatchObject({ aggregate: job.aggregate });
     }
-    const csv = await (await bucket.get("per-month/latest.csv"))!.text();
+    const csv = await (await h.get("/snapshots/per-month/latest.csv")).text();
     expect(csv.split("\r\n")[0]).toBe("category,month(created),count,sum(amount),avg(ratio)");
     expect(csv.trimEnd().split("\r\n")).toHaveLength(21);
   });

@@ -3,7 +3,7 @@ import { env as testEnv } from "cloudflare:workers";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
 import type { Env } from "../src/config/env.ts";
-import type { JobResult } from "../src/snapshot/run.ts";
+import type { RunResult } from "../src/snapshot/procedure.ts";
 import { setActiveWorker } from "./active-worker.ts";
 
 /** Recognisable, so a test can prove it never leaves the worker. */
@@ -80,7 +80,8 @@ export function harness(options: HarnessOptions = {}) {
     warm = undefined;
     const ctx = createExecutionContext();
     contexts.push(ctx);
-    return app.fetch(new Request(`http://worker.test${path}`, init), env, ctx);
+    // A path on the worker's usual test origin, or a whole URL (a spec that needs another origin).
+    return app.fetch(new Request(path.startsWith("http") ? path : `http://worker.test${path}`, init), env, ctx);
   };
   /** Waits for work handed to ctx.waitUntil (a cache fill) by the requests so far. */
   const settle = async (): Promise<void> => {
@@ -90,7 +91,7 @@ export function harness(options: HarnessOptions = {}) {
     await warm;
     warm = undefined;
     // Without SNAPSHOT_RUNS in its env (the Workflow specs bind it themselves) the cron runs the jobs inline.
-    return (await app.scheduled(cron, time, env)) as JobResult[];
+    return (await app.scheduled(cron, time, env)) as RunResult[];
   };
   return { get, settle, scheduled, calls, emulator, env };
 }

@@ -7,7 +7,7 @@ import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
-import { encodeTable, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
+import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 
@@ -21,7 +21,7 @@ export interface ExportProgress {
 }
 
 export interface OpenExport {
-  table: Pick<Table, "total" | "expectedRows" | "firstPageRows">;
+  table: Pick<Table, "total" | "expectedRows" | "firstPageRows" | "columns">;
   /** The bytes are a container's (XLSX's ZIP): their first chunk says nothing of a row's size. */
   packed: boolean;
   body: ReadableStream<Uint8Array>;
@@ -106,7 +106,12 @@ export async function streamTable(
     admission.release();
     throw error;
   }
-  const encoded = toByteStream(chunks, pack?.hooks ?? hooks);
+  // The isolate's backstop for a stream whose watchdog never ran (its request torn down unseen).
+  admission.onStalled(() => {
+    abort.abort();
+    void chunks.return().catch(() => {});
+  });
+  const encoded = toByteStream(chunks, pack?.hooks ?? hooks, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND });
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 

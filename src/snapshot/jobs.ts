@@ -1,6 +1,8 @@
 import type { Config } from "../config/config.ts";
 import { structuredSetting } from "../config/settings.ts";
 import { HttpError } from "../errors.ts";
+import { log } from "../log/log.ts";
+import type { Redact } from "../log/redact.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
 import { parseAggregateQuery } from "../aggregate/query.ts";
@@ -142,4 +144,11 @@ export function snapshotJobs(config: Config): SnapshotJobs {
     validated.set(config, jobs);
   }
   return jobs;
+}
+
+/** The valid jobs a cron trigger runs (those whose `cron` is this expression, or that have none); the invalid ones are logged. */
+export function dueJobs(config: Config, cron: string, redact: Redact): SnapshotJob[] {
+  const { jobs, problems } = snapshotJobs(config);
+  for (const problem of problems) log({ event: "snapshot_config", job: problem.job, error: problem.message }, redact);
+  return jobs.filter((job) => job.cron === undefined || job.cron === cron);
 }
