@@ -7,8 +7,8 @@ import { kindOf, type Kind } from "./values.ts";
 // JSON.parse reads natively, cut here into the cells an aggregate reads, each written as CKAN writes
 // the value in `lists` records, so the groups and measures see the same cells either way. Far
 // cheaper than walking a page of JSON lists value by value, and the pages are smaller on the wire.
-// The rows of each page wait here until the paging loop hands its (empty) batch on: folded then, in
-// table order, by the same loop as the first page's rows.
+// Each page's rows are folded as the page is read (the paging loop reads a page when it reaches it,
+// in table order), one reused row at a time: no array per row, no page of rows held.
 
 const EMPTY = new Uint8Array(0);
 const utf8 = new TextDecoder();
@@ -40,16 +40,17 @@ function cellOf(kind: Kind): Cell {
 }
 
 /**
- * PostgreSQL's CSV (LF rows, quotes doubled, null an empty unquoted cell) as rows of `cells.length`
- * cells; those from `keepFrom` on (keyset paging's `_id`) only in the last row, which names the page's last `_id`.
+ * PostgreSQL's CSV (LF rows, quotes doubled, null an empty unquoted cell) handed to `onRow` row by
+ * row in one reused array of `cells.length` cells; those from `keepFrom` on (keyset paging's `_id`)
+ * only in the last row, whose cells are returned (they name the page's last `_id`). Returns the rows read too.
  */
-export function csvRows(csv: string, cells: Cell[], keepFrom = cells.length): Row[] {
-  const rows: Row[] = [];
+export function csvRows(csv: string, cells: Cell[], onRow: (row: Row) => void, keepFrom = cells.length): { rows: number; last: Row } {
   const width = cells.length;
   const n = csv.length;
   let i = 0;
+  let count = 0;
+  const row: Row = new Array<string | undefined>(width);
   while (i < n) {
-    const row: Row = new Array<string | undefined>(width);
     for (let c = 0; c < width; c++) {
       let text: string;
       let quoted = false;
@@ -82,9 +83,10 @@ export function csvRows(csv: string, cells: Cell[], keepFrom = cells.length): Ro
       if (c < keepFrom || i + 1 >= n) row[c] = cells[c]!(text, quoted);
       i++;
     }
-    rows.push(row);
+    onRow(row);
+    count++;
   }
-  return rows;
+  return { rows: count, last: row };
 }
 
 /**
@@ -105,11 +107,11 @@ export function stringEnd(b: Uint8Array, at: number): number {
 }
 
 /**
- * The pass-through that asks later pages as CSV and keeps their rows for `take()`, in the order the
- * pages are read. Each page's last `_id` (keyset paging) is its last row's `_id` cell.
+ * The pass-through that asks later pages as CSV and hands their rows to `onRow` as each page is
+ * read (in table order: a page is read when the paging loop reaches it). Each page's last `_id`
+ * (keyset paging) is its last row's `_id` cell.
  */
-export function csvPages(): { passthrough: PassthroughFactory; take(): Row[] } {
-  const waiting: Row[][] = [];
+export function csvPages(onRow: (row: Row) => void): { passthrough: PassthroughFactory } {
   const passthrough: PassthroughFactory = (incoming: Column[], dropFrom: number) => {
     const cells = incoming.map((c) => cellOf(kindOf(c.type)));
     const idAt = incoming.findIndex((c) => c.id === "_id");
@@ -118,12 +120,11 @@ export function csvPages(): { passthrough: PassthroughFactory; take(): Row[] } {
       read(answer: Uint8Array, at: number): CopiedRecords {
         if (answer[at] !== 34) throw new NotTheJson("expected the records string");
         const end = stringEnd(answer, at);
-        const rows = csvRows(JSON.parse(utf8.decode(answer.subarray(at, end))) as string, cells, dropFrom);
-        waiting.push(rows);
-        const lastId = idAt < 0 ? undefined : rows.at(-1)?.[idAt];
-        return { page: { bytes: EMPTY, rows: rows.length, ends: new Uint32Array(rows.length) }, end, lastId };
+        const read = csvRows(JSON.parse(utf8.decode(answer.subarray(at, end))) as string, cells, onRow, dropFrom);
+        const lastId = idAt < 0 || read.rows === 0 ? undefined : read.last[idAt];
+        return { page: { bytes: EMPTY, rows: read.rows, ends: new Uint32Array(read.rows) }, end, lastId };
       },
     };
   };
-  return { passthrough, take: () => waiting.shift() ?? [] };
+  return { passthrough };
 }

@@ -30,38 +30,47 @@ export class GroupTable {
     this.maxGroups = maxGroups;
   }
 
-  addRows(rows: Row[]): void {
+  /** Folds one row (its cells are read, never kept: a caller may reuse the array). */
+  addRow(row: Row): void {
     const { groups: planned, measures } = this.plan;
     const last = planned.length - 1;
-    for (const row of rows) {
-      let level = this.root;
-      let group: Group | undefined;
-      if (last < 0) {
-        group = level.get("") as Group | undefined;
-        if (group === undefined) group = this.open(level, "", row);
-      } else {
-        for (let g = 0; g < last; g++) {
-          const cell = row[planned[g]!.index];
-          const key = isNull(cell) ? NULL_KEY : planned[g]!.key(cell);
-          let next = level.get(key) as Level | undefined;
-          if (next === undefined) {
-            next = new Map();
-            level.set(detached(key), next);
-          }
-          level = next;
+    let level = this.root;
+    let group: Group | undefined;
+    if (last < 0) {
+      group = level.get("") as Group | undefined;
+      if (group === undefined) group = this.open(level, "", row);
+    } else {
+      for (let g = 0; g < last; g++) {
+        const cell = row[planned[g]!.index];
+        const key = isNull(cell) ? NULL_KEY : planned[g]!.key(cell);
+        let next = level.get(key) as Level | undefined;
+        if (next === undefined) {
+          next = new Map();
+          level.set(detached(key), next);
         }
-        const cell = row[planned[last]!.index];
-        const key = isNull(cell) ? NULL_KEY : planned[last]!.key(cell);
-        group = level.get(key) as Group | undefined;
-        if (group === undefined) group = this.open(level, key, row);
+        level = next;
       }
-      const accumulators = group.accumulators;
-      for (let m = 0; m < measures.length; m++) {
-        const index = measures[m]!.index;
-        accumulators[m]!.add(index === undefined ? undefined : row[index]);
-      }
+      const cell = row[planned[last]!.index];
+      const key = isNull(cell) ? NULL_KEY : planned[last]!.key(cell);
+      group = level.get(key) as Group | undefined;
+      if (group === undefined) group = this.open(level, key, row);
     }
-    this.rows += rows.length;
+    const accumulators = group.accumulators;
+    for (let m = 0; m < measures.length; m++) {
+      const index = measures[m]!.index;
+      accumulators[m]!.add(index === undefined ? undefined : row[index]);
+    }
+    this.rows++;
+  }
+
+  /** Folds a page of rows, then lets go of it. */
+  addRows(rows: Row[]): void {
+    for (const row of rows) this.addRow(row);
+    this.endPage();
+  }
+
+  /** After a page: no group or extreme keeps a cell that holds the page's text alive. */
+  endPage(): void {
     if (this.settling) for (const group of this.groups) for (const accumulator of group.accumulators) accumulator.settle?.();
   }
 

@@ -38,7 +38,7 @@ export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePl
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
   const groups = new GroupTable(plan, config.maxGroups);
-  const pages = csvPages();
+  const pages = csvPages((row) => groups.addRow(row));
   try {
     // The rows read count against MAX_ROWS whatever the format: only the groups are written.
     const table = await openTable(
@@ -48,8 +48,9 @@ export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePl
     );
     try {
       for await (const batch of table.pages) {
-        // The first page comes as rows; later ones as CSV, whose rows csvPages kept.
-        groups.addRows(Array.isArray(batch) ? batch : pages.take());
+        // The first page comes as rows; later ones as CSV, folded by csvPages as they were read.
+        if (Array.isArray(batch)) groups.addRows(batch);
+        else groups.endPage();
       }
     } finally {
       await table.pages.return();
