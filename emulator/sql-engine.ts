@@ -75,7 +75,7 @@ export const startPglite: SqlEngineFactory = async () => {
     PGlite: { create(options: Record<string, unknown>): Promise<PgliteLike> };
     types: Record<string, unknown>;
   };
-  const db = await PGlite.create({ parsers: asText(types) });
+  const db = await PGlite.create({ parsers: asText(types), relaxedDurability: true });
   await db.exec(`${NESTED_TYPE}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET default_text_search_config = 'pg_catalog.english'`);
   const typeNames = new Map<number, string>();
   const loading = new Map<string, Promise<void>>();
@@ -95,7 +95,7 @@ export const startPglite: SqlEngineFactory = async () => {
 
   /** `_full_text` costs as much again as the load: it is written the first time a statement names it. */
   async function fillText(resource: Resource): Promise<void> {
-    await db.exec(`${fillFullText(resource.id)}; ANALYZE ${quoteIdent(resource.id)}`);
+    await db.exec(`${fillFullText(resource.id, resource.table)}; ANALYZE ${quoteIdent(resource.id)}`);
   }
 
   function once(key: string, work: () => Promise<void>): Promise<void> {
