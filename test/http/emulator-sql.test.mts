@@ -113,3 +113,66 @@ describe("side by side with real CKAN 2.12's datastore_search_sql answers", () =
     expect(text).toContain("<title>Error [500] - CKAN</title>");
   });
 });
+
+describe("the emulator's PostgreSQL holds the tables datastore_search serves", () => {
+  interface Answer {
+    result: { records: Record<string, unknown>[]; total?: number };
+  }
+  async function post(emulator: ReturnType<typeof createEmulator>, action: string, body: unknown): Promise<{ status: number; json: Answer }> {
+    const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/${action}`, { method: "POST", body: JSON.stringify(body) }));
+    return { status: response.status, json: (await response.json()) as Answer };
+  }
+
+  it("rows_max_truncated: past rows_max rows, rows_max records and records_truncated, in CKAN's key order", async () => {
+    const recording = RECORDED["rows_max_truncated"]!;
+    // The recording's 40,000 rows over rows_max 32,000; the edge table's 4,321 over a rows_max of 100.
+    const { response, text } = await ask(recording, { ...ON, rowsMax: 100 });
+    const body = JSON.parse(text) as { result: { records: unknown[] } & Record<string, unknown> };
+    const recorded = recording.body as { result: Record<string, unknown> };
+    expect(response.status).toBe(200);
+    expect(Object.keys(body.result)).toEqual(Object.keys(recorded.result).filter((key) => key !== "records_shown"));
+    expect(body.result["records_truncated"]).toBe(true);
+    expect(body.result.records).toHaveLength(100);
+    expect(body.result.records.slice(0, 5)).toEqual((recorded.result["records"] as unknown[]).slice(0, 5));
+    expect(body.result["fields"]).toEqual(recorded.result["fields"]);
+  });
+
+  it("every row of the edge table, value for value, as datastore_search serves it", async () => {
+    const emulator = createEmulator({ ...ON });
+    const sql = await post(emulator, "datastore_search_sql", { sql: `SELECT * FROM "${edge}" ORDER BY _id` });
+    const search = await post(emulator, "datastore_search", { resource_id: edge, limit: 32000 });
+    expect(sql.status).toBe(200);
+    const rows = sql.json.result.records;
+    const served = search.json.result.records;
+    expect(rows).toHaveLength(served.length);
+    // Timestamps: Python's isoformat (microseconds) against datastore_search's 2.12 milliseconds.
+    const normal = (record: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(record).filter(([key]) => key !== "_full_text").map(([key, value]) => [key, key === "created" && typeof value === "string" ? value.slice(0, 23).padEnd(23, ".000") : value]));
+    for (let i = 0; i < rows.length; i++) expect(normal(rows[i]!)).toEqual(normal(served[i]!));
+  });
+
+  it("writes each type as psycopg2 and Python's json do: numerics and integers whole, floats as repr, isoformat, json re-written", async () => {
+    const emulator = createEmulator({ ...ON });
+    const response = await emulator.fetch(
+      new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, {
+        method: "POST",
+        body: JSON.stringify({ sql: `SELECT id, amount, ratio, created, day, active, tags, meta, 1234567890123456789::int8 * 5 AS big FROM edge WHERE id IN (1, 4, 5, 7) ORDER BY id` }),
+      }),
+    );
+    const text = await response.text();
+    expect(text).toContain('{"id": 1, "amount": -82469.50, "ratio": 24044285744692.574, "created": "2020-01-01T00:16:17.500000", "day": "2000-01-01", "active": false, "tags": ["alpha", "beta"], "meta": {"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}, "big": 6172839450617283945}');
+    expect(text).toContain('"amount": 12345678901234567890.123456789, "ratio": 0.05991945753341821');
+    expect(text).toContain('"amount": -0.50, "ratio": -3.407019206677593e+17, "created": "2020-01-01T01:21:25"');
+    expect(text).toContain('"created": "0099-01-02T03:04:05", "day": "2000-01-07", "active": null, "tags": ["quote\'single", "semi;colon", "new\\nline"]');
+    expect(text).toContain('{"id": "meta", "type": "nested"}');
+  });
+
+  it("q's condition finds the rows datastore_search's q finds, for words", async () => {
+    const emulator = createEmulator({ ...ON });
+    for (const word of ["glacier", "canyon", "note", "alpha", "zürich"]) {
+      const sql = await post(emulator, "datastore_search_sql", { sql: `SELECT count(*) AS n FROM edge WHERE _full_text @@ plainto_tsquery('english', '${word}')` });
+      const search = await post(emulator, "datastore_search", { resource_id: edge, q: word, limit: 0 });
+      expect(sql.json.result.records[0]?.["n"], word).toBe(search.json.result.total);
+    }
+  });
+});
