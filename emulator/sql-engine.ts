@@ -1,5 +1,5 @@
 import type { Resource } from "./resources.ts";
-import { copyStatement, createTable, csvRows, fillFullText, NESTED_TYPE, quoteIdent } from "./sql-tables.ts";
+import { copyStatement, createTable, csvRows, fillFullText, NESTED_TYPE, quoteIdent, TABLE_METADATA_VIEW } from "./sql-tables.ts";
 
 // The PostgreSQL behind datastore_search_sql: PGlite (PostgreSQL compiled to WebAssembly), started
 // on the first SQL query, with each resource's table loaded the first time a statement names it
@@ -77,6 +77,8 @@ export const startPglite: SqlEngineFactory = async () => {
   };
   const db = await PGlite.create({ parsers: asText(types), relaxedDurability: true });
   await db.exec(`${NESTED_TYPE}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET default_text_search_config = 'pg_catalog.english'`);
+  // CKAN's view of its tables reads pg_class: a statement naming it is refused as a system table's reader.
+  await db.exec(TABLE_METADATA_VIEW);
   const typeNames = new Map<number, string>();
   const loading = new Map<string, Promise<void>>();
 

@@ -22,6 +22,11 @@ const PG_TYPE: Record<ColumnType, string> = {
 
 export const NESTED_TYPE = "CREATE TYPE nested AS (json json, extra text)";
 
+/** `_table_metadata`, the DataStore's list of its tables and aliases, a view over pg_class. */
+export const TABLE_METADATA_VIEW =
+  `CREATE VIEW "_table_metadata" AS SELECT substr(md5(relname), 0, 17) AS "_id", relname AS name, oid, NULL::name AS alias_of ` +
+  `FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'v')`;
+
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }

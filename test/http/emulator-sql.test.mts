@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { SITE_URL } from "../../emulator/error-answers.ts";
 import { createEmulator, EMULATOR_RESOURCES, type CkanVersion, type EmulatorOptions } from "../../emulator/index.ts";
 import { pyDumps } from "../../emulator/py-json.ts";
+import { functionNames, isSingleStatement } from "../../emulator/sql-parse.ts";
 
 interface Recording {
   request: { method: "GET" | "POST"; action: string; body: { sql: string } };
@@ -174,5 +175,41 @@ describe("the emulator's PostgreSQL holds the tables datastore_search serves", (
       const search = await post(emulator, "datastore_search", { resource_id: edge, q: word, limit: 0 });
       expect(sql.json.result.records[0]?.["n"], word).toBe(search.json.result.total);
     }
+  });
+});
+
+describe("what CKAN reads from a statement before PostgreSQL does (sqlparse's reading)", () => {
+  it("counts statements as sqlparse.split does: quotes, comments and a final semicolon are one statement", () => {
+    expect(isSingleStatement("SELECT 1")).toBe(true);
+    expect(isSingleStatement("SELECT 1;  ")).toBe(true);
+    expect(isSingleStatement("SELECT ';' AS semicolon, \"a;b\" FROM t -- ; not a statement")).toBe(true);
+    expect(isSingleStatement("SELECT 1; SELECT 2")).toBe(false);
+    expect(isSingleStatement("SELECT 1 /* ; */; DROP TABLE t")).toBe(false);
+  });
+
+  it("names a call wherever a name meets a parenthesis, FILTER and CAST included, but not keywords, strings or comments", () => {
+    expect(functionNames("SELECT count(*) FILTER (WHERE ratio = 'NaN') AS n FROM t")).toEqual(["count", "FILTER"]);
+    expect(functionNames("SELECT CAST(amount AS text), amount::numeric(20, 2) FROM t")).toEqual(["CAST", "numeric"]);
+    expect(functionNames("SELECT date_trunc('month', created), sum (amount) FROM t WHERE category IN ('a') AND EXISTS (SELECT 1)")).toEqual(["date_trunc", "sum"]);
+    expect(functionNames("SELECT 'pg_sleep(1)' AS s, \"pg_sleep\"(1) FROM t -- pg_sleep(2)")).toEqual([]);
+    expect(functionNames("SELECT * FROM (SELECT pg_catalog.pg_sleep(1)) AS blah LIMIT 32001 ;")).toEqual(["pg_sleep"]);
+  });
+
+  it("refuses system tables, _table_metadata (a view over pg_class) included", async () => {
+    const emulator = createEmulator({ ...ON });
+    for (const sql of ["SELECT * FROM _table_metadata", "SELECT table_name FROM information_schema.tables", "SELECT relname FROM pg_class"]) {
+      const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql }) }));
+      expect(response.status, sql).toBe(403);
+      expect(await response.text(), sql).toContain('"message": "Access denied: Not authorized to access system tables"');
+    }
+  });
+
+  it("a statement with a cast function off the allow-list is refused before it runs", async () => {
+    const emulator = createEmulator({ ...ON });
+    const response = await emulator.fetch(
+      new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql: `SELECT CAST(amount AS text) FROM edge` }) }),
+    );
+    expect(response.status).toBe(403);
+    expect(await response.text()).toContain("Not authorized to call function CAST");
   });
 });
