@@ -80,14 +80,15 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
     return failure(error, wrapped, shown);
   }
   try {
-    return answer(sql, rows, options.rowsMax);
+    return answer(params, rows, options.rowsMax);
   } catch (error) {
     if (error instanceof NotJsonCompliant) return serverErrorPage();
     throw error;
   }
 }
 
-function answer(sql: string, result: SqlRows, rowsMax: number): Response {
+/** CKAN answers with the request's own dict, `records` and `fields` added, `id` and `connection_url` taken out. */
+function answer(params: Record<string, unknown>, result: SqlRows, rowsMax: number): Response {
   const truncated = result.rows.length > rowsMax;
   const rows = truncated ? result.rows.slice(0, rowsMax) : result.rows;
   // A Python dict per row: a name given twice keeps its first place and its last value.
@@ -96,10 +97,12 @@ function answer(sql: string, result: SqlRows, rowsMax: number): Response {
     result.columns.forEach((column, i) => members.set(column.name, jsonValue(column.type, row[i] ?? null)));
     return `{${[...members].map(([name, value]) => `${pyJsonString(name)}: ${value}`).join(", ")}}`;
   });
-  const body: Record<string, unknown> = { sql };
+  const body: Record<string, unknown> = { ...params };
   if (truncated) body["records_truncated"] = true;
   body["records"] = new RawJson(`[${records.join(", ")}]`);
   body["fields"] = result.columns.map((column) => ({ id: column.name, type: column.type }));
+  delete body["id"];
+  delete body["connection_url"];
   return new Response(pyDumps({ help: helpUrl(ACTION), success: true, result: body }), {
     status: 200,
     headers: { "content-type": JSON_CONTENT_TYPE },
