@@ -75,7 +75,10 @@ export const startPglite: SqlEngineFactory = async () => {
     PGlite: { create(options: Record<string, unknown>): Promise<PgliteLike> };
     types: Record<string, unknown>;
   };
-  const db = await PGlite.create({ parsers: asText(types), relaxedDurability: true });
+  const db = await PGlite.create({ parsers: asText(types), relaxedDurability: true }).catch((error: unknown) => {
+    if (!(error instanceof WebAssembly.CompileError)) throw error;
+    throw new Error(`PGlite cannot run here (${error.message}): give the emulator a sqlEngine, remoteSqlEngine(url) as test/harness.ts does`);
+  });
   await db.exec(`${NESTED_TYPE}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET default_text_search_config = 'pg_catalog.english'`);
   // CKAN's view of its tables reads pg_class: a statement naming it is refused as a system table's reader.
   await db.exec(TABLE_METADATA_VIEW);

@@ -69,7 +69,8 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
     const resource = RESOURCE_LIST.find((candidate) => candidate.id === table);
     if (resource === undefined || (resource.private && !options.authorized)) throw denied("Not authorized to read resource.");
   }
-  for (const name of [...functionNames(shown), ...functions.filter((name) => !functionNames(shown).includes(name))]) {
+  const called = functionNames(shown);
+  for (const name of [...called, ...functions.filter((name) => !called.includes(name))]) {
     if (!ALLOWED_FUNCTIONS.has(name.toLowerCase()) && !ALLOWED_FUNCTIONS.has(`"${name}"`)) throw denied(`Not authorized to call function ${name}`);
   }
 

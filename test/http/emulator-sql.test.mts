@@ -157,11 +157,11 @@ describe("the emulator's PostgreSQL holds the tables datastore_search serves", (
     const response = await emulator.fetch(
       new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, {
         method: "POST",
-        body: JSON.stringify({ sql: `SELECT id, amount, ratio, created, day, active, tags, meta, 1234567890123456789::int8 * 5 AS big FROM edge WHERE id IN (1, 4, 5, 7) ORDER BY id` }),
+        body: JSON.stringify({ sql: `SELECT id, amount, ratio, created, day, active, tags, meta, 1234567890123456789::int8 * 5 AS big, amount / 1e12 AS tiny FROM edge WHERE id IN (1, 4, 5, 7) ORDER BY id` }),
       }),
     );
     const text = await response.text();
-    expect(text).toContain('{"id": 1, "amount": -82469.50, "ratio": 24044285744692.574, "created": "2020-01-01T00:16:17.500000", "day": "2000-01-01", "active": false, "tags": ["alpha", "beta"], "meta": {"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}, "big": 6172839450617283945}');
+    expect(text).toContain('{"id": 1, "amount": -82469.50, "ratio": 24044285744692.574, "created": "2020-01-01T00:16:17.500000", "day": "2000-01-01", "active": false, "tags": ["alpha", "beta"], "meta": {"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}, "big": 6172839450617283945, "tiny": -8.2469500000000000E-8}');
     expect(text).toContain('"amount": 12345678901234567890.123456789, "ratio": 0.05991945753341821');
     expect(text).toContain('"amount": -0.50, "ratio": -3.407019206677593e+17, "created": "2020-01-01T01:21:25"');
     expect(text).toContain('"created": "0099-01-02T03:04:05", "day": "2000-01-07", "active": null, "tags": ["quote\'single", "semi;colon", "new\\nline"]');
