@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { CKAN_VERSIONS, type CkanVersion } from "../emulator/index.ts";
 import { parseSqlSwitch, startEmulatorServer } from "../emulator/server.ts";
 import { OFFLINE_WRANGLER } from "./offline.ts";
+import { ensurePortFree, portNumber, takeSwitches } from "./switches.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -18,44 +19,19 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-/**
- * Takes our own switches (`--name value` or `--name=value`) out of the command line; everything
- * else goes to `wrangler dev` as it came (wrangler refuses a second --port, so ours must not reach it).
- */
-function takeSwitches(argv: readonly string[], names: readonly string[]): { values: Map<string, string>; rest: string[] } {
-  const values = new Map<string, string>();
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? "";
-    const name = names.find((n) => arg === `--${n}` || arg.startsWith(`--${n}=`));
-    if (name === undefined) {
-      rest.push(arg);
-      continue;
-    }
-    const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : argv[++i];
-    if (value === undefined || value === "") fail(`--${name} needs a value`);
-    values.set(name, value);
-  }
-  return { values, rest };
-}
-
-function port(value: string, what: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 65535) fail(`${what} must be a port number from 1 to 65535, not "${value}"`);
-  return n;
-}
-
 function ckanVersion(value: string, what: string): CkanVersion {
   const version = CKAN_VERSIONS.find((v) => v === value);
   if (version === undefined) fail(`${what} must be one of ${CKAN_VERSIONS.join(", ")}, not "${value}"`);
   return version;
 }
 
-const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan", "sql"]);
+const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan", "sql"], fail);
+const port = (value: string, what: string): number => portNumber(value, what, fail);
 const workerPort = port(values.get("port") ?? process.env["PORT"] ?? "8787", values.has("port") ? "--port" : "PORT");
 const emulatorPort = port(values.get("emulator-port") ?? process.env["EMULATOR_PORT"] ?? "8788", values.has("emulator-port") ? "--emulator-port" : "EMULATOR_PORT");
 const version = ckanVersion(values.get("ckan") ?? process.env["EMULATOR_CKAN_VERSION"] ?? "2.12", values.has("ckan") ? "--ckan" : "EMULATOR_CKAN_VERSION");
 const token = process.env["EMULATOR_TOKEN"] ?? "demo-token";
+await ensurePortFree(workerPort, "the worker's port", fail);
 // datastore_search_sql: off by default, as CKAN has it since 2.10; on, a real PostgreSQL (PGlite) answers.
 const sqlWhat = values.has("sql") ? "--sql" : "EMULATOR_SQL";
 let sql = false;
@@ -68,7 +44,7 @@ try {
 const emulator = await startEmulatorServer({ port: emulatorPort, token, version, sql }).catch((error: unknown) =>
   fail(`the CKAN emulator cannot listen on 127.0.0.1:${emulatorPort} (${error instanceof Error ? error.message : String(error)}): try --emulator-port`),
 );
-const base = `${emulator.url}/data/en`;
+const base = emulator.base;
 console.log(`CKAN emulator (answering as CKAN ${version}): ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
 console.log(`datastore_search_sql: ${sql ? "on (PGlite, a table loaded the first time a statement names it)" : "off (npm start -- --sql on to turn it on)"}`);
 

@@ -17,6 +17,8 @@ export interface UpstreamCall {
   authorization: string | null;
   body: Record<string, unknown>;
   signal: AbortSignal;
+  /** How the worker asked for redirects to be handled ("manual": never followed). */
+  redirect: string;
 }
 
 export interface HarnessOptions {
@@ -50,7 +52,7 @@ export function harness(options: HarnessOptions = {}) {
     if (warming) return emulator.fetch(request);
     // datastore_search is a POST with a JSON body; resource_show a GET with none.
     const body = request.method === "POST" ? ((await request.clone().json()) as Record<string, unknown>) : {};
-    calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal });
+    calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal, redirect: request.redirect });
     const faulty = await options.fault?.(calls.length, body);
     return faulty ?? emulator.fetch(request);
   };
@@ -83,7 +85,8 @@ export function harness(options: HarnessOptions = {}) {
     warm = undefined;
     const ctx = createExecutionContext();
     contexts.push(ctx);
-    return app.fetch(new Request(`http://worker.test${path}`, init), env, ctx);
+    // A path on the worker's usual test origin, or a whole URL (a spec that needs another origin).
+    return app.fetch(new Request(path.startsWith("http") ? path : `http://worker.test${path}`, init), env, ctx);
   };
   /** Waits for work handed to ctx.waitUntil (a cache fill) by the requests so far. */
   const settle = async (): Promise<void> => {

@@ -13,6 +13,8 @@ export interface Config {
   /** alias -> resource UUID */
   resources: ReadonlyMap<string, string>;
   maxRows: number;
+  /** Groups one aggregate keeps in memory, at most (MAX_GROUPS). */
+  maxGroups: number;
   pageSize: number;
   upstreamTimeoutMs: number;
   upstreamRetries: number;
@@ -32,9 +34,12 @@ export interface Config {
   /** "*" or the exact origins allowed. */
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
+  /** Seconds a download may wait on its client without progress before it is stopped (0: never, for R2 sinks). */
+  stallSeconds: number;
   upstreamConcurrency: number;
-  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
+  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV and TSV with the decimal point). */
   csvPassthrough: boolean;
+  /** Ask CKAN for CSV pages and write them as JSON or NDJSON from their bytes, instead of parsing rows. */
   jsonPassthrough: boolean;
   /** Upstream requests one export may make: the Workers plan's subrequest limit. */
   subrequestLimit: number;
@@ -126,6 +131,7 @@ export function parseConfig(env: Env): Config {
     apiToken: secret(env.CKAN_API_TOKEN),
     resources: resources(env.RESOURCES),
     maxRows: integerSetting("MAX_ROWS", env.MAX_ROWS, 1_000_000, 1, Number.MAX_SAFE_INTEGER),
+    maxGroups: integerSetting("MAX_GROUPS", env.MAX_GROUPS, 100_000, 1, 10_000_000),
     pageSize: integerSetting("PAGE_SIZE", env.PAGE_SIZE, CKAN_ROWS_MAX, 1, CKAN_ROWS_MAX),
     upstreamTimeoutMs: 1000 * integerSetting("UPSTREAM_TIMEOUT_SECONDS", env.UPSTREAM_TIMEOUT_SECONDS, 30, 1, 300),
     upstreamRetries: integerSetting("UPSTREAM_RETRIES", env.UPSTREAM_RETRIES, 3, 0, 10),
@@ -151,6 +157,7 @@ export function parseConfig(env: Env): Config {
     // The Cache API stores objects up to 512 MB; past this bound an export is not worth the write.
     cacheMaxBytes: integerSetting("CACHE_MAX_BYTES", env.CACHE_MAX_BYTES, 64 * 1024 * 1024, 0, 512 * 1024 * 1024),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
+    stallSeconds: integerSetting("STALL_SECONDS", env.STALL_SECONDS, 30, 1, 600),
   };
 }
 

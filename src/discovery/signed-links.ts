@@ -8,6 +8,20 @@ import { signedPath } from "../security/signature.ts";
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
 
 /**
+ * What may be signed, for POST /links and `npm run sign` alike: an export link the worker would
+ * serve (the one query parser's 400s, e.g. `limit=ten`) or a snapshot file. Drops any old sig and exp.
+ */
+export function checkLinkToSign(url: URL, config: Config): void {
+  url.searchParams.delete("sig");
+  url.searchParams.delete("exp");
+  const exportFormat = /^\/export\.([a-z]+)$/.exec(url.pathname)?.[1];
+  if (exportFormat !== undefined && isFormatName(exportFormat)) parseExportQuery(url.searchParams, exportFormat, config);
+  else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
+    throw badRequest("link", "Only export links (/export.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
+  }
+}
+
+/**
  * POST /links (operators, after the admin check): signs an export or snapshot link, with an expiry in
  * seconds or none, the way `npm run sign` does. An export link is checked first, so the operator gets
  * the 400 now rather than the person they hand the link to.
@@ -32,13 +46,7 @@ export async function signLinkRoute(request: Request, config: Config, now = Date
     throw badRequest("link", "link is not a path or URL.");
   }
   if (url.origin !== origin) throw badRequest("link", `link must point at this worker (${origin}).`);
-  url.searchParams.delete("sig");
-  url.searchParams.delete("exp");
-  const exportFormat = /^\/export\.([a-z]+)$/.exec(url.pathname)?.[1];
-  if (exportFormat !== undefined && isFormatName(exportFormat)) parseExportQuery(url.searchParams, exportFormat, config);
-  else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
-    throw badRequest("link", "Only export links (/export.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
-  }
+  checkLinkToSign(url, config);
   let expires: number | undefined;
   if (body.expires_in !== undefined && body.expires_in !== null) {
     const seconds = body.expires_in;
