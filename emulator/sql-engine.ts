@@ -1,5 +1,6 @@
 import type { Resource } from "./resources.ts";
-import { copyStatement, createTable, csvRows, fillFullText, NESTED_TYPE, quoteIdent, TABLE_METADATA_VIEW } from "./sql-tables.ts";
+import { csvBatches } from "./sql-csv.ts";
+import { copyStatement, createTable, fillFullText, NESTED_TYPE, quoteIdent, TABLE_METADATA_VIEW } from "./sql-tables.ts";
 
 // The PostgreSQL behind datastore_search_sql: PGlite (PostgreSQL compiled to WebAssembly), started
 // on the first SQL query, with each resource's table loaded the first time a statement names it
@@ -53,9 +54,6 @@ export interface SqlEngine {
 
 export type SqlEngineFactory = () => Promise<SqlEngine>;
 
-/** Rows per COPY: enough to keep the round trips few, small enough to keep the CSV text small. */
-const COPY_BATCH = 50_000;
-
 interface PgliteLike {
   query<T>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<{ rows: T[]; fields: { name: string; dataTypeID: number }[] }>;
   exec(sql: string): Promise<unknown>;
@@ -89,10 +87,7 @@ export const startPglite: SqlEngineFactory = async () => {
     const { id, table } = resource;
     await db.exec(createTable(id, table));
     const copy = copyStatement(id, table);
-    for (let from = 0; from < table.rows; from += COPY_BATCH) {
-      const blob = new Blob([csvRows(table, from, Math.min(table.rows, from + COPY_BATCH))]);
-      await db.query(copy, [], { blob });
-    }
+    for await (const blob of csvBatches(resource)) await db.query(copy, [], { blob });
     // The key after the rows: one index build instead of a million insertions into it.
     await db.exec(`ALTER TABLE ${quoteIdent(id)} ADD PRIMARY KEY ("_id"); ANALYZE ${quoteIdent(id)}`);
     for (const alias of resource.aliases) await db.exec(`CREATE VIEW ${quoteIdent(alias)} AS SELECT * FROM ${quoteIdent(id)}`);
