@@ -1,4 +1,4 @@
-import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
+import { contentEtag } from "../protocol/conditional.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import type { Config } from "../config/config.ts";
 
@@ -8,7 +8,7 @@ import type { Config } from "../config/config.ts";
  * scan. The key holds the settings that shape the answer, so a settings change (another site, an alias
  * moved to another table) never serves an old answer. With signing on the answer is for operators: never stored where a proxy could share it.
  */
-export async function cachedJson(request: Request, url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
+export async function cachedJson(url: URL, config: Config, build: () => Promise<unknown>, fresh: boolean): Promise<Response> {
   const ttl = config.cacheTtlSeconds;
   const operatorsOnly = config.linkSigningKey !== undefined;
   // What each alias stands for shapes every discovery answer.
@@ -18,11 +18,6 @@ export async function cachedJson(request: Request, url: URL, config: Config, bui
     if (hit !== undefined) {
       const headers = new Headers(hit.headers);
       headers.set("x-cache", "HIT");
-      const conditional = conditionalAnswer(request, headers);
-      if (conditional !== undefined) {
-        await hit.body?.cancel();
-        return conditional;
-      }
       return new Response(hit.body, { headers });
     }
   }
@@ -36,5 +31,6 @@ export async function cachedJson(request: Request, url: URL, config: Config, bui
     headers.set("x-cache", "MISS");
     await caches.default.put(key, new Response(body, { headers }));
   }
-  return conditionalAnswer(request, headers) ?? new Response(body, { headers });
+  // Its ETag answers If-None-Match in the route's pipeline (the route is conditional).
+  return new Response(body, { headers });
 }

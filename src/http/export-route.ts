@@ -1,7 +1,7 @@
 import { siteFor } from "../ckan/site.ts";
 import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
+import { contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 import { describeExport, openExport } from "../export/pipeline.ts";
@@ -25,8 +25,6 @@ interface FromCkan {
   /** Undefined: caching is off. */
   key: string | undefined;
   policy: CachePolicy;
-  /** The client's request, whose preconditions a whole body is judged against; none for a background refresh. */
-  request: Request | undefined;
   report: (fields: Record<string, unknown>) => void;
 }
 
@@ -45,7 +43,7 @@ export async function serveExport(request: Request, query: ExportQuery, deps: Ex
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await exportFromCkan({ query, key, policy, request: undefined, report: () => {} }, deps);
+      const response = await exportFromCkan({ query, key, policy, report: () => {} }, deps);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -61,7 +59,7 @@ export async function serveExport(request: Request, query: ExportQuery, deps: Ex
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await exportFromCkan({ query, key, policy, request, report }, deps).catch((error: unknown) => {
+  const response = await exportFromCkan({ query, key, policy, report }, deps).catch((error: unknown) => {
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
@@ -103,7 +101,5 @@ async function exportFromCkan(asked: FromCkan, deps: ExportRouteDeps): Promise<R
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
   if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
-  const conditional = asked.request && conditionalAnswer(asked.request, headers);
-  if (conditional !== undefined) return conditional;
   return new Response(body.whole, { status: 200, headers });
 }

@@ -7,7 +7,6 @@ import { redactor } from "../log/redact.ts";
 import { errorModeOf, parseExportQuery } from "../query/export-query.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parameterAnchor, parametersFor, type Parameter } from "../query/params.ts";
-import { guardLink } from "./guards.ts";
 import { errors, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
@@ -54,25 +53,24 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
 export const exportRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/export.:format",
-  async handle(context) {
-    const { request, url, env, config, deps, info } = context;
+  guards: ["signed link", "rate limit"],
+  conditional: true,
+  async handle({ request, url, config, deps, info, waitUntil }) {
     const format = request.params.format ?? "";
-    const errorMode = errorModeOf(url.searchParams, format);
-    try {
-      await guardLink(context);
-      if (!isFormatName(format)) {
-        throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
-      }
-      const query = parseExportQuery(url.searchParams, format, config);
-      return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }).catch(
-        (error: unknown) => withColumnHint(error, query, config, deps.upstreamFetch),
-      );
-    } catch (error) {
-      // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
-      if (!wantsInlineError(request.method, errorMode, request.headers.get("user-agent"))) throw error;
-      log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
-      return inlineErrorResponse(error, format, redactor(env));
+    if (!isFormatName(format)) {
+      throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
     }
+    const query = parseExportQuery(url.searchParams, format, config);
+    return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil }).catch((error: unknown) =>
+      withColumnHint(error, query, config, deps.upstreamFetch),
+    );
+  },
+  // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
+  answerError(error, { request, url, env, info }) {
+    const format = request.params.format ?? "";
+    if (!wantsInlineError(request.method, errorModeOf(url.searchParams, format), request.headers.get("user-agent"))) throw error;
+    log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
+    return inlineErrorResponse(error, format, redactor(env));
   },
   openapi: () =>
     Object.fromEntries(

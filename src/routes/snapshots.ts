@@ -1,10 +1,9 @@
 import { redactor } from "../log/redact.ts";
-import { requireAdmin } from "../security/admin.ts";
 import { runJob, type SnapshotDeps } from "../snapshot/run.ts";
 import { cancelRun, showRun, startRunNow } from "../snapshot/runs.ts";
 import type { RunParams } from "../snapshot/workflow.ts";
 import { bucketOf, findJob, listSnapshots, serveSnapshotFile } from "../snapshot/serve.ts";
-import { guardLink, guardOperatorsWhenSigning, linkMaker } from "./guards.ts";
+import { linkMaker } from "./guards.ts";
 import { ADMIN, error, errors, json, pathParameter, type Json } from "./openapi-parts.ts";
 import { HttpError } from "../errors.ts";
 import type { Route, RouteContext } from "./route.ts";
@@ -24,8 +23,8 @@ export const snapshotDeps = ({ env, config, deps }: Pick<RouteContext, "env" | "
 export const snapshotListRoute: Route = {
   methods: ["GET"],
   path: "/snapshots",
+  guards: ["operators when signing"],
   async handle(context) {
-    await guardOperatorsWhenSigning(context);
     const { config, env, url } = context;
     return listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context));
   },
@@ -52,9 +51,9 @@ const admin = (operationId: string, summary: string, responses: Json): Json => (
 export const snapshotRunRoute: Route = {
   methods: ["POST", "GET", "DELETE"],
   path: "/snapshots/:name/run",
+  guards: ["admin token"],
   async handle(context) {
     const { request, config, env } = context;
-    await requireAdmin(request, config);
     const job = findJob(config, request.params.name ?? "");
     const runs = runsOf(context);
     if (request.method === "GET" || request.method === "DELETE") {
@@ -99,8 +98,10 @@ const fileOperation = (method: "get" | "head"): Json => ({
 export const snapshotFileRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/snapshots/:name/:file",
+  guards: ["signed link", "rate limit"],
+  // serve.ts answers the preconditions itself too, before reading R2: a 304 costs no read.
+  conditional: true,
   async handle(context) {
-    await guardLink(context);
     const { request, config, env } = context;
     return serveSnapshotFile(request, request.params.name ?? "", request.params.file ?? "", config, bucketOf(env.SNAPSHOTS));
   },
