@@ -6,24 +6,9 @@ import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
 import { errorModeOf, parseExportQuery } from "../query/export-query.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
-import { parameterAnchor, parametersFor, type Parameter } from "../query/params.ts";
-import { errors, type Json, type Operations } from "./openapi-parts.ts";
+import { parametersFor } from "../query/params.ts";
+import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
-
-function parameter(p: Parameter): Json {
-  const { default: fallback, ...rest } = p.schema;
-  const schema: Json = { ...rest, ...(fallback === undefined ? {} : { default: fallback }) };
-  return {
-    name: p.name,
-    in: "query",
-    required: false,
-    description: p.meaning + (p.pattern ? " (the name is a pattern: replace the part in angle brackets)" : ""),
-    schema: p.repeatable ? { type: "array", items: schema } : schema,
-    ...(p.repeatable ? { style: "form", explode: true } : {}),
-    "x-example-link": p.example,
-    "x-anchor": parameterAnchor(p),
-  };
-}
 
 function exportOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -32,7 +17,7 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
     operationId: `${method}Export${format[0]!.toUpperCase()}${format.slice(1)}`,
     summary: `${method === "head" ? "Headers of" : "Rows of a CKAN table as"} ${format.toUpperCase()}`,
     tags: ["exports"],
-    parameters: parametersFor(format).map(parameter),
+    parameters: parametersFor(format).map(queryParameter),
     responses: {
       "200": {
         description: "The export. Small ones come whole with Content-Length; larger ones stream.",
