@@ -1,8 +1,8 @@
 // The measurements' types, and bench/RESULTS.md rendered from them (targets: bench/targets.ts).
-import type { CheckRow } from "./calibrate.ts";
+import type { CheckRow, CoresRow } from "./calibrate.ts";
 import { describeModel } from "./calibrate.ts";
 import { renderMemory, type MemoryRow } from "./memory.ts";
-import type { CostModel } from "./ckan/cost.ts";
+import { CKAN_CORES, type CostModel, type CostParts, type Version } from "./ckan/cost.ts";
 
 export type Format = "csv" | "json";
 
@@ -11,7 +11,7 @@ export interface ExportResult {
   format: Format;
   rows: number;
   /** The CKAN the upstream answered as. */
-  mode: "2.10" | "2.12";
+  mode: Version;
   /** "zero": answers at once; "ckan": the cost model. */
   cost: "zero" | "ckan";
   run: "cold" | "cached";
@@ -40,6 +40,12 @@ export interface ExportResult {
   upstreamQueuedS: number;
   /** How late the upstream's timers fired in all, ms. */
   upstreamLateMs: number;
+  /** Where CKAN's modelled work went, and seconds its CPU had any work in progress. */
+  upstreamParts: CostParts;
+  upstreamBusyS: number;
+  /** The cost model's CKAN CPU and added latency (0 at zero cost). */
+  cores: number;
+  latencyMs: number;
   /** workerd (user worker) VmHWM after this run, MB: peak since the process started. */
   peakMb: number;
   /** workerd VmRSS before the first export in this process, MB. */
@@ -70,7 +76,8 @@ export interface FetchFloor {
 }
 
 export interface DumpResult {
-  mode: "2.10" | "2.12";
+  mode: Version;
+  cores: number;
   rows: number;
   status: number;
   wallMs: number;
@@ -107,7 +114,9 @@ export interface Report {
   machine: Machine;
   /** Options (environment variables) that made this run a subset. */
   subset: string[];
-  model: CostModel;
+  models: CostModel[];
+  /** The CKAN capacity each export measured against real CKAN implies. */
+  cores: CoresRow[];
   check: CheckRow[] | undefined;
   exports: ExportResult[];
   fetchFloors: FetchFloor[];
@@ -127,8 +136,8 @@ export const thousands = (n: number): string => (Number.isFinite(n) ? Math.round
 
 export const floorFor = (report: Pick<Report, "fetchFloors">, e: Pick<ExportResult, "table" | "format" | "rows">): FetchFloor | undefined =>
   report.fetchFloors.find((f) => f.table === e.table && f.format === e.format && f.rows === e.rows);
-export const dumpFor = (report: Pick<Report, "dumps">, e: Pick<ExportResult, "mode" | "rows">): DumpResult | undefined =>
-  report.dumps.find((d) => d.mode === e.mode && d.rows === e.rows && ok(d));
+export const dumpFor = (report: Pick<Report, "dumps">, e: Pick<ExportResult, "mode" | "rows" | "cores">): DumpResult | undefined =>
+  report.dumps.find((d) => d.mode === e.mode && d.rows === e.rows && d.cores === e.cores && ok(d));
 
 function markdownTable(header: string[], rows: string[][]): string {
   const line = (cells: string[]): string => `| ${cells.join(" | ")} |`;
@@ -140,22 +149,52 @@ const exportName = (e: ExportResult): string =>
 
 function checkTable(check: CheckRow[]): string {
   return markdownTable(
-    ["200,000 rows, one request at a time", "real CKAN 2.12", "model", "bench upstream, measured"],
-    check.map((c) => [c.name, `${fixed(c.ckanS, 2)} s`, `${fixed(c.modelS, 2)} s`, `${fixed(c.measuredS, 2)} s`]),
+    ["CKAN", "200,000 rows, one request at a time", "real CKAN", "model", "bench upstream, measured"],
+    check.map((c) => [c.version, c.name, `${fixed(c.ckanS, 3)} s`, `${fixed(c.modelS, 3)} s`, `${fixed(c.measuredS, 3)} s`]),
   );
 }
 
+function coresTable(rows: CoresRow[]): string {
+  return markdownTable(
+    ["CKAN", "pages sized to", "pages", "CKAN work alone s", "export / dump, real", "requests' worth at once"],
+    rows.map((r) => [r.version, `${r.pageMiB} MiB`, String(r.pages), fixed(r.workS, 2), `${fixed(r.ratio, 2)}x`, fixed(r.cores, 2)]),
+  );
+}
+
+const modeName = (mode: Version): string => (mode === "2.12" ? "2.12 (keyset)" : `${mode} (offset)`);
+
 function dumpTable(report: Report): string {
-  const header = ["CKAN", "rows", "export", "worker wall s", "TTFB ms", "dump wall s", "worker / dump", "up req", "CKAN busy s", "most req at once", "queued s", "worker CPU s", "peak RSS MB"];
-  const rows = report.exports.filter((e) => e.cost === "ckan").map((e) => {
+  const header = ["CKAN", "cores", "rows", "export", "worker wall s", "TTFB ms", "dump wall s", "worker / dump", "up req", "CKAN work s", "of it fixed / rows / offset / count s", "CKAN busy s", "CKAN idle s", "most req at once", "queued s", "worker CPU s", "peak RSS MB"];
+  const rows = report.exports.filter((e) => e.cost === "ckan" && e.latencyMs === 0).map((e) => {
     const dump = dumpFor(report, e);
+    const p = e.upstreamParts;
     return [
-      e.mode === "2.12" ? "2.12 (keyset)" : "2.10 (offset)", thousands(e.rows), exportName(e), fixed(e.wallMs / 1000, 2), fixed(e.ttfbMs, 0),
+      modeName(e.mode), fixed(e.cores, 2), thousands(e.rows), exportName(e), fixed(e.wallMs / 1000, 2), fixed(e.ttfbMs, 0),
       dump ? fixed(dump.wallMs / 1000, 2) : "-", dump && ok(e) ? `**${fixed(e.wallMs / dump.wallMs, 2)}**` : "-",
-      String(e.upstreamRequests), fixed(e.upstreamModelS, 2), String(e.upstreamPeak), fixed(e.upstreamQueuedS, 2), fixed(e.cpuSeconds, 2), fixed(e.peakMb, 0),
+      String(e.upstreamRequests), fixed(e.upstreamModelS, 2), `${fixed(p.fixed, 2)} / ${fixed(p.rows, 2)} / ${fixed(p.skipped, 2)} / ${fixed(p.counted, 2)}`,
+      fixed(e.upstreamBusyS, 2), fixed(e.wallMs / 1000 - e.upstreamBusyS, 2), String(e.upstreamPeak), fixed(e.upstreamQueuedS, 2), fixed(e.cpuSeconds, 2), fixed(e.peakMb, 0),
     ];
   });
   return markdownTable(header, rows);
+}
+
+/** Each export with latency added, beside the same export without and what one page at a time would add. */
+export function latencyRows(report: Pick<Report, "exports">): { e: ExportResult; base: ExportResult; added: number; serial: number }[] {
+  return report.exports
+    .filter((e) => e.cost === "ckan" && e.latencyMs > 0 && ok(e))
+    .flatMap((e) => {
+      const base = report.exports.find((b) => b.cost === "ckan" && b.latencyMs === 0 && b.mode === e.mode && b.cores === e.cores && b.rows === e.rows && b.format === e.format && ok(b));
+      return base ? [{ e, base, added: (e.wallMs - base.wallMs) / 1000, serial: (e.upstreamRequests * e.latencyMs) / 1000 }] : [];
+    });
+}
+
+function latencyTable(report: Report): string {
+  return markdownTable(
+    ["CKAN", "rows", "export", "added a page ms", "wall s without", "wall s with", "the export adds s", "up req", "one page at a time adds s", "share"],
+    latencyRows(report).map(({ e, base, added, serial }) => [
+      modeName(e.mode), thousands(e.rows), exportName(e), String(e.latencyMs), fixed(base.wallMs / 1000, 2), fixed(e.wallMs / 1000, 2), fixed(added, 2), String(e.upstreamRequests), fixed(serial, 2), fixed(added / serial, 2),
+    ]),
+  );
 }
 
 function cpuTable(report: Report): string {
@@ -188,7 +227,7 @@ export function render(report: Report): string {
 \`npm run bench\`${report.subset.length ? ` (a subset: ${report.subset.join(", ")})` : ""}, ${m.date}. Machine: ${m.cores} cores (${m.cpuModel}), ${fixed(m.memoryGb, 1)} GB memory, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}. Whole run: ${fixed(report.totalSeconds, 0)} s. ${load}
 
 The upstream is a synthetic CKAN on loopback (\`bench/upstream.ts\`): \`datastore_search\` as CKAN 2.12 (keyset paging with
-\`include_next_page\`, range filters on \`_id\`) or as CKAN 2.10 (409 on \`include_next_page\`, so the worker pages by offset,
+\`include_next_page\`, range filters on \`_id\`) or as CKAN 2.11 or 2.10 (409 on \`include_next_page\`, so the worker pages by offset,
 ${"`UPSTREAM_CONCURRENCY`"} pages at once), and \`/datastore/dump/<id>\`. Tables: "base", 12 columns (int, numeric, float8, text with
 commas/quotes/non-ASCII, timestamp, bool, nulls) plus \`_id\`, and "rich", 10 columns with \`_text\` arrays, json, numerics
 of 29 digits and many formula-like texts. The worker runs in \`wrangler dev\` (workerd), bundled once from the working
@@ -198,20 +237,39 @@ CPU are those of the workerd process that runs the worker. Requests ask for no c
   if (report.check) {
     sections.push(`## The cost model
 
-Calibrated on a real CKAN 2.12 (3 gunicorn workers, PostgreSQL 15, loopback, 2 cores; see \`bench/ckan/cost.ts\`):
-${describeModel(report.model)}. Self-check, the same requests against the bench upstream (measured times include the
-loopback transfer and timer lateness on this machine):
+Fitted per version on real CKAN's \`datastore_search\` timings (\`bench/ckan/real-timings.json\`: 2.12, 2.11.5 and 2.10.10,
+3 gunicorn workers, PostgreSQL 15, loopback, 2 cores, the 200,000-row table, one request at a time; see \`bench/ckan/cost.ts\`):
 
-${checkTable(report.check)}`);
+${report.models.map((m) => `- ${describeModel(m)}.`).join("\n")}
+
+Self-check, the same requests against the bench upstream (measured times include the loopback transfer and timer
+lateness on this machine):
+
+${checkTable(report.check)}
+
+One request at a time says nothing of how CKAN serves several. The worker's exports measured against the same real
+CKANs (issue 28) imply how many requests' worth of work CKAN did at once while the worker kept it busy: far from the 3 its
+gunicorn workers would allow, as PostgreSQL, gunicorn and the worker shared 2 cores. The model's CKAN shares
+${CKAN_CORES} cores (the median) among the requests in service; the runs below are also made with a core per worker (3).
+
+${coresTable(report.cores)}`);
   }
   if (report.exports.some((e) => e.cost === "ckan")) {
     sections.push(`## Against CKAN's own dump (the upstream costs what CKAN costs)
 
 Each export is the whole table, with the edge cache off (wrangler dev's cache is JavaScript in the worker's own process: see bench/run.ts), one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
-table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.10 by offset). "CKAN busy" is the work the model
-charged, summed over requests; "most req at once" counts requests in service or queued (${report.model.workers} CKAN workers).
+table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.11 and 2.10 by offset). "CKAN work" is the work the
+model charged, summed over requests as if each ran alone, and where it went: the fixed cost per request, rows served,
+rows skipped by offset, include_total's count(*). "CKAN busy" is the wall time CKAN had any request in service, "CKAN
+idle" the rest of the export's wall time (the worker's first page, its CPU, gaps between pages). "most req at once" counts
+requests in service or queued (${report.models[0]?.workers ?? 3} CKAN workers).
 
-${dumpTable(report)}`);
+${dumpTable(report)}${latencyRows(report).length ? `
+
+Latency hidden: the same export with every \`datastore_search\` answer ${report.exports.find((e) => e.latencyMs > 0)?.latencyMs} ms later (a distant CKAN; the delay holds no CKAN
+worker), beside what fetching its pages one at a time would add (requests x the delay).
+
+${latencyTable(report)}` : ""}`);
   }
   if (report.exports.some((e) => e.cost === "zero")) {
     sections.push(`## CPU and memory (zero-cost upstream)

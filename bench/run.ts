@@ -4,7 +4,9 @@
 //          from a quarter of the rows to all of them, in fresh processes; a second table shape (text[],
 //          json, formula-like texts); the edge cache; a 1,000,000-row JSON export under a 48 MB heap
 //   cost   the upstream costs what CKAN costs: the worker's wall time next to the upstream's own dump
-//          of the same rows, as CKAN 2.12 (keyset) and as CKAN 2.10 (offset)
+//          of the same rows, as CKAN 2.12 (keyset), 2.11 and 2.10 (offset), at the CPU the real CKAN
+//          had (bench/ckan/cost.ts) and with a core per gunicorn worker; then 150 ms added to every
+//          page, against what fetching the same pages one at a time would add
 // Options are environment variables (README, "Benchmark"). The default run writes bench/RESULTS.md; a
 // subset writes bench/tmp/RESULTS.partial.md. Loopback only; every child is killed at the end.
 import { execFileSync } from "node:child_process";
@@ -12,8 +14,8 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync }
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { selfCheck, type CheckRow } from "./calibrate.ts";
-import { calibrate } from "./ckan/cost.ts";
+import { impliedCores, selfCheck, type CheckRow } from "./calibrate.ts";
+import { CKAN_CORES, fit, VERSIONS } from "./ckan/cost.ts";
 import { BASE, RICH } from "./ckan/tables.ts";
 import { csvRecordCounter, download, getJson, lineCounter, sleep } from "./http.ts";
 import { render, sectionOf, SNAPSHOT_SECTION, withSection, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
@@ -25,7 +27,10 @@ import { buildWorker, killAllNow, sample, settle, startWrangler, watchOtherLoad,
 const list = (name: string): string[] | undefined => process.env[name]?.split(",").map((s) => s.trim()).filter(Boolean);
 const options = {
   only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost", "memory"]),
-  modes: (list("BENCH_MODES") ?? ["2.12", "2.10"]) as Version[],
+  modes: (list("BENCH_MODES") ?? [...VERSIONS]) as Version[],
+  /** CKAN's CPU, in requests served at full speed at once: as measured, and a core per worker. */
+  cores: (list("BENCH_CKAN_CORES") ?? [String(CKAN_CORES), "3"]).map(Number),
+  latencyMs: Number(process.env.BENCH_LATENCY_MS ?? 150),
   costRows: (list("BENCH_ROWS") ?? ["200000", "1000000"]).map(Number),
   formats: (list("BENCH_FORMATS") ?? ["csv", "json"]) as Format[],
   workers: Number(process.env.BENCH_CKAN_WORKERS ?? 3),
@@ -33,7 +38,7 @@ const options = {
   cpuMode: (process.env.BENCH_CPU_MODE ?? "2.10") as Version,
   extra: process.env.BENCH_EXTRA === "1",
 };
-const SUBSET_VARS = ["BENCH_ONLY", "BENCH_MODES", "BENCH_ROWS", "BENCH_FORMATS", "BENCH_CKAN_WORKERS", "BENCH_REPEAT", "BENCH_CPU_MODE", "BENCH_V8_FLAGS"];
+const SUBSET_VARS = ["BENCH_ONLY", "BENCH_MODES", "BENCH_ROWS", "BENCH_FORMATS", "BENCH_CKAN_WORKERS", "BENCH_CKAN_CORES", "BENCH_LATENCY_MS", "BENCH_REPEAT", "BENCH_CPU_MODE", "BENCH_V8_FLAGS"];
 const subset = SUBSET_VARS.filter((name) => process.env[name] !== undefined);
 
 const MILLION = 1_000_000;
@@ -132,6 +137,7 @@ async function measure(up: Upstream, worker: Wrangler, c: Case, run: "cold" | "c
     status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: Math.max(0, (await lines.count()) - framing),
     upstreamRequests: s.requests, upstreamBytes: s.bytes, upstreamGenerated: s.generated, recordsFormats: { ...s.formats }, requestLog: [...s.log],
     upstreamModelS: s.modelSeconds, upstreamPeak: s.peakRequests, upstreamQueuedS: s.queuedSeconds, upstreamLateMs: s.lateMs,
+    upstreamParts: { ...s.modelParts }, upstreamBusyS: s.busySeconds, cores: up.model?.cores ?? 0, latencyMs: up.model?.latencyMs ?? 0,
     peakMb: after.peakMb, baselineMb, cpuSeconds: after.cpuSeconds - before.cpuSeconds,
     proxyCpuSeconds: sample(worker.proxyPid).cpuSeconds - proxyBefore.cpuSeconds,
     xCache: String(d.headers["x-cache"] ?? "absent"), contentEncoding: String(d.headers["content-encoding"] ?? "identity"),
@@ -140,7 +146,8 @@ async function measure(up: Upstream, worker: Wrangler, c: Case, run: "cold" | "c
   if (typeof cacheNote === "string") result.cacheNote = cacheNote;
   const upstreamMs = workerUpstreamMs(worker, logFrom);
   if (upstreamMs !== undefined) result.workerUpstreamMs = upstreamMs;
-  const label = `${c.table} ${c.format}${c.gzip ? "+gzip" : ""} ${c.rows} rows, CKAN ${up.version}, ${result.cost} cost, heap ${c.heap}, ${run}`;
+  const costly = up.model ? ` (${up.model.cores} cores${up.model.latencyMs ? `, +${up.model.latencyMs} ms a page` : ""})` : "";
+  const label = `${c.table} ${c.format}${c.gzip ? "+gzip" : ""} ${c.rows} rows, CKAN ${up.version}, ${result.cost} cost${costly}, heap ${c.heap}, ${run}`;
   if (d.status !== 200 || d.cutOff !== undefined) {
     // Keep the worker's last words: they say why (paths of this machine are cut out).
     const said = worker.output
@@ -261,7 +268,7 @@ async function dumpRun(up: Upstream, rows: number): Promise<DumpResult> {
   up.resetStats();
   const lines = lineCounter(false);
   const d = await download(`${up.url}/datastore/dump/${id(rows)}`, {}, () => lines.write);
-  const result: DumpResult = { mode: up.version, rows, status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: (await lines.count()) - 1, upstreamModelS: up.stats.modelSeconds, upstreamLateMs: up.stats.lateMs };
+  const result: DumpResult = { mode: up.version, cores: up.model?.cores ?? 0, rows, status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: (await lines.count()) - 1, upstreamModelS: up.stats.modelSeconds, upstreamLateMs: up.stats.lateMs };
   console.log(`  dump ${rows} rows, CKAN ${up.version}: ${(d.wallMs / 1000).toFixed(2)} s, ${(d.bytes / 1024 ** 2).toFixed(1)} MB`);
   return result;
 }
@@ -271,16 +278,24 @@ async function costRuns(up: Upstream): Promise<{ exports: ExportResult[]; dumps:
   const dumps: DumpResult[] = [];
   for (const mode of options.modes) {
     up.version = mode;
-    up.model = calibrate(undefined, undefined, options.workers);
     const worker = await freshWorker(up, HEAP_CAP);
     try {
       await settle(worker.workerPid);
       const baselineMb = sample(worker.workerPid).rssMb;
-      for (const rows of options.costRows) {
-        dumps.push(await dumpRun(up, rows));
-        for (const format of options.formats) {
-          exports.push(await measure(up, worker, { table: "base", format, rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" }, "cold", baselineMb));
+      for (const cores of options.cores) {
+        up.model = fit(mode, { workers: options.workers, cores });
+        for (const rows of options.costRows) {
+          dumps.push(await dumpRun(up, rows));
+          for (const format of options.formats) {
+            exports.push(await measure(up, worker, { table: "base", format, rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" }, "cold", baselineMb));
+          }
         }
+      }
+      // Latency hidden: the same export with every page 150 ms further away, at the measured CPU.
+      if (options.latencyMs > 0 && mode !== "2.11") {
+        const rows = Math.min(...options.costRows);
+        up.model = fit(mode, { workers: options.workers, cores: options.cores[0], latencyMs: options.latencyMs });
+        exports.push(await measure(up, worker, { table: "base", format: "csv", rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" }, "cold", baselineMb));
       }
     } finally {
       await worker.stop();
@@ -334,12 +349,12 @@ function machine(): Omit<Machine, "otherLoad"> {
 async function main(): Promise<void> {
   // Other work on the machine skews every figure; the report says how much there was.
   const otherLoad = watchOtherLoad();
-  const model = calibrate(undefined, undefined, options.workers);
+  const models = VERSIONS.map((v) => fit(v, { workers: options.workers }));
   let check: CheckRow[] | undefined;
   if (options.only.has("check")) {
-    console.log("bench: cost model self-check (200,000 rows as CKAN 2.12)");
-    check = await selfCheck(model);
-    for (const row of check) console.log(`  ${row.name}: CKAN ${row.ckanS.toFixed(2)} s, model ${row.modelS.toFixed(2)} s, bench upstream ${row.measuredS.toFixed(2)} s`);
+    console.log("bench: cost model self-check (200,000 rows, each CKAN version)");
+    check = await selfCheck(models);
+    for (const row of check) console.log(`  CKAN ${row.version} ${row.name}: real ${row.ckanS.toFixed(3)} s, model ${row.modelS.toFixed(3)} s, bench upstream ${row.measuredS.toFixed(3)} s`);
   }
   let exports: ExportResult[] = [];
   let fetchFloors: FetchFloor[] = [];
@@ -362,14 +377,14 @@ async function main(): Promise<void> {
       exports.push(...(await cpuRuns(up)));
     }
     if (options.only.has("cost")) {
-      console.log(`bench: against the dump (CKAN's costs, ${options.workers} CKAN workers)`);
+      console.log(`bench: against the dump (CKAN's costs, ${options.workers} CKAN workers, ${options.cores.join(" and ")} cores)`);
       const cost = await costRuns(up);
       exports.push(...cost.exports);
       dumps = cost.dumps;
     }
     formats = await formatBytes(up, CACHE_ROWS);
   }
-  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, model, check, exports, fetchFloors, dumps, formats, memory };
+  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, models, cores: impliedCores(models), check, exports, fetchFloors, dumps, formats, memory };
   const { targets, notes } = evaluateTargets(partial);
   const report: Report = { ...partial, targets, notes, totalSeconds: (performance.now() - started) / 1000 };
   const text = render(report);

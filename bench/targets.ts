@@ -1,6 +1,6 @@
 // The issue's targets, each judged with the figures it was judged on, and notes on where time goes.
 import { memoryTargets } from "./memory.ts";
-import { dumpFor, fixed, floorFor, MB, ok, thousands, type ExportResult, type Report, type Target } from "./report.ts";
+import { dumpFor, fixed, floorFor, latencyRows, MB, ok, thousands, type ExportResult, type Report, type Target } from "./report.ts";
 
 type Measured = Omit<Report, "targets" | "notes" | "totalSeconds">;
 
@@ -52,16 +52,26 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   const zero = (e: ExportResult): boolean => e.cost === "zero" && e.run === "cold" && !e.gzip && e.heap !== "none" && e.heap !== "48 MB" && ok(e);
   const missing = (name: string): void => void targets.push({ name, detail: "Not measured (an export failed or was not run; see the tables).", met: false });
 
-  // 1. The worker against the upstream's own dump, with CKAN's costs.
-  for (const e of report.exports.filter((x) => x.cost === "ckan")) {
-    const name = `${e.format.toUpperCase()} export of ${thousands(e.rows)} rows no slower than CKAN ${e.mode}'s dump of them`;
+  // 1. The worker against the upstream's own dump, with CKAN's costs: 0.6x on 2.12 and 2.11, 0.8x on 2.10.
+  for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0)) {
+    const limit = e.mode === "2.10" ? 0.8 : 0.6;
+    const name = `${e.format.toUpperCase()} export of ${thousands(e.rows)} rows <= ${limit}x CKAN ${e.mode}'s dump of them (CKAN on ${e.cores} cores)`;
     const dump = dumpFor(report, e);
     if (!dump || !ok(e)) {
       missing(name);
       continue;
     }
     const ratio = e.wallMs / dump.wallMs;
-    targets.push({ name, detail: `${fixed(e.wallMs / 1000, 2)} s vs ${fixed(dump.wallMs / 1000, 2)} s: ${fixed(ratio, 2)}x (target <= 1.0).`, met: ratio <= 1 });
+    // However the worker asks, CKAN must do the work of its requests on the cores it has.
+    const floor = e.upstreamModelS / Math.min(e.cores, 3) / (dump.wallMs / 1000);
+    targets.push({ name, detail: `${fixed(e.wallMs / 1000, 2)} s vs ${fixed(dump.wallMs / 1000, 2)} s: ${fixed(ratio, 2)}x (CKAN's work for these requests on ${e.cores} cores alone: ${fixed(floor, 2)}x).`, met: ratio <= limit });
+  }
+  for (const { e, added, serial } of latencyRows(report)) {
+    targets.push({
+      name: `With ${e.latencyMs} ms added to every page, the ${thousands(e.rows)}-row ${e.format.toUpperCase()} export on CKAN ${e.mode} adds <= half what one page at a time adds`,
+      detail: `+${fixed(added, 2)} s vs +${fixed(serial, 2)} s (${e.upstreamRequests} requests one at a time): ${fixed(added / serial, 2)}.`,
+      met: added <= serial / 2,
+    });
   }
 
   // 2. CPU against the fetch-and-discard floor, zero cost: base 1,000,000 (median of processes) and rich.
@@ -135,8 +145,8 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   if (report.memory) targets.push(...memoryTargets(report.memory));
 
   // Notes: how the worker asked, and what could skew the figures.
-  for (const mode of ["2.12", "2.10"] as const) {
-    for (const e of report.exports.filter((x) => x.cost === "ckan" && x.mode === mode && x.rows === Math.min(...report.exports.filter((y) => y.cost === "ckan").map((y) => y.rows)))) {
+  for (const mode of ["2.12", "2.11", "2.10"] as const) {
+    for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0 && x.cores === report.exports.find((y) => y.cost === "ckan")?.cores && x.mode === mode && x.rows === Math.min(...report.exports.filter((y) => y.cost === "ckan").map((y) => y.rows)))) {
       notes.push(`Upstream requests of the ${thousands(e.rows)}-row ${e.format.toUpperCase()} export on CKAN ${mode} (status, records_format, limit, extras): ${requestPattern(e.requestLog)}.`);
     }
   }
@@ -144,7 +154,7 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
     const dump = dumpFor(report, e);
     if (!dump || e.rows !== 1_000_000) continue;
     const parts = [`worker ${fixed(e.wallMs / 1000, 2)} s, of which CKAN's modelled work is ${fixed(e.upstreamModelS, 2)} s over ${e.upstreamRequests} requests (at most ${e.upstreamPeak} at once, ${fixed(e.upstreamQueuedS, 2)} s queued)`, `the dump's is ${fixed(dump.upstreamModelS, 2)} s in one stream`];
-    notes.push(`1,000,000 rows ${e.format.toUpperCase()} on CKAN ${e.mode}: ${parts.join("; ")}; workerd CPU ${fixed(e.cpuSeconds, 2)} s.`);
+    notes.push(`1,000,000 rows ${e.format.toUpperCase()} on CKAN ${e.mode} (${e.cores} cores): ${parts.join("; ")}; workerd CPU ${fixed(e.cpuSeconds, 2)} s.`);
   }
   const late = [...report.exports.filter((e) => e.cost === "ckan"), ...report.dumps];
   if (late.length > 0) {

@@ -1,11 +1,11 @@
-// The bench's synthetic CKAN on loopback: `POST /api/action/datastore_search` as CKAN 2.10 or 2.12
+// The bench's synthetic CKAN on loopback: `POST /api/action/datastore_search` as CKAN 2.10, 2.11 or 2.12
 // answers it (bench/ckan/search.ts) and `GET /datastore/dump/<id>` (bench/ckan/dump.ts), over tables
 // whose rows are generated once and kept serialised (bench/ckan/store.ts). With a cost model
 // (bench/ckan/cost.ts) every answer leaves when a real CKAN's would; without one ("zero cost") it
 // leaves at once, so the worker, not the upstream, is what gets measured.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { costSeconds, waitUntil, WorkerPool, type CostModel } from "./ckan/cost.ts";
+import { costParts, delay, SharedCpu, WorkerPool, type CostModel, type CostParts } from "./ckan/cost.ts";
 import { dump } from "./ckan/dump.ts";
 import { CkanError, search, type Resource, type Version } from "./ckan/search.ts";
 import { RowStore } from "./ckan/store.ts";
@@ -23,12 +23,16 @@ export interface UpstreamStats {
   log: string[];
   /** Seconds of CKAN work the cost model charged (summed over requests and dump pages). */
   modelSeconds: number;
+  /** The datastore_search part of it, by where it goes. */
+  modelParts: CostParts;
   /** How late answers left after the model's time: sum and worst, ms (timers on a busy machine). */
   lateMs: number;
   worstLateMs: number;
   /** Most requests in service or queued at once, and seconds spent queued for a CKAN worker. */
   peakRequests: number;
   queuedSeconds: number;
+  /** Seconds CKAN's CPU had work in progress (requests or dump pages). */
+  busySeconds: number;
 }
 
 export interface Upstream {
@@ -44,13 +48,14 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-const freshStats = (): UpstreamStats => ({ requests: 0, bytes: 0, generated: 0, formats: {}, log: [], modelSeconds: 0, lateMs: 0, worstLateMs: 0, peakRequests: 0, queuedSeconds: 0 });
+const freshStats = (): UpstreamStats => ({ requests: 0, bytes: 0, generated: 0, formats: {}, log: [], modelSeconds: 0, modelParts: { fixed: 0, rows: 0, skipped: 0, counted: 0 }, lateMs: 0, worstLateMs: 0, peakRequests: 0, queuedSeconds: 0, busySeconds: 0 });
 
 export async function startUpstream(options: { resources: Resource[]; version?: Version; model?: CostModel; keepChunks?: number }): Promise<Upstream> {
   const resources = new Map(options.resources.map((r) => [r.id, r]));
   const store = new RowStore(options.keepChunks === undefined ? {} : { keepChunks: options.keepChunks });
   const stats = freshStats();
   const pool = new WorkerPool(options.model?.workers ?? 3);
+  const cpu = new SharedCpu(options.model?.cores ?? 3);
   let origin = "";
   const late = (ms: number): void => {
     stats.lateMs += ms;
@@ -78,9 +83,10 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
     const help = `${origin}/api/3/action/help_show?name=datastore_search`;
     const model = upstream.model;
     pool.size = model?.workers ?? pool.size;
+    cpu.cores = model?.cores ?? cpu.cores;
     if (req.method === "GET" && url.pathname.startsWith("/datastore/dump/")) {
       try {
-        stats.bytes += await dump(url, res, { resources, version: upstream.version, store, model, pool, late, modelled: (s) => (stats.modelSeconds += s) });
+        stats.bytes += await dump(url, res, { resources, version: upstream.version, store, model, pool, cpu, late, modelled: (s) => (stats.modelSeconds += s) });
         if (stats.log.length < 200) stats.log.push(`200 GET ${url.pathname}`);
       } catch (error) {
         if (!(error instanceof CkanError) || res.headersSent) throw error;
@@ -88,9 +94,10 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
       }
       return;
     }
+    // A distant CKAN's round trip holds none of its workers.
+    if (model && model.latencyMs > 0) await delay(model.latencyMs);
     // gunicorn's worker: waited for, then held until the answer is handed over.
     const release = model ? await pool.acquire() : () => {};
-    const started = performance.now();
     let summary = `${req.method} ${url.pathname}`;
     try {
       if (!url.pathname.endsWith("/api/action/datastore_search") || req.method !== "POST") throw new CkanError(404, { __type: "Not Found Error", message: "Not found" });
@@ -106,15 +113,17 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
       const answer = search(params as Record<string, unknown>, resources, upstream.version, store, help);
       stats.formats[answer.format] = (stats.formats[answer.format] ?? 0) + 1;
       if (model) {
-        const cost = costSeconds(model, answer.work);
+        const parts = costParts(model, answer.work);
+        const cost = parts.fixed + parts.rows + parts.skipped + parts.counted;
+        for (const key of ["fixed", "rows", "skipped", "counted"] as const) stats.modelParts[key] += parts[key];
         stats.modelSeconds += cost;
-        late(await waitUntil(started + cost * 1000));
+        late(await cpu.run(cost));
       }
       await send(res, 200, answer.parts, summary);
     } catch (error) {
       if (!(error instanceof CkanError)) throw error;
       // An error still went through CKAN's stack: it costs the fixed part.
-      if (model) late(await waitUntil(started + model.fixedMs));
+      if (model) late(await cpu.run(model.fixedMs / 1000));
       if (res.headersSent) res.destroy(error);
       else await send(res, error.status, [Buffer.from(JSON.stringify({ help, success: false, error: error.error }))], summary);
     } finally {
@@ -144,11 +153,12 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
     stats,
     resetStats() {
       const before = { ...stats };
-      const { generated: _g, peakRequests: _p, queuedSeconds: _q, ...plain } = freshStats();
+      const { generated: _g, peakRequests: _p, queuedSeconds: _q, busySeconds: _b, ...plain } = freshStats();
       Object.assign(stats, plain);
       store.generated = 0;
       pool.peak = 0;
       pool.queuedSeconds = 0;
+      cpu.busySeconds = 0;
       return before;
     },
     close: () =>
@@ -162,6 +172,7 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
     generated: { get: () => store.generated, enumerable: true, configurable: true },
     peakRequests: { get: () => pool.peak, enumerable: true, configurable: true },
     queuedSeconds: { get: () => pool.queuedSeconds, enumerable: true, configurable: true },
+    busySeconds: { get: () => cpu.busySeconds, enumerable: true, configurable: true },
   });
   return upstream;
 }

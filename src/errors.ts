@@ -128,3 +128,14 @@ export function errorResponse(error: HttpError, redact: (text: string) => string
 
 /** Text quoted back to a caller is cut, so a hostile link cannot make an error message huge. */
 export const clip = (text: string, max = 60): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/**
+ * A 503 for a missing binding (an R2 bucket, a Workflow): bindings are neither [vars] nor the
+ * dashboard's Variables, so the fix names the wrangler.toml table that declares one.
+ */
+export const bindingError = (binding: string, what: string, table: string): HttpError =>
+  new HttpError(
+    503,
+    `The worker is not configured: ${what} binding ${binding} is missing. An operator must add it: a ${table} entry with binding = "${binding}" in wrangler.toml (or the binding in the dashboard's Settings, Bindings), then deploy again.`,
+    { setting: binding },
+  );

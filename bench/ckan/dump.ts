@@ -1,14 +1,15 @@
 // `/datastore/dump/<id>` as CKAN streams it: a CSV header (ending CRLF, as CKAN's does), then the
 // rows as COPY text (LF), fetched inside CKAN in pages of 32000, each page written as it is ready.
-// CKAN 2.12 pages its dump by keyset; 2.10 by offset, so there deep pages also pay for skipped rows.
-// Each page costs what the cost model says a csv page without a count costs; the dump holds one
-// worker for its whole length, and a client that reads slowly holds it longer (writes wait to drain).
+// CKAN 2.12 pages its dump by keyset; 2.10 and 2.11 by offset, so there deep pages also pay for
+// skipped rows. Each page costs what the cost model says a dump page costs, on CKAN's shared CPU; the
+// dump holds one worker for its whole length, and a client that reads slowly holds it longer (writes
+// wait to drain).
 import type { ServerResponse } from "node:http";
-import { costSeconds, waitUntil, type CostModel, type WorkerPool } from "./cost.ts";
+import { DUMP_PAGE_ROWS, dumpPageSeconds, type CostModel, type SharedCpu, type WorkerPool } from "./cost.ts";
 import { CkanError, notFound, type Resource, type Version } from "./search.ts";
 import type { RowStore } from "./store.ts";
 
-export const DUMP_PAGE_ROWS = 32000;
+export { DUMP_PAGE_ROWS } from "./cost.ts";
 
 export interface DumpContext {
   resources: Map<string, Resource>;
@@ -16,6 +17,7 @@ export interface DumpContext {
   store: RowStore;
   model: CostModel | undefined;
   pool: WorkerPool;
+  cpu: SharedCpu;
   /** Timer lateness, ms, per page written. */
   late(ms: number): void;
   /** Modelled seconds, per page. */
@@ -41,14 +43,12 @@ export async function dump(url: URL, res: ServerResponse, ctx: DumpContext): Pro
   const release = ctx.model ? await ctx.pool.acquire() : () => {};
   let bytes = 0;
   try {
-    let due = performance.now();
     for (let at = offset, page = 0; at < end || page === 0; at += DUMP_PAGE_ROWS, page++) {
       const n = Math.max(0, Math.min(DUMP_PAGE_ROWS, end - at));
       if (ctx.model) {
-        const cost = costSeconds(ctx.model, { format: "csv", rows: n, skipped: ctx.version === "2.10" ? at : 0, counted: undefined, unfiltered: false });
+        const cost = dumpPageSeconds(ctx.model, n, at);
         ctx.modelled(cost);
-        due += cost * 1000;
-        ctx.late(await waitUntil(due));
+        ctx.late(await ctx.cpu.run(cost));
       }
       const parts = n > 0 ? ctx.store.slice(shape, "dump", columns, at + 1, at + 1 + n, rows) : [];
       if (page === 0) {
@@ -57,13 +57,11 @@ export async function dump(url: URL, res: ServerResponse, ctx: DumpContext): Pro
         bytes += Buffer.byteLength(header);
         await wrote(res, header);
       }
-      let drained = false;
+      // A client that reads slowly keeps CKAN waiting: the next page's query starts once this one is out.
       for (const part of parts) {
         bytes += part.length;
-        drained = (await wrote(res, part)) || drained;
+        await wrote(res, part);
       }
-      // A client that kept CKAN waiting: the next page's query starts only now.
-      if (drained) due = Math.max(due, performance.now());
       if (n === 0) break;
     }
     await new Promise<void>((resolve) => res.end(resolve));

@@ -1,12 +1,13 @@
-// `datastore_search` as CKAN 2.10 or 2.12 answers what the worker sends: resource_id, limit, offset,
-// fields, sort on `_id` (asc or desc), records_format lists/objects/csv, include_total, and on 2.12
-// include_next_page (keyset paging) and range filters on `_id` (gt/gte/lt/lte). 2.10 answers
-// include_next_page with its 409 `__extras`. Anything else the bench does not need is a 409 saying so.
-import type { Work } from "./cost.ts";
+// `datastore_search` as CKAN 2.10, 2.11 or 2.12 answers what the worker sends: resource_id, limit,
+// offset, fields, sort on `_id` (asc or desc), records_format lists/objects/csv, include_total, and on
+// 2.12 include_next_page (keyset paging) and range filters on `_id` (gt/gte/lt/lte). 2.10 and 2.11
+// answer include_next_page with their 409 `__extras`. Anything else the bench does not need is a 409
+// saying so.
+import type { Version, Work } from "./cost.ts";
 import { rowText, trailing, type RecordsFormat, type RowStore } from "./store.ts";
 import type { TableShape } from "./tables.ts";
 
-export type Version = "2.10" | "2.12";
+export type { Version } from "./cost.ts";
 export const ROWS_MAX = 32000;
 
 export interface Resource {
@@ -53,8 +54,8 @@ function idRange(filters: unknown, rows: number, version: Version): { lo: number
       hi = Math.min(hi, Number(value));
       continue;
     }
-    // CKAN 2.10 has no range filters: it fails building SQL for a dict value.
-    if (version === "2.10" || typeof value !== "object" || value === null || Array.isArray(value)) throw validation({ query: ["Invalid query"] });
+    // CKAN 2.10 and 2.11 have no range filters: they fail building SQL for a dict value.
+    if (version !== "2.12" || typeof value !== "object" || value === null || Array.isArray(value)) throw validation({ query: ["Invalid query"] });
     for (const [op, bound] of Object.entries(value)) {
       const b = Number(bound);
       if (typeof bound !== "number" && typeof bound !== "string") throw validation({ query: ["Invalid query"] });
@@ -128,10 +129,10 @@ export function search(params: Record<string, unknown>, resources: Map<string, R
   const result: Record<string, unknown> = Object.fromEntries(Object.keys(echo).sort().map((k) => [k, echo[k]]));
   const head = `{"help": ${JSON.stringify(help)}, "success": true, "result": ${JSON.stringify(result).slice(0, -1)}, "records": ${format === "csv" ? '"' : "["}`;
   let tail = `${format === "csv" ? '"' : "]"}, "fields": ${JSON.stringify(columns.map((i) => shape.fields[i]))}`;
-  if (version === "2.10") tail += `, "_links": ${JSON.stringify({ start: "/api/action/datastore_search", next: `/api/action/datastore_search?offset=${offset + limit}` })}`;
-  if (includeTotal) tail += version === "2.10" ? `, "total": ${matching}, "total_was_estimated": false` : `, "total": ${matching}`;
+  if (version !== "2.12") tail += `, "_links": ${JSON.stringify({ start: "/api/action/datastore_search", next: `/api/action/datastore_search?offset=${offset + limit}` })}`;
+  if (includeTotal) tail += version !== "2.12" ? `, "total": ${matching}, "total_was_estimated": false` : `, "total": ${matching}`;
   if (includeNextPage && limitGiven && n === limit && n > 0 && lastId !== undefined) tail += `, "next_page": ${JSON.stringify({ _id: { [descending ? "lt" : "gt"]: lastId } })}`;
   tail += "}}";
-  const work: Work = { format, rows: n, skipped: Math.min(offset, matching), counted: includeTotal ? matching : undefined, unfiltered: empty(params.filters) };
+  const work: Work = { format, rows: n, skipped: Math.min(offset, matching), counted: includeTotal ? matching : undefined };
   return { parts: [Buffer.from(head), ...parts, Buffer.from(tail)], work, format };
 }

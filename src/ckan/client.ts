@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { configError, type HttpError, UpstreamFailure } from "../errors.ts";
+import { configError, HttpError, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
 import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
@@ -64,6 +64,39 @@ function abortion(signal: AbortSignal): Promise<never> {
   });
 }
 
+/**
+ * Every string in a small JSON value (CKAN's `fields`: names, types, the data dictionary) with any
+ * piece of a secret removed: a column name becomes a CSV header, a discovery answer, a log line.
+ */
+function redactStrings(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === "string") return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactStrings(item, redact));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redact(key), redactStrings(item, redact)]));
+  }
+  return value;
+}
+
+/**
+ * The 502 of an upstream answering with a redirect: its status and where it points (the origin
+ * only: a location's path and query may carry anything), so an operator can fix CKAN_BASE_URL.
+ */
+export function redirectRefused(response: Response, from: string, redact: (text: string) => string): HttpError {
+  const location = response.headers.get("location");
+  let target = "no location";
+  if (location !== null) {
+    try {
+      target = redact(new URL(location, from).origin);
+    } catch {
+      target = "an unreadable location";
+    }
+  }
+  return new UpstreamFailure(
+    502,
+    `CKAN answered HTTP ${response.status}, a redirect to ${target}, which this worker does not follow (it would send the query and the token elsewhere). If the site moved, an operator should set CKAN_BASE_URL to its new address.`,
+  );
+}
+
 const isLoopback = (hostname: string): boolean => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(hostname);
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
@@ -83,10 +116,13 @@ export class CkanClient {
   constructor(config: Config, fetcher: UpstreamFetch) {
     this.#config = config;
     this.#fetch = fetcher;
-    this.redact = redactorOf([config.apiToken]);
+    this.redact = redactorOf([config.apiToken, config.adminToken, config.linkSigningKey]);
   }
 
-  /** Removes the token from any text that came from upstream, which could echo the request. */
+  /**
+   * Removes any piece of a secret from text that came from upstream, which could echo the request
+   * (or anything a proxy in front of CKAN holds): applied before the text is quoted or cut.
+   */
   readonly redact: (text: string) => string;
 
   /**
@@ -120,6 +156,8 @@ export class CkanClient {
       headers,
       body: JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      // A redirect would re-send the query (and the token) to wherever the upstream points: never followed.
+      redirect: "manual",
     });
     const started = Date.now();
     this.stats.requests++;
@@ -147,6 +185,10 @@ export class CkanClient {
     }
     this.stats.bytes += bytes.byteLength;
 
+    if (response.status >= 300 && response.status < 400) {
+      release(bytes);
+      throw redirectRefused(response, this.#config.datastoreSearchUrl, this.redact);
+    }
     if (retryable(response.status)) {
       const wait = retryAfterMs(response.headers.get("retry-after"));
       const error =
@@ -191,7 +233,7 @@ export class CkanClient {
       const records = result?.records;
       if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records == null)) {
         // Only the members this worker reads, each checked for its type.
-        const out: SearchResult = { fields: result.fields as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
+        const out: SearchResult = { fields: redactStrings(result.fields, this.redact) as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
         if (typeof result.total === "number") out.total = result.total;
         if (typeof result.total_was_estimated === "boolean") out.total_was_estimated = result.total_was_estimated;
         if (typeof result.limit === "number") out.limit = result.limit;

@@ -38,8 +38,10 @@ function stringList(value: unknown): string[] {
 /** Turns CKAN's error object into the error our caller sees; CKAN's SQL and internals stay out. */
 export function ckanError(status: number, error: unknown, redact: (text: string) => string, hasToken: boolean): HttpError {
   const body = error !== null && typeof error === "object" ? (error as Record<string, unknown>) : {};
-  const type = typeof body.__type === "string" ? body.__type : undefined;
-  const message = typeof body.message === "string" ? redact(clip(body.message, 200)) : undefined;
+  const type = typeof body.__type === "string" ? clip(redact(body.__type), 80) : undefined;
+  // Redacted before any cut: a cut could leave a piece of a secret that no longer matches it whole.
+  const quote = (text: string): string => clip(redact(text), 200);
+  const message = typeof body.message === "string" ? quote(body.message) : undefined;
 
   if (type === "Authorization Error" || status === 403 || status === 401) {
     return new HttpError(
@@ -55,7 +57,7 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
   if (type === "Validation Error" || status === 409) {
     const fields: CkanErrorFields = {};
     for (const [key, value] of Object.entries(body)) {
-      if (key !== "__type" && key !== "info") fields[key] = stringList(value).map((m) => redact(clip(m, 200)));
+      if (key !== "__type" && key !== "info") fields[quote(key)] = stringList(value).map(quote);
     }
     const query = fields.query ?? [];
     if (query.some((m) => /too long/i.test(m))) {
@@ -66,7 +68,7 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
     const [key, messages] = Object.entries(fields)[0] ?? ["", []];
     const parameter = OUR_NAME[key];
     if (parameter === undefined) {
-      return new CkanValidationError(502, `CKAN rejected the request (${clip(key, 200)}: ${messages.join("; ")}).`, fields);
+      return new CkanValidationError(502, `CKAN rejected the request (${key}: ${messages.join("; ")}).`, fields);
     }
     return new CkanValidationError(400, `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`, fields, parameter);
   }

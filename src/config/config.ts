@@ -13,6 +13,8 @@ export interface Config {
   /** alias -> resource UUID */
   resources: ReadonlyMap<string, string>;
   maxRows: number;
+  /** Groups one aggregate keeps in memory, at most (MAX_GROUPS). */
+  maxGroups: number;
   pageSize: number;
   upstreamTimeoutMs: number;
   upstreamRetries: number;
@@ -127,6 +129,7 @@ export function parseConfig(env: Env): Config {
     apiToken: secret(env.CKAN_API_TOKEN),
     resources: resources(env.RESOURCES),
     maxRows: integerSetting("MAX_ROWS", env.MAX_ROWS, 1_000_000, 1, Number.MAX_SAFE_INTEGER),
+    maxGroups: integerSetting("MAX_GROUPS", env.MAX_GROUPS, 100_000, 1, 10_000_000),
     pageSize: integerSetting("PAGE_SIZE", env.PAGE_SIZE, CKAN_ROWS_MAX, 1, CKAN_ROWS_MAX),
     upstreamTimeoutMs: 1000 * integerSetting("UPSTREAM_TIMEOUT_SECONDS", env.UPSTREAM_TIMEOUT_SECONDS, 30, 1, 300),
     upstreamRetries: integerSetting("UPSTREAM_RETRIES", env.UPSTREAM_RETRIES, 3, 0, 10),

@@ -2,12 +2,14 @@
 export interface Env {
   /** CKAN site base, may include a mount prefix and language segment (`https://open.canada.ca/data/en`). */
   CKAN_BASE_URL?: string;
-  /** Secret. Sent raw in `Authorization` to the datastore_search URL and nowhere else. */
+  /** Secret. Sent raw in `Authorization` to the datastore_search URL (and datastore_search_sql beside it) and nowhere else. */
   CKAN_API_TOKEN?: string;
   /** alias -> resource UUID: a TOML table from wrangler.toml or a JSON string from `--var`/the dashboard. */
   RESOURCES?: unknown;
   /** Most rows one export may return (default 1000000). */
   MAX_ROWS?: string;
+  /** Most groups one aggregate keeps (default 100000). */
+  MAX_GROUPS?: string;
   /** Rows per upstream page (default and maximum 32000, CKAN's rows_max). */
   PAGE_SIZE?: string;
   /** Seconds before an upstream call is abandoned (default 30). */

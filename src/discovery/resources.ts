@@ -52,7 +52,7 @@ export async function listResources(deps: DiscoveryDeps): Promise<unknown> {
       ),
     ]);
     Object.assign(entry, text);
-    if ("error" in info) entry.error = { status: info.error.status, message: info.error.message };
+    if ("error" in info) entry.error = { status: info.error.status, message: client.redact(info.error.message) };
     else {
       entry.rows = info.rows ?? null;
       if (info.estimated) entry.rows_estimated = true;

@@ -29,6 +29,8 @@ export interface OpenExport {
   packed: boolean;
   body: ReadableStream<Uint8Array>;
   progress: ExportProgress;
+  /** Headers this kind of answer adds (an aggregate's `X-Aggregated-By`). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -58,7 +60,6 @@ export async function openExport(
   site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<OpenExport> {
-  const format = ENCODERS[query.format];
   const abort = new AbortController();
   const admission = admitExport();
   let table: Table;
@@ -68,11 +69,29 @@ export async function openExport(
     admission.release();
     throw error;
   }
+  return streamTable(query, config, table, admission, abort, site.client.redact, onDone);
+}
+
+/**
+ * An opened table (CKAN's pages, or an aggregate's result rows) through its format's encoder to a
+ * byte stream: the admission is released and `onDone` told when the stream ends, however it ends.
+ */
+export async function streamTable(
+  query: ExportQuery,
+  config: ExportSettings,
+  table: Table,
+  admission: Admission,
+  abort: AbortController,
+  redact: (text: string) => string,
+  onDone?: (progress: ExportProgress) => void,
+): Promise<OpenExport> {
+  const format = ENCODERS[query.format];
   const encoder = encoderFor(query, table.columns);
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
-    failure: (reason) => encoder.failure(reason),
-    cutOff: (error, reason) => encoder.cutOff?.(reason, error instanceof ExportLimit),
+    // The reason quotes upstream text: no piece of a secret goes into the file's last line.
+    failure: (reason) => encoder.failure(redact(reason)),
+    cutOff: (error, reason) => encoder.cutOff?.(redact(reason), error instanceof ExportLimit),
     cancel: () => abort.abort(),
     done: (outcome) => {
       admission.release();

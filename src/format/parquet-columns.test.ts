@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parquetColumn } from "./parquet-columns.ts";
 
@@ -15,6 +16,32 @@ describe("CKAN values as Parquet values", () => {
       if (typeof got === "number") expect(Number.isSafeInteger(got)).toBe(true);
     }
     expect(value("timestamp", '"2020-01-01T00:16:17.5"')).toBe(Number(micros("2020-01-01T00:16:17.500000")));
+  });
+
+  it("reads CKAN's usual timestamp text digit by digit to the microseconds the pattern gives", () => {
+    const digits = (n: number, max: number): fc.Arbitrary<string> => fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, "0"));
+    const timestamp = fc
+      .tuple(digits(4, 9999), digits(2, 19), digits(2, 39), fc.constantFrom("T", " "), digits(2, 29), digits(2, 69), digits(2, 69), fc.constantFrom("", ".", ".5", ".12", ".120", ".000001", ".999999", ".1234567"))
+      .map(([y, mo, d, t, h, mi, s, fraction]) => `${y}-${mo}-${d}${t}${h}:${mi}:${s}${fraction}`);
+    // With an escape in its JSON text, the same timestamp is read by the pattern.
+    const escaped = (iso: string): string => `"${iso.slice(0, 10)}\\u00${iso.charCodeAt(10).toString(16)}${iso.slice(11)}"`;
+    const attempt = (read: () => unknown): unknown => {
+      try {
+        return read();
+      } catch {
+        return "refused";
+      }
+    };
+    fc.assert(
+      fc.property(fc.array(timestamp, { minLength: 1, maxLength: 5 }), (isos) => {
+        // One column for the rows in turn (it keeps the day of the row before), and one per value.
+        const column = parquetColumn({ id: "c", type: "timestamp" }, "c", "text");
+        for (const iso of isos) {
+          expect(attempt(() => column.value(JSON.stringify(iso)))).toEqual(attempt(() => value("timestamp", escaped(iso))));
+        }
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it("counts dates in days since 1970, before and after", () => {

@@ -38,10 +38,11 @@ function canonical(text: string): string {
  * (more significant digits than a double keeps, or past its range): such a number is written as text.
  */
 export function exactDouble(text: string, maxDigits = 17): string | undefined {
+  // Most values are already the shortest text of their finite double (so plain, with at most 17
+  // significant digits), and no longer than the digits allowed: no pattern, no digit counting.
+  const n = Number(text);
+  if (Number.isFinite(n) && String(n) === text && (maxDigits >= 17 || text.length <= maxDigits)) return text;
   if (!PLAIN_NUMBER.test(text)) return undefined;
-  // Most values are already the shortest text of their double (so at most 17 significant digits),
-  // and no longer than the digits allowed: no digit counting, no canonical forms.
-  if (String(Number(text)) === text && (maxDigits >= 17 || text.length <= maxDigits)) return text;
   // A spreadsheet keeps 15 significant digits: an integer or numeric with more, even one a double
   // holds (9007199254740992), would be shown rounded; a float column's value is a double anyway.
   if (significantDigits(text) > maxDigits) return undefined;
@@ -56,8 +57,68 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\
 const EXCEL_EPOCH = Date.UTC(1899, 11, 30);
 const FIRST_DAY = Date.UTC(1900, 2, 1);
 
+const isDigit = (text: string, at: number): boolean => {
+  const c = text.charCodeAt(at);
+  return c >= 48 && c <= 57;
+};
+const twoDigits = (text: string, at: number): number => (text.charCodeAt(at) - 48) * 10 + text.charCodeAt(at + 1) - 48;
+
+/** The day of the last date seen (rows in time order share it): its text and Date.UTC, or NaN if Excel cannot hold it. */
+let lastDate = "";
+let lastDay = Number.NaN;
+
+/**
+ * `excelDate` of CKAN's usual timestamp text, `YYYY-MM-DDTHH:MM:SS` with or without a fraction, read
+ * digit by digit with the day kept from the value before; null for any other text (the general path).
+ */
+function timestampSerial(text: string): { serial: string; style: number } | undefined | null {
+  const n = text.length;
+  if (n < 19 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return null;
+  const t = text.charCodeAt(10);
+  if (t !== 84 && t !== 32) return null;
+  for (const at of [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]) if (!isDigit(text, at)) return null;
+  let millis = 0;
+  let fractionNonZero = false;
+  if (n > 19) {
+    if (text.charCodeAt(19) !== 46 || n === 20) return null;
+    for (let at = 20; at < n; at++) {
+      if (!isDigit(text, at)) return null;
+      const d = text.charCodeAt(at) - 48;
+      if (d !== 0) {
+        // Below a millisecond, Excel shows nothing: such a timestamp keeps its text.
+        if (at >= 23) return undefined;
+        fractionNonZero = true;
+      }
+      if (at < 23) millis += d * 10 ** (22 - at);
+    }
+  }
+  const date = text.slice(0, 10);
+  if (date !== lastDate) {
+    lastDate = date;
+    const y = Number(text.slice(0, 4));
+    const mo = twoDigits(text, 5);
+    const d = twoDigits(text, 8);
+    const day = Date.UTC(y, mo - 1, d);
+    const check = new Date(day);
+    lastDay = y < 1900 || check.getUTCDate() !== d || check.getUTCMonth() !== mo - 1 || day < FIRST_DAY ? Number.NaN : day;
+  }
+  if (Number.isNaN(lastDay)) return undefined;
+  const h = twoDigits(text, 11);
+  const mi = twoDigits(text, 14);
+  const s = twoDigits(text, 17);
+  if (h > 23 || mi > 59 || s > 59) return undefined;
+  const ms = h * 3_600_000 + mi * 60_000 + s * 1000 + millis;
+  return { serial: String((lastDay - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000), style: fractionNonZero ? STYLE.dateTimeMs : STYLE.dateTime };
+}
+
 /** An Excel date serial and its style, or undefined: a value Excel cannot hold exactly stays text. */
 export function excelDate(text: string): { serial: string; style: number } | undefined {
+  const fast = timestampSerial(text);
+  return fast === null ? excelDateOfAnyText(text) : fast;
+}
+
+/** `excelDate` by the pattern, for any date or timestamp text (exported for the spec that holds the fast path to it). */
+export function excelDateOfAnyText(text: string): { serial: string; style: number } | undefined {
   const m = DATE_TIME.exec(text);
   if (m === null) return undefined;
   const [, y, mo, d, h = "0", mi = "0", s = "0", fraction = ""] = m;

@@ -1,7 +1,8 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { readWorkbook } from "../../test/xlsx-reader.ts";
 import type { Column, Row } from "../rows/types.ts";
-import { excelDate, exactDouble, MAX_CELL_TEXT } from "./xlsx-cells.ts";
+import { excelDate, excelDateOfAnyText, exactDouble, MAX_CELL_TEXT } from "./xlsx-cells.ts";
 import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
 
 /** The sheet's text or bytes streamed into its package, as the export pipeline does, a page per chunk. */
@@ -50,6 +51,19 @@ describe("XLSX cells", () => {
     expect(excelDate("0099-01-02T03:04:05")).toBeUndefined();
     expect(excelDate("2021-02-29")).toBeUndefined();
     expect(excelDate("2020-01-01T10:00:00+02:00")).toBeUndefined();
+  });
+
+  it("reads CKAN's usual timestamps digit by digit to the same serial as any other date text", () => {
+    const digits = (n: number, max: number): fc.Arbitrary<string> => fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, "0"));
+    const timestamp = fc
+      .tuple(digits(4, 9999), digits(2, 19), digits(2, 39), fc.constantFrom("T", " "), digits(2, 29), digits(2, 69), digits(2, 69), fc.constantFrom("", ".", ".5", ".120", ".000", ".999000", ".0000001", ".12a"))
+      .map(([y, mo, d, t, h, mi, s, fraction]) => `${y}-${mo}-${d}${t}${h}:${mi}:${s}${fraction}`);
+    fc.assert(fc.property(timestamp, (text) => {
+        expect(excelDate(text)).toEqual(excelDateOfAnyText(text));
+      }), { numRuns: 2000 });
+    // Rows in time order: the day kept from the row before never leaks into the next.
+    expect(excelDate("2020-02-29T00:00:00")).toEqual(excelDateOfAnyText("2020-02-29T00:00:00"));
+    expect(excelDate("2021-02-29T00:00:00")).toBeUndefined();
   });
 });
 

@@ -1,10 +1,11 @@
-import { siteFor } from "../ckan/site.ts";
+import { siteFor, type CkanSite } from "../ckan/site.ts";
+import type { Table } from "../ckan/table.ts";
 import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
 import type { ExportQuery } from "../query/export-query.ts";
-import { describeExport, openExport } from "../export/pipeline.ts";
+import { describeExport, openExport, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
@@ -19,9 +20,21 @@ export interface ExportRouteDeps {
   waitUntil: (promise: Promise<unknown>) => void;
 }
 
+/**
+ * What a download route computes, between its link and its bytes: exports (rows from CKAN) and
+ * aggregates (groups computed from them) share everything else here (edge cache, ETag, 304, HEAD).
+ */
+export interface Pipeline<Q extends ExportQuery = ExportQuery> {
+  open(query: Q, config: Config, site: CkanSite, onDone: (progress: ExportProgress) => void, upstreamFetch: UpstreamFetch): Promise<OpenExport>;
+  /** The headers GET would send, without the body (for HEAD). */
+  describe(query: Q, config: Config, site: CkanSite): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
+}
+
+export const EXPORTS: Pipeline = { open: openExport, describe: describeExport };
+
 /** An export asked of CKAN (not answered from the edge cache): the answer for this request, stored in the edge cache when it is complete. */
-interface FromCkan {
-  query: ExportQuery;
+interface FromCkan<Q extends ExportQuery> {
+  query: Q;
   /** Undefined: caching is off. */
   key: string | undefined;
   policy: CachePolicy;
@@ -33,7 +46,7 @@ interface FromCkan {
  * successful export is cached: filling the cache never holds a large export in memory, and an
  * errored stream is never stored.
  */
-export async function serveExport(request: Request, query: ExportQuery, deps: ExportRouteDeps): Promise<Response> {
+export async function serveExport<Q extends ExportQuery>(request: Request, query: Q, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
   const { config, info } = deps;
   const url = new URL(request.url);
   info.resource = query.alias ?? query.resourceId;
@@ -43,7 +56,7 @@ export async function serveExport(request: Request, query: ExportQuery, deps: Ex
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await exportFromCkan({ query, key, policy, report: () => {} }, deps);
+      const response = await exportFromCkan({ query, key, policy, report: () => {} }, deps, pipeline);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -52,14 +65,16 @@ export async function serveExport(request: Request, query: ExportQuery, deps: Ex
 
   if (request.method === "HEAD") {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const headers = downloadHeaders(query, await describeExport(query, config, siteFor(config, deps.upstreamFetch)));
+    const described = await pipeline.describe(query, config, siteFor(config, deps.upstreamFetch));
+    const headers = downloadHeaders(query, described);
+    for (const [name, value] of Object.entries(described.headers ?? {})) headers.set(name, value);
     headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
     if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await exportFromCkan({ query, key, policy, report }, deps).catch((error: unknown) => {
+  const response = await exportFromCkan({ query, key, policy, report }, deps, pipeline).catch((error: unknown) => {
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
@@ -68,12 +83,12 @@ export async function serveExport(request: Request, query: ExportQuery, deps: Ex
   return response;
 }
 
-async function exportFromCkan(asked: FromCkan, deps: ExportRouteDeps): Promise<Response> {
+async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
   const { config } = deps;
   const { query, key, policy } = asked;
   const site = siteFor(config, deps.upstreamFetch);
   const { client } = site;
-  const opened = await openExport(query, config, site, (outcome) =>
+  const opened = await pipeline.open(query, config, site, (outcome) =>
     asked.report({
       ...(outcome.error ? { status: outcome.error.status } : {}),
       cache: key === undefined ? "OFF" : "MISS",
@@ -84,8 +99,10 @@ async function exportFromCkan(asked: FromCkan, deps: ExportRouteDeps): Promise<R
       upstream_ms: client.stats.milliseconds,
       ...(outcome.error ? { error: outcome.error.message } : {}),
     }),
+    deps.upstreamFetch,
   );
   const headers = downloadHeaders(query, opened.table);
+  for (const [name, value] of Object.entries(opened.headers ?? {})) headers.set(name, value);
   headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
   if (key !== undefined) headers.set("x-cache", "MISS");
 
@@ -96,7 +113,7 @@ async function exportFromCkan(asked: FromCkan, deps: ExportRouteDeps): Promise<R
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil), { status: 200, headers });
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));

@@ -4,7 +4,7 @@ import { BadParameter, clip, HttpError } from "../errors.ts";
 import { downloadName } from "./filename.ts";
 import { FORMATS, isFormatName, type FormatName, type NamedColumns, type Output } from "./formats.ts";
 import { appliesTo, checkNames, readParameters, single, type Values } from "./parameter.ts";
-import { EXPORT_PARAMETERS, OUTPUT_PARAMETERS, PARAMETERS, type ErrorMode, type TABLE_PARAMETERS } from "./params.ts";
+import { EXPORT_PARAMETERS, OUTPUT_PARAMETERS, parametersOf, type ErrorMode, type TABLE_PARAMETERS } from "./params.ts";
 import { rowLimitOf, type RowLimit } from "./row-limit.ts";
 import type { TableQuery } from "./table-query.ts";
 
@@ -99,7 +99,7 @@ function outputOf(format: FormatName, values: Values<typeof OUTPUT_PARAMETERS>):
 }
 
 export function parseExportQuery(params: URLSearchParams, format: FormatName, config: QueryConfig): ExportQuery {
-  checkNames(params, PARAMETERS, format);
+  checkNames(params, parametersOf("export"), format);
   const rowLimit = rowLimitOf(format, config.maxRows);
   const values = readParameters(EXPORT_PARAMETERS, { format, params, rowLimit });
   const table = tableQueryOf(values, config);

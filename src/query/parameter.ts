@@ -23,9 +23,15 @@ export interface Parameter<T = unknown> {
   link?: boolean;
   /** The formats whose links take it; absent: every format. */
   formats?: readonly string[];
+  /** Taken by one kind of link only: `/export.<format>` or `/aggregate.<format>`. */
+  only?: LinkKind;
+  /** What it means on an aggregate link, where that differs (sort, limit, offset). */
+  aggregateMeaning?: string;
   /** Its value from the link (`raw`: its one value, undefined when absent), checked; a 400 naming it otherwise. */
   read?: (raw: string | undefined, context: ParseContext) => T;
 }
+
+export type LinkKind = "export" | "aggregate";
 
 export interface ParameterSchema {
   type: "string" | "integer" | "boolean";
@@ -45,7 +51,7 @@ export interface ParseContext {
   rowLimit: RowLimit;
 }
 
-type Doc = Pick<Parameter, "name" | "meaning" | "example" | "formats">;
+type Doc = Pick<Parameter, "name" | "meaning" | "example" | "formats" | "only" | "aggregateMeaning">;
 
 /** A parameter whose value needs nothing but itself to be checked. */
 export type PlainParameter<T> = Parameter<T> & { read: (raw: string | undefined) => T };

@@ -2,7 +2,7 @@ import { BadParameter, clip } from "../errors.ts";
 import { BOUNDS } from "./bounds.ts";
 import { checkFieldName, parseFields, parseFilters } from "./filters.ts";
 import type { CsvOptions, FormatName, NumericMode } from "./formats.ts";
-import { appliesTo, choice, count, flag, readFlag, text, type Parameter } from "./parameter.ts";
+import { appliesTo, choice, count, flag, readFlag, text, type LinkKind, type Parameter } from "./parameter.ts";
 import { whoseMaximum } from "./row-limit.ts";
 import { sortColumns } from "./sort.ts";
 
@@ -58,6 +58,7 @@ export const TABLE_PARAMETERS = {
     name: "limit",
     meaning: "most rows to return, 0 or more; absent means every matching row",
     example: "/export.csv?resource=sample&limit=100",
+    aggregateMeaning: "most groups to return (top-N, after `sort`)",
     max: (context) => context.rowLimit.rows,
     above: (given, _max, context) => `limit=${given} is above ${whoseMaximum(context.rowLimit)}. Use a smaller limit, add filters, or export in parts with offset.`,
   }),
@@ -65,6 +66,7 @@ export const TABLE_PARAMETERS = {
     name: "offset",
     meaning: "rows to skip first",
     example: "/export.csv?resource=sample&limit=100&offset=200",
+    aggregateMeaning: "groups to skip first (after `sort`)",
     default: 0,
     max: () => Number.MAX_SAFE_INTEGER,
     above: (given, max) => `offset=${given} is above the largest offset this worker handles, ${max}.`,
@@ -74,10 +76,13 @@ export const TABLE_PARAMETERS = {
     meaning: "comma-separated columns, in the order you want them",
     example: "/export.csv?resource=sample&fields=id,name,amount",
     schema: { type: "string" },
+    only: "export",
     read: parseFields,
   } satisfies Parameter<ReturnType<typeof parseFields>>,
   sort: {
     ...sortText,
+    aggregateMeaning:
+      "output column names with `asc`/`desc` (`sort=sum(amount) desc`); default the group columns ascending. Nulls last ascending, first descending; text by code point",
     read: (raw: string | undefined): string | undefined => {
       // An empty sort means the default order, as an empty q means no search.
       const sort = sortText.read(raw);
@@ -141,6 +146,31 @@ export const OUTPUT_PARAMETERS = {
   }),
 } satisfies Record<string, Parameter>;
 
+/** What an aggregate computes: its groups and its measures (checked against the table's columns once they are known). */
+export const AGGREGATE_PARAMETERS = {
+  group_by: {
+    ...text({
+      name: "group_by",
+      meaning:
+        "aggregates: comma-separated group columns and date buckets `year(f)`, `month(f)`, `day(f)`, `hour(f)` (date and timestamp columns; a bucket is its first instant). At most 8; absent: one row of totals. Not json columns",
+      example: "/aggregate.csv?resource=sample&group_by=category,month(created)",
+      maxLength: BOUNDS.sort,
+    }),
+    only: "aggregate",
+  },
+  measures: {
+    ...text({
+      name: "measures",
+      meaning:
+        "aggregates: comma-separated `count` (rows), `count(f)` (values), `sum(f)`, `avg(f)` (numeric columns), `min(f)`, `max(f)` (numbers, text, dates, timestamps); each output column is named as written. At most 16; default `count`",
+      example: "/aggregate.csv?resource=sample&group_by=category&measures=count,sum(amount),avg(ratio)",
+      maxLength: BOUNDS.sort,
+    }),
+    schema: { type: "string", maxLength: BOUNDS.sort, default: "count" },
+    only: "aggregate",
+  },
+} satisfies Record<string, Parameter<string | undefined>>;
+
 /** Names the parser reads apart (`filter.<field>`), the signed-link check reads, or nobody reads. */
 const OTHER_NAMES = {
   filterField: {
@@ -197,14 +227,19 @@ export const PARAMETERS: readonly Parameter[] = [
   TABLE_PARAMETERS.offset,
   TABLE_PARAMETERS.fields,
   TABLE_PARAMETERS.sort,
+  AGGREGATE_PARAMETERS.group_by,
+  AGGREGATE_PARAMETERS.measures,
   ...Object.values(OUTPUT_PARAMETERS),
   OTHER_NAMES.exp,
   OTHER_NAMES.sig,
   OTHER_NAMES.anything,
 ];
 
+/** The parameters one kind of link may carry, whatever its format. */
+export const parametersOf = (kind: LinkKind): Parameter[] => PARAMETERS.filter((p) => p.only === undefined || p.only === kind);
+
 /** The parameters a link to this format may carry, in table order. */
-export const parametersFor = (format: FormatName): Parameter[] => PARAMETERS.filter((p) => appliesTo(p, format));
+export const parametersFor = (format: FormatName, kind: LinkKind = "export"): Parameter[] => parametersOf(kind).filter((p) => appliesTo(p, format));
 
 /** The table entry a parameter name in an error belongs to (`filter.year` -> `filter.<field>`). */
 export function parameterEntry(name: string): Parameter | undefined {

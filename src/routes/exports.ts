@@ -1,6 +1,6 @@
 import { withColumnHint } from "../discovery/column-hint.ts";
 import { HttpError, toHttpError } from "../errors.ts";
-import { serveExport } from "../http/export-route.ts";
+import { EXPORTS, serveExport } from "../http/export-route.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -8,7 +8,7 @@ import { errorModeOf, parseExportQuery } from "../query/export-query.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
-import type { Route } from "./route.ts";
+import type { Route, RouteContext } from "./route.ts";
 
 function exportOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -34,6 +34,17 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
   };
 }
 
+/**
+ * A spreadsheet that shows no error body gets the message as its one cell (errors=inline): the
+ * error answer of every route whose link names a format (exports, aggregates).
+ */
+export function answerInline(error: unknown, { request, url, env, info }: RouteContext): Response {
+  const format = request.params.format ?? "";
+  if (!wantsInlineError(request.method, errorModeOf(url.searchParams, format), request.headers.get("user-agent"))) throw error;
+  log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
+  return inlineErrorResponse(error, format, redactor(env));
+}
+
 /** GET|HEAD /export.<format>: the pipeline to an HTTP response. */
 export const exportRoute: Route = {
   methods: ["GET", "HEAD"],
@@ -46,17 +57,11 @@ export const exportRoute: Route = {
       throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
     }
     const query = parseExportQuery(url.searchParams, format, config);
-    return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil }).catch((error: unknown) =>
+    return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil }, EXPORTS).catch((error: unknown) =>
       withColumnHint(error, query, config, deps.upstreamFetch),
     );
   },
-  // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
-  answerError(error, { request, url, env, info }) {
-    const format = request.params.format ?? "";
-    if (!wantsInlineError(request.method, errorModeOf(url.searchParams, format), request.headers.get("user-agent"))) throw error;
-    log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
-    return inlineErrorResponse(error, format, redactor(env));
-  },
+  answerError: answerInline,
   openapi: () =>
     Object.fromEntries(
       (Object.keys(FORMATS) as FormatName[]).map((format): [string, Operations] => [

@@ -1,3 +1,4 @@
+import { aggregateRoute } from "./aggregate.ts";
 import { resourceRoute, resourcesRoute, openApiRoute } from "./discovery.ts";
 import { exportRoute } from "./exports.ts";
 import { healthRoute } from "./health.ts";
@@ -10,6 +11,7 @@ import { snapshotFileRoute, snapshotListRoute, snapshotRunRoute } from "./snapsh
 export const ROUTES: readonly Route[] = [
   indexRoute,
   exportRoute,
+  aggregateRoute,
   resourcesRoute,
   resourceRoute,
   openApiRoute,

@@ -2,7 +2,7 @@ import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { configFor } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
-import { configError, HttpError, PermanentFailure, toHttpError } from "../errors.ts";
+import { bindingError, HttpError, PermanentFailure, toHttpError } from "../errors.ts";
 import { ENCODERS } from "../format/index.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -217,7 +217,7 @@ async function noteDone(run: FormatRun, entry: SnapshotEntry | undefined, deps: 
 
 /** The snapshot deps of a deployed worker: its bindings and settings, CKAN over `upstreamFetch`. */
 export function runDeps(env: Env, upstreamFetch: UpstreamFetch): RunDeps {
-  if (env.SNAPSHOTS === undefined) throw configError("SNAPSHOTS", "(the R2 bucket binding) is missing");
-  if (env.SNAPSHOT_RUNS === undefined) throw configError("SNAPSHOT_RUNS", "(the Workflow binding) is missing");
+  if (env.SNAPSHOTS === undefined) throw bindingError("SNAPSHOTS", "the R2 bucket", "[[r2_buckets]]");
+  if (env.SNAPSHOT_RUNS === undefined) throw bindingError("SNAPSHOT_RUNS", "the Workflow", "[[workflows]]");
   return { bucket: env.SNAPSHOTS, config: configFor(env), upstreamFetch, redact: redactor(env), runs: env.SNAPSHOT_RUNS as Workflow<RunParams> };
 }
