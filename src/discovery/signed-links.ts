@@ -1,6 +1,6 @@
-import { parseAggregateQuery } from "../aggregate/query.ts";
 import type { Config } from "../config/config.ts";
 import { badRequest, HttpError } from "../errors.ts";
+import { parseAggregateQuery } from "../aggregate/query.ts";
 import { parseExportQuery } from "../query/export-query.ts";
 import { isFormatName } from "../query/formats.ts";
 import { signedPath } from "../security/signature.ts";
@@ -9,18 +9,15 @@ import { signedPath } from "../security/signature.ts";
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
 
 /**
- * What may be signed, for POST /links and `npm run sign` alike: an export or aggregate link the
- * worker would serve (its route's own parser's 400s, e.g. `limit=ten`) or a snapshot file. Drops any
- * old sig and exp.
+ * What may be signed, for POST /links and `npm run sign` alike: an export link the worker would
+ * serve (the one query parser's 400s, e.g. `limit=ten`) or a snapshot file. Drops any old sig and exp.
  */
 export function checkLinkToSign(url: URL, config: Config): void {
   url.searchParams.delete("sig");
   url.searchParams.delete("exp");
-  const [, route, format] = /^\/(export|aggregate)\.([a-z]+)$/.exec(url.pathname) ?? [];
-  if (format !== undefined && isFormatName(format)) {
-    if (route === "aggregate") parseAggregateQuery(url.searchParams, format, config);
-    else parseExportQuery(url.searchParams, format, config);
-  } else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
+  const [, kind, format] = /^\/(export|aggregate)\.([a-z]+)$/.exec(url.pathname) ?? [];
+  if (format !== undefined && isFormatName(format)) (kind === "aggregate" ? parseAggregateQuery : parseExportQuery)(url.searchParams, format, config);
+  else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
     throw badRequest("link", "Only export and aggregate links (/export.<format>?..., /aggregate.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
   }
 }
