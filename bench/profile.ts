@@ -7,9 +7,9 @@ import { BASE, RICH } from "./ckan/tables.ts";
 import { startUpstream, type Version } from "./upstream.ts";
 import { parseConfig } from "../src/config/config.ts";
 import type { Env } from "../src/config/env.ts";
-import { CkanClient } from "../src/ckan/client.ts";
+import { siteFor } from "../src/ckan/site.ts";
 import { parseExportQuery } from "../src/query/export-query.ts";
-import { runExport } from "../src/export/run.ts";
+import { openExport } from "../src/export/pipeline.ts";
 import type { FormatName } from "../src/query/formats.ts";
 
 const format = (process.env.PROFILE_FORMAT ?? "csv") as FormatName;
@@ -27,7 +27,7 @@ try {
     const query = parseExportQuery(new URLSearchParams({ resource: "t", limit: String(rows) }), format, config);
     const cpu = process.cpuUsage();
     const wall = performance.now();
-    const run = await runExport(query, config, new CkanClient(config, fetcher));
+    const run = await openExport(query, config, siteFor(config, fetcher));
     const reader = run.body.getReader();
     let bytes = 0;
     for (;;) {

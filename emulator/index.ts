@@ -8,6 +8,8 @@ import { select, type Matched } from "./search.ts";
 import { validateSchema } from "./validate.ts";
 import type { Version } from "./cells.ts";
 import { packageSearch, packageShow, resourceShow, statusShow, TABLE_METADATA, tableMetadata, unknownAction } from "./site.ts";
+import { startPglite, type SqlEngine, type SqlEngineFactory } from "./sql-engine.ts";
+import { searchSql } from "./sql-search.ts";
 
 // A CKAN `datastore_search` action that answers as CKAN 2.10, 2.11 or 2.12 does, over generated
 // tables, so the export can be developed and tested without a CKAN site, with the few site actions
@@ -41,6 +43,16 @@ export interface EmulatorOptions {
    * with (rows written outside CKAN's API do not update it), so `total` is that much too low.
    */
   staleTotal?: number;
+  /**
+   * ckan.datastore.sqlsearch.enabled: datastore_search_sql answered by a real PostgreSQL
+   * (sql-search.ts). Default false, CKAN's own default since 2.10, for every version played.
+   */
+  sql?: boolean;
+  /**
+   * The PostgreSQL behind datastore_search_sql. Default: PGlite in this process (Node only),
+   * started on the first SQL query and shared by every emulator of the process.
+   */
+  sqlEngine?: SqlEngineFactory;
 }
 
 export interface Emulator {
@@ -53,6 +65,13 @@ export interface Emulator {
 const ACTION_PATH = /\/api(?:\/3)?\/action\/([^/]+)\/?$/;
 const SCANNED_QUERIES_KEPT = 4;
 
+// One PGlite for the process: the tables are the same generated ones for every emulator.
+let sharedEngine: Promise<SqlEngine> | undefined;
+const sharedPglite = (): Promise<SqlEngine> => {
+  sharedEngine ??= startPglite();
+  return sharedEngine;
+};
+
 export function createEmulator(options: EmulatorOptions = {}): Emulator {
   // The library's default is what the specs were written against; the demo's is npm start's.
   const version = options.version ?? "2.10";
@@ -60,6 +79,9 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
   const datastore = options.datastore ?? true;
   const cache = new LruCache<Matched>(SCANNED_QUERIES_KEPT);
   // A wrong or missing token is not an error: the caller is anonymous, which only private data refuses.
+  const factory = options.sqlEngine;
+  let ownEngine: Promise<SqlEngine> | undefined;
+  const sqlEngine = factory === undefined ? sharedPglite : (): Promise<SqlEngine> => (ownEngine ??= factory());
   const isAuthorized = (request: Request): boolean => options.token !== undefined && request.headers.get("authorization") === options.token;
 
   async function search(request: Request, url: URL): Promise<Response> {
@@ -96,6 +118,9 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
             return packageShow(url, isAuthorized(request), datastore);
           case "package_search":
             return packageSearch(url, isAuthorized(request), datastore);
+          case "datastore_search_sql":
+            if (!datastore || options.sql !== true) throw unknownAction(action);
+            return await searchSql(request, url, { engine: sqlEngine, rowsMax, authorized: isAuthorized(request) });
           case "datastore_search":
             if (!datastore) throw unknownAction(action);
             emulator.requests++;

@@ -1,8 +1,12 @@
 // The CKAN datastore_search emulator on a loopback port, for `npm start`, benchmarks and curl.
-//   node scripts/emulator-server.ts [port]
-// Env: EMULATOR_PORT (default 8788), EMULATOR_TOKEN (default "demo-token"),
+//   node emulator/server.ts [port]
+// It answers CKAN's API only under its site base (`/data/en/api/action/…` or `/data/en/api/3/action/…`
+// by default), as a CKAN mounted there does: any other path is CKAN's HTML 404 page, so a CKAN
+// address with a segment missing or too many fails here as it would against the real site.
+// Env: EMULATOR_PORT (default 8788), EMULATOR_TOKEN (default "demo-token"), EMULATOR_BASE_PATH (default /data/en),
 //      EMULATOR_CKAN_VERSION ("2.12" default, as in npm start; or "2.10", "2.11"),
-//      EMULATOR_STALE_TOTAL (2.12: rows missing from the cached count of an unfiltered total).
+//      EMULATOR_STALE_TOTAL (2.12: rows missing from the cached count of an unfiltered total),
+//      EMULATOR_SQL ("on": datastore_search_sql answered by PGlite; "off", the default).
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -24,12 +28,18 @@ export interface EmulatorServerOptions {
   staleTotal?: number;
   /** false: a CKAN without the datastore plugin. */
   datastore?: boolean;
+  /** true: datastore_search_sql on (ckan.datastore.sqlsearch.enabled). */
+  sql?: boolean;
   fault?: EmulatorFault;
+  /** The site's mount prefix and language segment (default "/data/en"; "" for a CKAN at the root). */
+  basePath?: string;
 }
 
 export interface EmulatorServer {
   /** Origin without a trailing slash, e.g. http://127.0.0.1:8788 */
   url: string;
+  /** The CKAN site base (CKAN_BASE_URL), e.g. http://127.0.0.1:8788/data/en */
+  base: string;
   /** Replaces the fault (undefined: none) and restarts its count. */
   setFault(fault: EmulatorFault | undefined): void;
   close(): Promise<void>;
@@ -41,10 +51,11 @@ interface FaultState {
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
-  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore });
+  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore, sql: options.sql });
   const faults: FaultState = { fault: options.fault, calls: 0 };
+  const basePath = (options.basePath ?? "/data/en").replace(/\/+$/, "");
   const server = createServer((req, res) => {
-    handle(emulator, faults, req, res).catch((error: unknown) => {
+    handle(emulator, faults, basePath, req, res).catch((error: unknown) => {
       console.error("emulator:", error);
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json;charset=utf-8" });
       res.end(res.headersSent ? undefined : JSON.stringify("Internal Server Error"));
@@ -57,6 +68,7 @@ export async function startEmulatorServer(options: EmulatorServerOptions = {}): 
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    base: `http://127.0.0.1:${port}${basePath}`,
     setFault: (fault) => {
       faults.fault = fault;
       faults.calls = 0;
@@ -69,7 +81,24 @@ export async function startEmulatorServer(options: EmulatorServerOptions = {}): 
   };
 }
 
-async function handle(emulator: Emulator, faults: FaultState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * What a CKAN answers for a path it has no route for: its HTML error page with a 404 (the shape of
+ * the recorded HTML error pages: text/html, a whole page titled with the code), never JSON.
+ */
+function htmlNotFound(res: ServerResponse): void {
+  res.writeHead(404, { "content-type": "text/html; charset=utf-8" });
+  res.end('<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>Error [404] - CKAN</title></head>\n<body><main><h1>404 Not Found</h1><p>The requested URL was not found on the server.</p></main></body>\n</html>\n');
+}
+
+async function handle(emulator: Emulator, faults: FaultState, basePath: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = new URL(req.url ?? "/", "http://emulator").pathname;
+  if (!new RegExp(`^${literal(basePath)}/api(?:/3)?/action/[^/]+/?$`).test(path)) {
+    req.resume();
+    htmlNotFound(res);
+    return;
+  }
   const request = await toRequest(req);
   const injected = await injectedFault(faults, request);
   if (injected === "destroy") {
@@ -140,6 +169,12 @@ async function toRequest(req: IncomingMessage): Promise<Request> {
   return new Request(url, { method, headers, body: Buffer.concat(chunks) });
 }
 
+export function parseSqlSwitch(value: string | undefined, what: string): boolean {
+  if (value === undefined || value === "" || value === "off") return false;
+  if (value === "on") return true;
+  throw new Error(`${what} must be on or off, not ${value}`);
+}
+
 function parseVersion(value: string | undefined): CkanVersion {
   if (value === undefined || value === "") return "2.12";
   const version = CKAN_VERSIONS.find((v) => v === value);
@@ -154,8 +189,10 @@ if (invokedDirectly) {
     token: process.env["EMULATOR_TOKEN"] ?? "demo-token",
     version: parseVersion(process.env["EMULATOR_CKAN_VERSION"]),
     staleTotal: Number(process.env["EMULATOR_STALE_TOTAL"] ?? 0),
+    basePath: process.env["EMULATOR_BASE_PATH"],
+    sql: parseSqlSwitch(process.env["EMULATOR_SQL"], "EMULATOR_SQL"),
   });
-  console.log(`CKAN emulator listening: ${server.url}/api/action/datastore_search`);
+  console.log(`CKAN emulator listening: ${server.base}/api/action/datastore_search`);
   const stop = (): void => void server.close().then(() => process.exit(0));
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

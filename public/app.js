@@ -3,7 +3,8 @@
 // the preview. No framework: the page is small, and works offline with `npm start`.
 import { cellText, countText, EXACT_NUMBERS, parseExact } from "./exact-json.js";
 import { showHealth } from "./health.js";
-import { SNIPPETS } from "./snippets.js";
+import { chartModel, drawChart } from "./chart.js";
+import { SNIPPETS, SUMMARY_SNIPPETS } from "./snippets.js";
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, props = {}, ...children) => {
@@ -21,11 +22,38 @@ const state = {
   fields: [],
   filters: [],
   format: "csv",
-  /** CKAN's count of rows matching the current filters (from the last preview). */
-  total: 0,
+  /** CKAN's count of rows matching the current filters (from the last preview); undefined while counting. */
+  total: undefined,
+  /** True from picking a table until its columns arrived: nothing shown may belong to the last table. */
+  loading: true,
+  /** The tool whose snippet is open (the others stay collapsed). */
+  tool: "sheets",
+  /** "rows" (/export.<format>) or "summary" (/aggregate.<format>). */
+  mode: "rows",
+  /** The summary's group columns: { column, bucket } with bucket "", "year", "month" or "day". */
+  groups: [],
+  /** The summary's measures: { fn, column } with fn one of MEASURES' keys. */
+  measures: [{ fn: "count", column: "" }],
 };
 const PREVIEW_ROWS = 20;
+/** Each format as its own documentation writes it. */
+const FORMAT_NAMES = { csv: "CSV", tsv: "TSV", xlsx: "XLSX", json: "JSON", ndjson: "NDJSON", parquet: "Parquet" };
 const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
+const NUMERIC_TYPES = /^(int|int2|int4|int8|numeric|float4|float8)$/;
+const DATE_TYPES = /^(date|timestamp|timestamptz)$/;
+/** The summary fetches this many groups at most for its table and chart. */
+const CHART_ROWS = 200;
+/** What a measure computes, as the page words it; `of` the columns it takes (none for count). */
+const MEASURES = {
+  count: { text: "count rows", of: () => false },
+  countf: { text: "count values", of: () => true },
+  sum: { text: "sum", of: (c) => NUMERIC_TYPES.test(c.type) },
+  avg: { text: "average", of: (c) => NUMERIC_TYPES.test(c.type) },
+  min: { text: "min", of: () => true },
+  max: { text: "max", of: () => true },
+};
+/** Columns a summary may group or measure: json (and arrays) have no order or sum. */
+const summable = (column) => !/^(json|jsonb)$/.test(column.type) && !column.type.startsWith("_");
 
 function authHeaders() {
   return state.adminToken ? { authorization: `Bearer ${state.adminToken}` } : {};
@@ -40,15 +68,22 @@ async function getJson(path) {
 
 // ---- the link -------------------------------------------------------------------------------------
 
-function exportParams({ preview = false } = {}) {
+/** The rows a link reads: the table, its search and its filters (before any summary). */
+function tableParams() {
   const params = [["resource", state.resource.name]];
-  if (state.fields.length > 0) params.push(["fields", state.fields.join(",")]);
   const q = $("q").value.trim();
   if (q) params.push(["q", q]);
   for (const filter of state.filters) {
     if (filter.column === "" || filter.value === "") continue;
     params.push([filter.op === "eq" ? `filter.${filter.column}` : `filter.${filter.column}[${filter.op}]`, filter.value]);
   }
+  return params;
+}
+
+function exportParams({ preview = false } = {}) {
+  if (state.mode === "summary") return summaryParams({ preview });
+  const params = tableParams();
+  if (state.fields.length > 0) params.splice(1, 0, ["fields", state.fields.join(",")]);
   const sort = $("sort-column").value;
   if (sort) params.push(["sort", $("sort-direction").value ? `${sort} desc` : sort]);
   const limit = $("limit").value.trim();
@@ -57,6 +92,27 @@ function exportParams({ preview = false } = {}) {
   else if (limit !== "") params.push(["limit", limit]);
   if (offset !== "" && offset !== "0") params.push(["offset", offset]);
   if (preview) return params;
+  return [...params, ...formatParams()];
+}
+
+/** /aggregate's parameters: group_by and measures named as the output columns will be. */
+function summaryParams({ preview = false } = {}) {
+  const params = tableParams();
+  const groups = summaryGroups();
+  if (groups.length > 0) params.push(["group_by", groups.map((g) => g.name).join(",")]);
+  params.push(["measures", summaryMeasures().map((m) => m.name).join(",")]);
+  const sort = $("summary-sort").value;
+  if (sort) params.push(["sort", $("summary-direction").value ? `${sort} desc` : sort]);
+  const limit = $("summary-limit").value.trim();
+  if (preview) params.push(["limit", String(Math.min(CHART_ROWS, limit === "" || !/^\d+$/.test(limit) ? CHART_ROWS : Number(limit)))]);
+  else if (limit !== "") params.push(["limit", limit]);
+  if (preview) return params;
+  return [...params, ...formatParams()];
+}
+
+/** What the chosen format's options add to a link. */
+function formatParams() {
+  const params = [];
   if (state.format === "csv" || state.format === "tsv") {
     if (state.format === "csv" && $("delimiter").value !== ",") params.push(["delimiter", $("delimiter").value]);
     if (!$("header").checked) params.push(["header", "0"]);
@@ -72,7 +128,8 @@ function exportParams({ preview = false } = {}) {
 }
 
 const encode = (text) => encodeURIComponent(text).replaceAll("%2C", ",");
-const pathOf = (format, params) => `/export.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
+/** The link's path: rows from /export, a summary from /aggregate. ( and ) stay as typed: `sum(amount)`. */
+const pathOf = (format, params) => `/${state.mode === "summary" ? "aggregate" : "export"}.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
 
 /** POST /links: only with signing on, as an operator. */
 async function sign(path, expiresIn) {
@@ -91,12 +148,13 @@ async function sign(path, expiresIn) {
  * MAX_ROWS, or no limit while more rows than that match (the count comes with the preview).
  */
 function linkWarnings() {
+  if (state.mode === "summary") return [];
   const max = state.resource.max_rows;
   if (typeof max !== "number") return [];
   const limit = $("limit").value.trim();
   const most = `this worker exports at most ${max.toLocaleString("en")} rows at once: the link would answer 400`;
   if (limit === "") {
-    if (state.total <= max) return [];
+    if (state.total === undefined || state.total <= max) return [];
     return [`${state.total.toLocaleString("en")} rows match and there is no limit, but ${most}. Set a limit of ${max} or less, add filters, or export in parts with offset.`];
   }
   if (!/^\d+$/.test(limit)) return ["The limit must be a whole number, 0 or more: the link would answer 400."];
@@ -114,14 +172,26 @@ function renderLinkWarnings() {
 
 function renderOutput(link) {
   $("link").value = link;
+  $("link").disabled = link === "";
+  $("copy-link").disabled = link === "";
   const choice = { format: state.format, delimiter: $("delimiter").value, header: $("header").checked, bom: $("bom").checked };
   const box = $("snippets");
   box.replaceChildren();
   if (link === "") return;
-  for (const snippet of SNIPPETS) {
-    const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim());
+  const summary = state.mode === "summary";
+  const list = summary ? SUMMARY_SNIPPETS : SNIPPETS;
+  const shape = summary ? { groups: summaryGroups(), measures: summaryMeasures() } : undefined;
+  if (!list.some((snippet) => snippet.id === state.tool)) state.tool = list[0].id;
+  for (const snippet of list) {
+    const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim(), shape);
     const id = `snippet-${snippet.id}`;
-    const part = el("div", { className: "snippet" }, el("h3", { textContent: snippet.title, id: `${id}-title` }));
+    // One tool's snippet open at a time (an exclusive group of <details>): the page stays short.
+    const part = el("details", { className: "snippet", name: "tool", open: snippet.id === state.tool }, el("summary", {}, el("h3", { textContent: snippet.title, id: `${id}-title` })));
+    part.dataset.tool = snippet.id;
+    part.addEventListener("toggle", () => {
+      if (part.open) state.tool = snippet.id;
+      else if (state.tool === snippet.id) state.tool = "";
+    });
     if (warning) part.append(el("p", { className: "warning", textContent: warning }));
     if (note) part.append(el("p", { className: "note", textContent: note }));
     if (text) {
@@ -133,13 +203,55 @@ function renderOutput(link) {
   }
 }
 
+/**
+ * While a table's columns load, nothing on the page may still show the last table's link, count or
+ * preview: the link box and its Copy are emptied and disabled, the count says it is loading.
+ */
+function showLoading(what) {
+  state.loading = true;
+  // A preview scheduled or on its way for the last table must not land afterwards.
+  clearTimeout(previewTimer);
+  previewRun++;
+  state.total = undefined;
+  renderOutput("");
+  $("link").placeholder = what;
+  $("link-warnings").replaceChildren();
+  $("link").ariaInvalid = "false";
+  markCounting(what);
+  $("warnings").replaceChildren();
+  renderTable([], []);
+}
+
+/** The count belongs to the last preview: marked (and not trusted) until the next one answers. */
+function markCounting(text) {
+  const count = $("count");
+  count.dataset.state = "loading";
+  count.ariaBusy = "true";
+  delete count.dataset.total;
+  count.textContent = text;
+}
+
 function refreshLink() {
-  if (!state.resource) return;
+  if (!state.resource || state.loading) return;
   // A signed link is made on request (Sign the link): an unsigned one would only get a 403.
   renderOutput(state.signing ? "" : location.origin + pathOf(state.format, exportParams()));
   $("link").placeholder = state.signing ? "Choose an expiry and press Sign the link" : "";
   renderLinkWarnings();
+  renderSortNote();
+  state.total = undefined;
+  markCounting(state.mode === "summary" ? "Summarizing…" : "Counting matching rows…");
   schedulePreview();
+}
+
+/** A descending sort puts empty values first (PostgreSQL's order): the page says so where it is chosen. */
+function renderSortNote() {
+  const column = $("sort-column").value;
+  $("sort-direction").disabled = column === "";
+  $("summary-direction").disabled = $("summary-sort").value === "";
+  const picked = state.resource.columns.find((c) => c.id === column);
+  const note = $("sort-note");
+  note.hidden = !(state.mode === "rows" && picked && $("sort-direction").value === "desc");
+  if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
 }
 
 document.addEventListener("click", async (event) => {
@@ -165,10 +277,13 @@ let previewTimer;
 let previewRun = 0;
 function schedulePreview() {
   clearTimeout(previewTimer);
+  // A preview still on its way answers for the state before this change: it must not land.
+  previewRun++;
   previewTimer = setTimeout(preview, 300);
 }
 
 async function preview() {
+  if (state.mode === "summary") return previewSummary();
   const run = ++previewRun;
   const warnings = [];
   let path = pathOf("json", exportParams({ preview: true }));
@@ -179,29 +294,112 @@ async function preview() {
     if (run !== previewRun) return;
     if (!response.ok) {
       $("count").textContent = "This link would fail:";
+      $("count").dataset.state = "failed";
+      $("count").ariaBusy = "false";
       warnings.push(body.error?.message ?? `HTTP ${response.status}`);
       renderTable([], []);
     } else {
       const total = Number(response.headers.get("x-total-count"));
       $("count").textContent = `${total.toLocaleString("en")} matching rows`;
       $("count").dataset.total = String(total);
+      $("count").dataset.state = "done";
+      $("count").ariaBusy = "false";
       state.total = total;
       renderLinkWarnings();
       warnings.push(...linkWarnings());
       if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
-      renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body);
+      renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body, headingOf);
     }
   } catch (error) {
     if (run !== previewRun) return;
     $("count").textContent = "No preview:";
+    $("count").dataset.state = "failed";
+    $("count").ariaBusy = "false";
     warnings.push(String(error.message ?? error));
   }
   $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
   $("preview").dataset.ready = String(run);
 }
 
-function renderTable(columns, rows) {
-  const head = el("tr", {}, ...columns.map((c) => el("th", { scope: "col", textContent: c })));
+/** The summary's preview: its first groups as a table, and all fetched (up to CHART_ROWS) as a chart. */
+async function previewSummary() {
+  const run = ++previewRun;
+  const warnings = [];
+  let path = pathOf("json", exportParams({ preview: true }));
+  let rows = [];
+  try {
+    if (state.signing) path = await sign(path);
+    const response = await fetch(path, { headers: { accept: "application/json" } });
+    const body = parseExact(await response.text());
+    if (run !== previewRun) return;
+    if (!response.ok) {
+      $("count").textContent = "This link would fail:";
+      $("count").dataset.state = "failed";
+      warnings.push(body.error?.message ?? `HTTP ${response.status}`);
+    } else {
+      rows = body;
+      // X-Total-Count: the groups before limit; the link's own top N, if any, keeps fewer.
+      const header = response.headers.get("x-total-count");
+      const groups = header === null ? rows.length : Number(header);
+      const limit = $("summary-limit").value.trim();
+      const kept = /^\d+$/.test(limit) ? Math.min(groups, Number(limit)) : groups;
+      const more = kept > rows.length;
+      const top = kept < groups ? `top ${kept.toLocaleString("en")} of ` : "";
+      $("count").textContent = `${top}${groups.toLocaleString("en")} ${groups === 1 ? "group" : "groups"}${rows.length > PREVIEW_ROWS ? `, the first ${PREVIEW_ROWS} shown` : ""}`;
+      $("count").dataset.total = String(groups);
+      $("count").dataset.state = "done";
+      const by = response.headers.get("x-aggregated-by");
+      if (by) $("count").title = by === "ckan-sql" ? "Computed by the portal's database" : "Computed by the worker";
+      if (more) warnings.push(`The chart shows the first ${CHART_ROWS} groups: set a top (limit), or fewer groups, to see them all.`);
+      if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
+    }
+  } catch (error) {
+    if (run !== previewRun) return;
+    $("count").textContent = "No preview:";
+    $("count").dataset.state = "failed";
+    warnings.push(String(error.message ?? error));
+  }
+  $("count").ariaBusy = "false";
+  const names = [...summaryGroups(), ...summaryMeasures()];
+  const labels = new Map(names.map((n) => [n.name, n.label]));
+  renderTable(rows.length > 0 ? Object.keys(rows[0]) : names.map((n) => n.name), rows.slice(0, PREVIEW_ROWS), (name) => ({ text: labels.get(name) ?? name, id: name }));
+  chartRows = rows;
+  renderChart(rows);
+  $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
+  $("preview").dataset.ready = String(run);
+}
+
+/** The rows of the last summary preview, drawn again when another measure is charted. */
+let chartRows = [];
+function renderChart(rows) {
+  const measures = summaryMeasures();
+  const box = $("chart-box");
+  box.hidden = state.mode !== "summary" || rows.length === 0;
+  if (box.hidden) return $("chart").replaceChildren();
+  const select = $("chart-measure");
+  const kept = select.value;
+  select.replaceChildren(...measures.map((m) => el("option", { value: m.name, textContent: m.label, selected: m.name === kept })));
+  const measure = measures.find((m) => m.name === select.value) ?? measures[0];
+  const model = chartModel(rows, summaryGroups(), measure);
+  const parts = [drawChart(model, $("chart").clientWidth || 640)];
+  if (model.left_out > 0) parts.push(el("figcaption", { className: "muted", textContent: model.kind === "line" ? `${model.left_out} more lines not drawn.` : `${model.left_out} more groups not drawn.` }));
+  $("chart").replaceChildren(...parts);
+}
+
+/** A table column's heading: its label where the data dictionary has one, as the picker shows it. */
+function headingOf(id) {
+  const column = state.resource?.columns.find((c) => c.id === id);
+  return { text: column?.label ?? id, id };
+}
+
+function renderTable(columns, rows, heading = (id) => ({ text: id, id })) {
+  const head = el("tr", {}, ...columns.map((c) => {
+    const { text, id } = heading(c);
+    // The id on hover where the label differs.
+    const th = el("th", { scope: "col", textContent: text });
+    if (id !== text) th.title = id;
+    return th;
+  }));
   $("preview").tHead.replaceChildren(head);
   $("preview").tBodies[0].replaceChildren(
     ...rows.map((row) => el("tr", {}, ...columns.map((c) => el("td", { textContent: cellText(row[c]) })))),
@@ -242,6 +440,106 @@ function renderColumns() {
   );
 }
 
+// ---- the summary: group columns and measures ------------------------------------------------------
+
+const columnOf = (id) => state.resource.columns.find((c) => c.id === id);
+const labelOf = (id) => columnOf(id)?.label ?? id;
+
+/** The complete group columns, named as the link and the answer's columns name them. */
+function summaryGroups() {
+  return state.groups
+    .filter((g) => g.column !== "" && columnOf(g.column))
+    .map((g) => ({
+      name: g.bucket ? `${g.bucket}(${g.column})` : g.column,
+      label: g.bucket ? `${labelOf(g.column)} (${g.bucket})` : labelOf(g.column),
+      kind: g.bucket || DATE_TYPES.test(columnOf(g.column).type) ? "date" : "text",
+    }));
+}
+
+/** The complete measures (count when none is), named as the answer's columns. */
+function summaryMeasures() {
+  const complete = state.measures
+    .filter((m) => m.fn === "count" || (m.column !== "" && columnOf(m.column)))
+    .map((m) => {
+      if (m.fn === "count") return { name: "count", label: "count" };
+      const fn = m.fn === "countf" ? "count" : m.fn;
+      return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})` };
+    });
+  // The same measure twice would be the same column twice.
+  const unique = [...new Map(complete.map((m) => [m.name, m])).values()];
+  return unique.length > 0 ? unique : [{ name: "count", label: "count" }];
+}
+
+function renderSummary() {
+  const columns = state.resource.columns.filter(summable);
+  const option = (c, selected) => el("option", { value: c.id, textContent: c.label ? `${c.label} (${c.id})` : c.id, selected });
+  $("groups").replaceChildren(
+    ...state.groups.map((group, index) => {
+      const column = el("select", { id: `group-${index}-column` }, el("option", { value: "", textContent: "Column…" }), ...columns.map((c) => option(c, c.id === group.column)));
+      const dated = columnOf(group.column) && DATE_TYPES.test(columnOf(group.column).type);
+      // Date and timestamp columns group by their year, month or day (the first instant of each).
+      const bucket = el("select", { id: `group-${index}-bucket`, disabled: !dated },
+        ...[["", dated ? "each value" : "—"], ...(dated ? [["year", "year"], ["month", "month"], ["day", "day"]] : [])].map(([v, t]) => el("option", { value: v, textContent: t, selected: v === group.bucket })));
+      const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove group ${index + 1}` });
+      column.addEventListener("change", () => {
+        group.column = column.value;
+        group.bucket = columnOf(column.value) && DATE_TYPES.test(columnOf(column.value).type) ? "month" : "";
+        summaryChanged();
+      });
+      bucket.addEventListener("change", () => ((group.bucket = bucket.value), summaryChanged()));
+      remove.addEventListener("click", () => (state.groups.splice(index, 1), summaryChanged()));
+      return el("div", { className: "pick" },
+        el("div", {}, el("label", { htmlFor: column.id, textContent: `Group ${index + 1}` }), column),
+        el("div", {}, el("label", { htmlFor: bucket.id, textContent: "By" }), bucket),
+        remove);
+    }),
+  );
+  $("add-group").disabled = state.groups.length >= 8;
+  $("measures").replaceChildren(
+    ...state.measures.map((measure, index) => {
+      const fn = el("select", { id: `measure-${index}-fn` }, ...Object.entries(MEASURES).map(([v, m]) => el("option", { value: v, textContent: m.text, selected: v === measure.fn })));
+      const allowed = columns.filter(MEASURES[measure.fn].of);
+      const column = el("select", { id: `measure-${index}-column`, disabled: measure.fn === "count" },
+        el("option", { value: "", textContent: measure.fn === "count" ? "—" : "Column…" }), ...allowed.map((c) => option(c, c.id === measure.column)));
+      const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove measure ${index + 1}`, disabled: state.measures.length === 1 });
+      fn.addEventListener("change", () => {
+        measure.fn = fn.value;
+        if (!columns.filter(MEASURES[fn.value].of).some((c) => c.id === measure.column)) measure.column = "";
+        summaryChanged();
+      });
+      column.addEventListener("change", () => ((measure.column = column.value), summaryChanged()));
+      remove.addEventListener("click", () => (state.measures.splice(index, 1), summaryChanged()));
+      return el("div", { className: "pick" },
+        el("div", {}, el("label", { htmlFor: fn.id, textContent: `Measure ${index + 1}` }), fn),
+        el("div", {}, el("label", { htmlFor: column.id, textContent: "Column" }), column),
+        remove);
+    }),
+  );
+  $("add-measure").disabled = state.measures.length >= 16;
+  // Sort by any output column; one that is gone (its group or measure removed) resets with its direction.
+  const outputs = [...summaryGroups(), ...summaryMeasures()];
+  const sort = $("summary-sort").value;
+  $("summary-sort").replaceChildren(el("option", { value: "", textContent: "Group order" }), ...outputs.map((o) => el("option", { value: o.name, textContent: o.label, selected: o.name === sort })));
+  if ($("summary-sort").value === "") $("summary-direction").value = "";
+}
+
+function summaryChanged() {
+  renderSummary();
+  refreshLink();
+}
+
+function setMode(mode) {
+  state.mode = mode;
+  const summary = mode === "summary";
+  $("rows-panel").hidden = summary;
+  $("summary-panel").hidden = !summary;
+  $("rows-before").hidden = !summary;
+  $("columns-title").textContent = summary ? "2. Summary" : "2. Columns";
+  for (const node of document.querySelectorAll(".rows-only")) node.hidden = summary;
+  if (!summary) $("chart-box").hidden = true;
+  if (state.resource && !state.loading) summaryChanged();
+}
+
 function renderFilters() {
   const columns = state.resource.columns;
   $("filters").replaceChildren(
@@ -274,22 +572,51 @@ function renderFilters() {
   );
 }
 
+let pickRun = 0;
 async function pickResource(name) {
+  const run = ++pickRun;
   state.fields = [];
   state.filters = [];
-  state.total = 0;
-  $("resource-about").textContent = "Loading columns…";
-  try {
-    state.resource = await getJson(`/resources/${encodeURIComponent(name)}`);
-  } catch (error) {
-    $("resource-about").textContent = error.message;
+  state.groups = [];
+  state.measures = [{ fn: "count", column: "" }];
+  state.resource = undefined;
+  $("summary-sort").replaceChildren(el("option", { value: "", textContent: "Group order" }));
+  $("summary-direction").value = "";
+  $("groups").replaceChildren();
+  $("measures").replaceChildren();
+  $("chart-box").hidden = true;
+  // The sort's column and its direction reset together: a new table starts in its own order.
+  $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }));
+  $("sort-direction").value = "";
+  $("sort-direction").disabled = true;
+  $("sort-note").hidden = true;
+  $("columns").replaceChildren();
+  $("filters").replaceChildren();
+  if (name === "") {
+    $("resource-about").textContent = "";
+    showLoading("Choose a table first");
     return;
   }
+  $("resource-about").textContent = "Loading columns…";
+  showLoading("Loading the table's columns…");
+  let resource;
+  try {
+    resource = await getJson(`/resources/${encodeURIComponent(name)}`);
+  } catch (error) {
+    if (run !== pickRun) return;
+    $("resource-about").textContent = error.message;
+    markCounting("No table loaded.");
+    return;
+  }
+  if (run !== pickRun) return;
+  state.resource = resource;
+  state.loading = false;
   const r = state.resource;
   $("resource-about").textContent = [r.title, r.description, r.rows === null ? "" : `${countText(r.rows)} rows, ${r.columns.length} columns.`].filter(Boolean).join(" · ");
   $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }), ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })));
   renderColumns();
   renderFilters();
+  renderSummary();
   refreshLink();
   renderSnapshots(name);
 }
@@ -329,7 +656,10 @@ function withCode(text) {
 async function renderReference() {
   const doc = await getJson("/openapi.json");
   // Every export's parameters, once each (some belong to one format: numeric to Parquet).
-  const params = [...new Map(Object.entries(doc.paths).filter(([path]) => path.startsWith("/export.")).flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]))).values()];
+  // Exports' descriptions first; then what only aggregates take (group_by, measures).
+  const of = (prefix) => Object.entries(doc.paths).filter(([path]) => path.startsWith(prefix)).flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]));
+  const exports = new Map(of("/export."));
+  const params = [...new Map([...exports, ...of("/aggregate.").filter(([name]) => !exports.has(name))]).values()];
   $("reference").replaceChildren(
     ...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", {}, ...withCode(`${p.description}.`), " Example: ", el("code", { textContent: p["x-example-link"] }))]),
   );
@@ -352,9 +682,31 @@ async function start() {
       $("labels").disabled = format === "json" || format === "ndjson";
       refreshLink();
     });
-    $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, format.toUpperCase()));
+    $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, FORMAT_NAMES[format]));
   }
-  for (const id of ["q", "limit", "offset", "filename"]) $(id).addEventListener("input", refreshLink);
+  for (const id of ["q", "limit", "offset", "filename", "summary-limit"]) $(id).addEventListener("input", refreshLink);
+  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", () => setMode(radio.value));
+  $("add-group").addEventListener("click", () => {
+    state.groups.push({ column: "", bucket: "" });
+    renderSummary();
+    $(`group-${state.groups.length - 1}-column`).focus();
+  });
+  $("add-measure").addEventListener("click", () => {
+    state.measures.push({ fn: "sum", column: "" });
+    renderSummary();
+    $(`measure-${state.measures.length - 1}-column`).focus();
+  });
+  $("summary-sort").addEventListener("change", () => {
+    if ($("summary-sort").value === "") $("summary-direction").value = "";
+    refreshLink();
+  });
+  $("summary-direction").addEventListener("change", refreshLink);
+  $("chart-measure").addEventListener("change", () => renderChart(chartRows));
+  // Back to the table's order: no direction left over for the next column picked.
+  $("sort-column").addEventListener("change", () => {
+    if ($("sort-column").value === "") $("sort-direction").value = "";
+  });
+
   for (const id of ["sort-column", "sort-direction", "delimiter", "header", "bom", "formula-guard", "decimal", "labels"]) $(id).addEventListener("change", refreshLink);
   $("add-filter").addEventListener("click", () => {
     state.filters.push({ column: "", op: "eq", value: "" });

@@ -112,3 +112,86 @@ export const SNIPPETS = [
   { id: "curl", title: "curl", make: curl },
   { id: "dashboard", title: "Dashboard (fetch / Vega-Lite)", make: dashboard },
 ];
+
+// ---- a summary (/aggregate.<format>): its columns are named as the link writes them ---------------
+
+/** @typedef {{ groups: Array<{ name: string, label: string, kind: "date" | "text" }>, measures: Array<{ name: string, label: string }> }} Shape */
+
+/** The chart a summary calls for: a line over its first date group, else bars of its first measure. */
+function plotOf(shape) {
+  const date = shape.groups.find((g) => g.kind === "date");
+  const other = shape.groups.find((g) => g !== date);
+  return { date, other, measure: shape.measures[0] };
+}
+const readable = (choice) => choice.format === "json" || choice.format === "tsv" || (choice.format === "csv" && choice.delimiter === ",");
+
+/** Grafana's Infinity data source: the query (its JSON model) with each column typed. */
+export function grafana(link, choice, _filename, shape) {
+  if (!readable(choice)) return { text: "", note: "", warning: "Grafana's Infinity reads JSON or CSV with \",\": pick one of those." };
+  const columns = [
+    ...shape.groups.map((g) => ({ selector: g.name, text: g.label, type: g.kind === "date" ? "timestamp" : "string" })),
+    ...shape.measures.map((m) => ({ selector: m.name, text: m.label, type: "number" })),
+  ];
+  const query = { type: choice.format === "json" ? "json" : choice.format, source: "url", format: "table", url: link, url_options: { method: "GET" }, root_selector: "", columns };
+  return {
+    text: JSON.stringify(query, null, 2),
+    note: `In a panel: data source Infinity, Type ${choice.format.toUpperCase()}, Source URL, Format Table, then these columns (or paste this into the query's JSON).${plotOf(shape).date ? " The date column makes it a time series." : ""}`,
+  };
+}
+
+/** A Vega-Lite spec that reads the link itself. */
+export function vegaLite(link, choice, _filename, shape) {
+  if (!readable(choice)) return { text: "", note: "", warning: "Vega-Lite reads JSON or CSV with \",\": pick one of those." };
+  const { date, other, measure } = plotOf(shape);
+  const data = { url: link, format: { type: choice.format === "json" ? "json" : choice.format } };
+  const y = { field: measure.name, type: "quantitative", title: measure.label };
+  let spec;
+  if (date) {
+    spec = { mark: { type: "line", point: true }, encoding: { x: { field: date.name, type: "temporal", title: date.label }, y, ...(other ? { color: { field: other.name, type: "nominal", title: other.label } } : {}) } };
+  } else if (shape.groups.length > 0) {
+    const group = shape.groups[0];
+    spec = { mark: "bar", encoding: { y: { field: group.name, type: "nominal", sort: "-x", title: group.label }, x: { ...y } } };
+  } else {
+    spec = { mark: "bar", encoding: { x: { ...y } } };
+  }
+  return { text: JSON.stringify({ $schema: "https://vega.github.io/schema/vega-lite/v5.json", data, ...spec }, null, 2), note: "" };
+}
+
+/** Observable Plot (in a notebook, Framework, or any page that imports it). */
+export function observablePlot(link, choice, _filename, shape) {
+  if (choice.format !== "json" && !(choice.format === "csv" && choice.delimiter === ",")) return { text: "", note: "", warning: "For Observable Plot, pick JSON (or CSV with \",\")." };
+  const { date, other, measure } = plotOf(shape);
+  const field = (name) => JSON.stringify(name);
+  const load = choice.format === "json" ? `const rows = await fetch(${quotePy(link)}).then((r) => r.json());` : `const rows = d3.csvParse(await fetch(${quotePy(link)}).then((r) => r.text()), d3.autoType);`;
+  let mark;
+  if (date) {
+    mark = `Plot.lineY(rows, { x: (d) => new Date(d[${field(date.name)}]), y: ${field(measure.name)}${other ? `, stroke: ${field(other.name)}` : ""}, marker: true, tip: true })`;
+  } else if (shape.groups.length > 0) {
+    mark = `Plot.barX(rows, { y: ${field(shape.groups[0].name)}, x: ${field(measure.name)}, sort: { y: "-x" }, tip: true })`;
+  } else {
+    mark = `Plot.barX(rows, { x: ${field(measure.name)} })`;
+  }
+  const zero = date ? "Plot.ruleY([0])" : "Plot.ruleX([0])";
+  return { text: `${load}\n\nPlot.plot({\n  marginLeft: 120,${date && other ? "\n  color: { legend: true }," : ""}\n  marks: [\n    ${mark},\n    ${zero},\n  ],\n})`, note: "" };
+}
+
+/** pandas, with the date buckets read as dates. */
+export function summaryPandas(link, choice, filename, shape) {
+  const base = pandas(link, choice, filename);
+  if (!base.text) return base;
+  const dates = shape.groups.filter((g) => g.kind === "date").map((g) => quotePy(g.name));
+  const { date, measure } = plotOf(shape);
+  const lines = [base.text];
+  if (dates.length > 0 && choice.format !== "parquet" && choice.format !== "xlsx") lines.push(...dates.map((d) => `df[${d}] = pd.to_datetime(df[${d}])`));
+  if (date) lines.push(`df.plot.line(x=${quotePy(date.name)}, y=${quotePy(measure.name)})`);
+  else if (shape.groups.length > 0) lines.push(`df.plot.barh(x=${quotePy(shape.groups[0].name)}, y=${quotePy(measure.name)})`);
+  return { text: lines.join("\n"), note: base.note };
+}
+
+export const SUMMARY_SNIPPETS = [
+  { id: "sheets", title: "Google Sheets", make: sheets },
+  { id: "grafana", title: "Grafana (Infinity)", make: grafana },
+  { id: "vega-lite", title: "Vega-Lite", make: vegaLite },
+  { id: "plot", title: "Observable Plot", make: observablePlot },
+  { id: "pandas", title: "Python (pandas)", make: summaryPandas },
+];

@@ -1,6 +1,7 @@
-// `npm run setup`: checks a live CKAN and writes the production settings into wrangler.toml.
+// `npm run setup`: checks a live CKAN and writes the production settings into wrangler.toml. A
+// second run adds to what is published; only --remove (or the picker's own question) takes away.
 //   npm run setup -- --ckan <site base, language segment included> [--resource <alias>=<id or resource page URL>]...
-//                    [--snapshot <alias>=<cron>]... [--yes] [--config <wrangler.toml>]
+//                    [--remove <alias>]... [--snapshot <alias>=<cron>]... [--yes] [--config <wrangler.toml>]
 // The API token comes from CKAN_API_TOKEN or a hidden prompt, never from the command line, and is
 // never written anywhere: it only lets setup check that every chosen resource answers.
 // Every failure is a line or two naming what to fix, exit 1, and wrangler.toml left as it was.
@@ -11,7 +12,7 @@ import { createInterface, type Interface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual, parseArgs } from "node:util";
 import { UUID_PATTERN } from "../src/config/settings.ts";
-import { setProductionVars, type SnapshotJob } from "./wrangler-toml.ts";
+import { jobCrons, setProductionVars, type JobRecord, type SnapshotJob } from "./wrangler-toml.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const TIMEOUT_MS = 15_000;
@@ -39,7 +40,7 @@ interface Answer {
 }
 
 async function call(site: Site, action: string, init: { query?: Record<string, string>; body?: unknown }): Promise<Answer> {
-  const url = new URL(`${site.base}/api/3/action/${action}`);
+  const url = new URL(`${site.base}/api/action/${action}`);
   for (const [name, value] of Object.entries(init.query ?? {})) url.searchParams.set(name, value);
   const headers: Record<string, string> = { accept: "application/json" };
   if (site.token !== undefined) headers["authorization"] = site.token;
@@ -68,13 +69,17 @@ async function call(site: Site, action: string, init: { query?: Record<string, s
   return { status: response.status, contentType: response.headers.get("content-type") ?? "no content type", json };
 }
 
-/** CKAN's error message in an action's answer: the envelope's error, or the bare string of a 400. */
+/**
+ * CKAN's error message in an action's answer (the envelope's error, or the bare string of a 400),
+ * without its final period: it is always quoted inside a sentence of ours.
+ */
 function ckanMessage(answer: Answer): string {
-  if (typeof answer.json === "string") return answer.json;
   const error = (answer.json as { error?: Record<string, unknown> } | undefined)?.error;
-  if (error === undefined) return `HTTP ${answer.status}`;
-  if (typeof error["message"] === "string") return error["message"];
-  return JSON.stringify(error).slice(0, 200);
+  const message = typeof answer.json === "string" ? answer.json
+    : error === undefined ? `HTTP ${answer.status}`
+    : typeof error["message"] === "string" ? error["message"]
+    : JSON.stringify(error).slice(0, 200);
+  return message.replace(/\.$/, "");
 }
 
 function result<T>(answer: Answer): T | undefined {
@@ -107,11 +112,15 @@ interface Checked {
   public: boolean;
 }
 
-async function checkResource(site: Site, alias: string, id: string): Promise<Checked> {
+/** `kept`: published by an earlier run against another site, so its failure says how to let it go. */
+async function checkResource(site: Site, alias: string, id: string, kept = false): Promise<Checked> {
   const search = (token: string | undefined) => call({ ...site, token }, "datastore_search", { body: { resource_id: id, limit: 0 } });
   const answer = await search(site.token);
   if (answer.status === 404) {
-    fail(`${alias} = ${id}: not a table in ${site.base}'s DataStore (CKAN: ${ckanMessage(answer)}).\nCheck the id, and that the resource's data was loaded into the DataStore.`);
+    fail(
+      `${alias} = ${id}: not a table in ${site.base}'s DataStore (CKAN: ${ckanMessage(answer)}).\n` +
+        (kept ? `It was published for the CKAN_BASE_URL before: add --remove ${alias}, or --resource ${alias}=<its id on this site>.` : "Check the id, and that the resource's data was loaded into the DataStore."),
+    );
   }
   if (answer.status === 403) {
     fail(
@@ -150,13 +159,19 @@ function parseSnapshotArg(arg: string, aliases: ReadonlySet<string>): SnapshotJo
   const eq = arg.indexOf("=");
   const alias = arg.slice(0, Math.max(0, eq));
   const cron = arg.slice(eq + 1).trim();
-  if (!aliases.has(alias)) fail(`--snapshot "${arg}": "${alias}" is not one of the --resource aliases (${[...aliases].join(", ") || "none"}).`);
+  if (!aliases.has(alias)) fail(`--snapshot "${arg}": "${alias}" is not a published alias (${[...aliases].join(", ") || "none"}).`);
   if (!CRON.test(cron)) fail(`--snapshot ${alias}=…: "${cron}" is not a cron expression of five fields (e.g. "0 3 * * *").`);
   return { name: `${alias}-snapshot`, resource: alias, formats: ["csv"], cron, keep: 30 };
 }
 
 function slug(text: string): string {
   return text.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "table";
+}
+
+/** `wanted` if nobody has it, else the first of wanted-2, wanted-3, … that is free. */
+function freeAlias(wanted: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(wanted)) return wanted;
+  for (let n = 2; ; n++) if (!taken.has(`${wanted.slice(0, 60)}-${n}`)) return `${wanted.slice(0, 60)}-${n}`;
 }
 
 interface Found {
@@ -176,15 +191,64 @@ async function searchDatasets(site: Site, words: string): Promise<Found[]> {
   );
 }
 
-async function datastoreTables(site: Site): Promise<Found[]> {
-  const tables = result<{ records?: { name?: string; alias_of?: string | null }[] }>(await call(site, "datastore_search", { body: { resource_id: "_table_metadata", limit: 1000 } }));
-  return (tables?.records ?? [])
-    .filter((row) => row.alias_of === null && typeof row.name === "string" && UUID_PATTERN.test(row.name))
-    .map((row) => ({ id: row.name as string, label: row.name as string, suggested: "table" }));
+/** How many of the DataStore's tables `tables` names (two small calls each); words narrow the rest. */
+const TABLES_LISTED = 30;
+
+/** A table by its resource id, named as its page names it: "dataset title / resource name". */
+async function describeTable(site: Site, id: string, titles: Map<string, Promise<string | undefined>>): Promise<Found> {
+  const resource = result<{ name?: unknown; package_id?: unknown }>(await call(site, "resource_show", { query: { id } }));
+  const name = typeof resource?.name === "string" && resource.name !== "" ? resource.name : undefined;
+  const packageId = typeof resource?.package_id === "string" ? resource.package_id : undefined;
+  let title: string | undefined;
+  if (packageId !== undefined) {
+    let pending = titles.get(packageId);
+    if (pending === undefined) {
+      pending = call(site, "package_show", { query: { id: packageId } }).then((answer) => {
+        const dataset = result<{ title?: unknown; name?: unknown }>(answer);
+        return typeof dataset?.title === "string" && dataset.title !== "" ? dataset.title : typeof dataset?.name === "string" ? dataset.name : undefined;
+      });
+      titles.set(packageId, pending);
+    }
+    title = await pending;
+  }
+  const label = name === undefined ? id : `${title ?? "?"} / ${name}`;
+  return { id, label, suggested: slug(name ?? "table") };
 }
 
-async function pickInteractively(site: Site, ask: Prompter): Promise<Map<string, string>> {
+async function datastoreTables(site: Site): Promise<Found[]> {
+  const tables = result<{ records?: { name?: string; alias_of?: string | null }[] }>(await call(site, "datastore_search", { body: { resource_id: "_table_metadata", limit: 1000 } }));
+  const ids = (tables?.records ?? [])
+    .filter((row) => row.alias_of === null && typeof row.name === "string" && UUID_PATTERN.test(row.name))
+    .map((row) => row.name as string);
+  if (ids.length > TABLES_LISTED) console.log(`  ${ids.length} tables; the first ${TABLES_LISTED} (type words to search for the others):`);
+  const titles = new Map<string, Promise<string | undefined>>();
+  const found: Found[] = [];
+  // A few at a time: a portal's API is shared with everyone else's.
+  for (let i = 0; i < Math.min(ids.length, TABLES_LISTED); i += 5) {
+    found.push(...(await Promise.all(ids.slice(i, Math.min(i + 5, TABLES_LISTED)).map((id) => describeTable(site, id, titles)))));
+  }
+  return found;
+}
+
+/** The picker's own step for what is published already: which aliases to take away, if any. */
+async function askRemovals(published: ReadonlyMap<string, string>, jobs: readonly JobRecord[], ask: Prompter): Promise<string[]> {
+  console.log(`\nPublished now (${published.size}):`);
+  for (const [alias, id] of published) {
+    const scheduled = jobs.filter((job) => job.resource === alias).map((job) => job.name);
+    console.log(`  ${alias} = ${id}${scheduled.length > 0 ? `  (snapshot job ${scheduled.join(", ")})` : ""}`);
+  }
+  for (;;) {
+    const input = (await ask.question("Aliases to stop publishing (separated by spaces; their snapshot jobs go with them), Enter to keep them all: ")).trim();
+    const names = input === "" ? [] : input.split(/[\s,]+/);
+    const unknown = names.filter((name) => !published.has(name));
+    if (unknown.length === 0) return [...new Set(names)];
+    console.log(`  not published: ${unknown.join(", ")}.`);
+  }
+}
+
+async function pickInteractively(site: Site, ask: Prompter, published: ReadonlySet<string>): Promise<Map<string, string>> {
   const chosen = new Map<string, string>();
+  const titles = new Map<string, Promise<string | undefined>>();
   console.log(
     "\nTables to publish. Type words to search datasets by name, `tables` to list the DataStore's tables,\n" +
       "a resource id or resource page URL to take it, or press Enter when done.",
@@ -194,7 +258,7 @@ async function pickInteractively(site: Site, ask: Prompter): Promise<Map<string,
     if (input === "") break;
     let candidates: Found[];
     const direct = resourceId(input);
-    if (direct !== undefined) candidates = [{ id: direct, label: direct, suggested: "table" }];
+    if (direct !== undefined) candidates = [await describeTable(site, direct, titles)];
     else if (input === "tables") candidates = await datastoreTables(site);
     else candidates = await searchDatasets(site, input);
     if (candidates.length === 0) {
@@ -208,13 +272,25 @@ async function pickInteractively(site: Site, ask: Prompter): Promise<Map<string,
       pick = Number.isInteger(number) ? candidates[number - 1] : undefined;
     }
     if (pick === undefined) continue;
-    let alias = "";
-    while (!ALIAS.test(alias) || chosen.has(alias)) {
-      alias = (await ask.question(`  alias for ${pick.label} [${pick.suggested}]: `)).trim() || pick.suggested;
-      if (!ALIAS.test(alias)) console.log("  an alias is letters, digits, _ . - (starting with a letter or digit).");
-      else if (chosen.has(alias)) console.log(`  ${alias} is taken.`);
+    const already = [...chosen].find(([, id]) => id === pick.id)?.[0];
+    if (already !== undefined) {
+      console.log(`  chosen already, as ${already}.`);
+      continue;
     }
-    chosen.set(alias, pick.id);
+    const taken = new Set([...published, ...chosen.keys()]);
+    let suggested = freeAlias(pick.suggested, taken);
+    for (;;) {
+      const alias = (await ask.question(`  alias for ${pick.label} [${suggested}]: `)).trim() || suggested;
+      if (!ALIAS.test(alias)) {
+        console.log("  an alias is letters, digits, _ . - (starting with a letter or digit).");
+      } else if (taken.has(alias)) {
+        suggested = freeAlias(alias, taken);
+        console.log(`  ${alias} is taken${published.has(alias) ? " (published already)" : ""}: Enter takes ${suggested}, or type another.`);
+      } else {
+        chosen.set(alias, pick.id);
+        break;
+      }
+    }
   }
   return chosen;
 }
@@ -286,11 +362,42 @@ async function readToml(path: string): Promise<RawConfig> {
   return JSON.parse(JSON.stringify(experimental_readRawConfig({ config: path }).rawConfig)) as RawConfig;
 }
 
+/** The aliases published now: [vars.RESOURCES] (a TOML table, or JSON text as `--var` takes it). */
+function publishedResources(raw: RawConfig, where: string): Map<string, string> {
+  let value = raw.vars?.["RESOURCES"];
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      fail(`RESOURCES in ${where} is not valid JSON: fix it by hand (or empty it), then run setup again.`);
+    }
+  }
+  const published = new Map<string, string>();
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    for (const [alias, id] of Object.entries(value)) if (typeof id === "string") published.set(alias, id);
+  }
+  return published;
+}
+
+/** The snapshot jobs in SNAPSHOT_JOBS now; undefined when it says nothing setup can edit. */
+function publishedJobs(raw: RawConfig): JobRecord[] | undefined {
+  let value = raw.vars?.["SNAPSHOT_JOBS"];
+  if (value === undefined || value === "") return [];
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+  }
+  return Array.isArray(value) && value.every((job) => job !== null && typeof job === "object" && !Array.isArray(job)) ? (value as JobRecord[]) : undefined;
+}
+
 /** Writes beside the file, reads it back with wrangler's reader, and only then replaces it. */
-async function writeConfig(path: string, base: string, resources: Map<string, string>, jobs: SnapshotJob[] | undefined): Promise<RawConfig> {
+async function writeConfig(path: string, base: string, resources: Map<string, string>, jobs: JobRecord[] | undefined, crons: string[]): Promise<RawConfig> {
   const before = readFileSync(path, "utf8");
   const original = await readToml(path);
-  const after = setProductionVars(before, { base, resources, jobs });
+  const after = setProductionVars(before, { base, resources, jobs, crons });
   const temporary = join(dirname(path), `.wrangler-setup-${randomBytes(4).toString("hex")}.toml`);
   try {
     writeFileSync(temporary, after);
@@ -299,7 +406,7 @@ async function writeConfig(path: string, base: string, resources: Map<string, st
     expected.vars = { ...original.vars, CKAN_BASE_URL: base, RESOURCES: Object.fromEntries(resources) };
     if (jobs !== undefined) {
       expected.vars["SNAPSHOT_JOBS"] = written.vars?.["SNAPSHOT_JOBS"];
-      expected.triggers = { ...original.triggers, crons: [...new Set(jobs.map((job) => job.cron))] };
+      expected.triggers = { ...original.triggers, crons };
       if (!isDeepStrictEqual(JSON.parse(String(written.vars?.["SNAPSHOT_JOBS"])), jobs)) fail(`could not write SNAPSHOT_JOBS into ${path}: edit it by hand.`);
     }
     if (!isDeepStrictEqual(written, expected)) fail(`could not edit ${path} safely (its layout is unusual): set CKAN_BASE_URL and [vars.RESOURCES] by hand.`);
@@ -310,7 +417,36 @@ async function writeConfig(path: string, base: string, resources: Map<string, st
   }
 }
 
+/** Rows of text in aligned columns, two spaces apart. */
+function columns(rows: readonly string[][]): string[] {
+  const widths = rows.reduce<number[]>((w, row) => row.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ").trimEnd());
+}
+
 // ---- the command --------------------------------------------------------------------------------
+
+const USAGE = `usage: npm run setup -- --ckan <site base> [--resource <alias>=<id or page URL>]... [--remove <alias>]...
+                        [--snapshot <alias>=<cron>]... [--yes] [--config <wrangler.toml>]
+
+Checks a CKAN site and the tables to publish against it, then writes CKAN_BASE_URL, [vars.RESOURCES]
+and SNAPSHOT_JOBS (with their [triggers] crons) into wrangler.toml. A second run adds to what is
+published and keeps the rest; only --remove (or the question asked without --yes) takes an alias away.
+
+  --ckan <url>                   the site's base, path and language segment included
+                                 (what comes before /api/action/, e.g. https://data.example.org/data/en)
+  --resource <alias>=<id|URL>    publish a table as <alias>: a resource id or resource page URL (repeatable);
+                                 an alias published already now names this table
+  --remove <alias>               stop publishing <alias>, and remove its snapshot jobs (repeatable)
+  --snapshot <alias>=<cron>      a CSV snapshot of <alias> to R2 on a five-field cron, e.g. "0 3 * * *" (repeatable)
+  --yes, -y                      ask nothing (scripts and CI)
+  --config <file>                the wrangler.toml to edit (default: the project's)
+  --help, -h                     this text
+
+Without --yes setup asks: the token, what to stop publishing, tables to add (search by words,
+\`tables\`, or paste an id), a schedule for each, and a last yes before it writes.
+The API token (private tables only) comes from CKAN_API_TOKEN or a hidden prompt, never an argument.
+npm's echo of the command shows resource ids as *** (npm hides anything shaped like a UUID);
+setup prints them itself.`;
 
 async function main(): Promise<void> {
   let parsed;
@@ -319,18 +455,24 @@ async function main(): Promise<void> {
       options: {
         ckan: { type: "string" },
         resource: { type: "string", multiple: true },
+        remove: { type: "string", multiple: true },
         snapshot: { type: "string", multiple: true },
         yes: { type: "boolean", short: "y" },
         config: { type: "string" },
         token: { type: "string" },
+        help: { type: "boolean", short: "h" },
       },
       strict: true,
       allowPositionals: false,
     });
   } catch (error) {
-    fail(`${(error as Error).message}\nusage: npm run setup -- --ckan <url> [--resource <alias>=<id or resource page URL>]... [--snapshot <alias>=<cron>]... [--yes]`);
+    fail(`${(error as Error).message}\nnpm run setup -- --help prints the options.`);
   }
   const options = parsed.values;
+  if (options.help === true) {
+    console.log(USAGE);
+    return;
+  }
   if (options.token !== undefined) fail("the token is never an argument (it would stay in your shell history): set CKAN_API_TOKEN, or run setup in a terminal to be asked.");
   if (options.ckan === undefined) fail("--ckan <url> is missing: your portal's address, with its language segment if it has one (e.g. https://data.example.org/data/en).");
   let url: URL;
@@ -349,6 +491,27 @@ async function main(): Promise<void> {
   } catch (error) {
     fail(`${config} cannot be read and written (${(error as NodeJS.ErrnoException).code ?? String(error)}): run setup in the project, or name the file with --config.`);
   }
+  const near = relative(process.cwd(), config);
+  const where = near === "" || near.startsWith("..") ? config : near;
+
+  // What is published now: a second run adds to it, and takes away only what it is told to.
+  const current = await readToml(config);
+  const published = publishedResources(current, where);
+  const previousJobs = publishedJobs(current);
+  const previousBase = typeof current.vars?.["CKAN_BASE_URL"] === "string" ? current.vars["CKAN_BASE_URL"] : undefined;
+
+  const given = new Map<string, string>();
+  for (const arg of options.resource ?? []) {
+    const [alias, id] = parseResourceArg(arg);
+    if (given.has(alias)) fail(`--resource ${alias} is given twice: one alias, one table.`);
+    given.set(alias, id);
+  }
+  const removed = new Set<string>();
+  for (const alias of options.remove ?? []) {
+    if (!published.has(alias)) fail(`--remove ${alias}: ${where} publishes no alias ${alias} (${published.size === 0 ? "it publishes none" : `it publishes ${[...published.keys()].join(", ")}`}).`);
+    if (given.has(alias)) fail(`--remove ${alias} and --resource ${alias}=… both given: keep one.`);
+    removed.add(alias);
+  }
 
   const ask = interactive ? new Prompter() : undefined;
   try {
@@ -364,48 +527,87 @@ async function main(): Promise<void> {
       site.token = token;
     }
 
-    const resources = new Map<string, string>();
-    for (const arg of options.resource ?? []) {
-      const [alias, id] = parseResourceArg(arg);
-      if (resources.has(alias)) fail(`--resource ${alias} is given twice: one alias, one table.`);
-      resources.set(alias, id);
+    if (ask !== undefined && given.size === 0 && removed.size === 0) {
+      if (published.size > 0) for (const alias of await askRemovals(published, previousJobs ?? [], ask)) removed.add(alias);
+      const kept = new Set([...published.keys()].filter((alias) => !removed.has(alias)));
+      for (const [alias, id] of await pickInteractively(site, ask, kept)) given.set(alias, id);
     }
-    if (resources.size === 0 && ask !== undefined) for (const [alias, id] of await pickInteractively(site, ask)) resources.set(alias, id);
-    if (resources.size === 0) fail("no table chosen: add --resource <alias>=<resource id or resource page URL> (or run without --yes to search).");
 
+    // The result: what was published, less what is removed, with what is given added or updated.
+    const resources = new Map([...published].filter(([alias]) => !removed.has(alias)));
+    for (const [alias, id] of given) resources.set(alias, id);
+    if (resources.size === 0) fail(`no table chosen: add --resource <alias>=<resource id or resource page URL>${interactive ? "" : " (or run without --yes to search)"}.`);
+
+    // Tables published before were checked then, on this site; on another site they are checked again.
+    const moved = previousBase !== undefined && previousBase !== base;
     const checked: Checked[] = [];
-    for (const [alias, id] of resources) checked.push(await checkResource(site, alias, id));
+    for (const [alias, id] of resources) if (given.has(alias) || moved) checked.push(await checkResource(site, alias, id, moved && !given.has(alias)));
     for (const table of checked) console.log(`  ${table.alias} = ${table.id}  ${table.name ?? ""}${table.public ? "" : "  (private: read with the token)"}`);
     const anyPrivate = checked.some((table) => !table.public);
-    if (token !== undefined && !anyPrivate) {
+    if (token !== undefined && checked.length > 0 && !anyPrivate) {
       console.log("  The token was not checked: every chosen table is public, and CKAN answers a wrong token there as if none were sent.");
     }
 
-    let jobs: SnapshotJob[] | undefined;
+    // Snapshot jobs: a removed alias takes its jobs with it; --snapshot (or the question) adds or replaces one.
+    const wanted: SnapshotJob[] = [];
     if (options.snapshot !== undefined) {
       const aliases = new Set(resources.keys());
-      jobs = options.snapshot.map((arg) => parseSnapshotArg(arg, aliases));
+      for (const arg of options.snapshot) wanted.push(parseSnapshotArg(arg, aliases));
     } else if (ask !== undefined) {
-      const wanted: SnapshotJob[] = [];
-      for (const alias of resources.keys()) {
-        const cron = (await ask.question(`Snapshot ${alias} to R2 on a schedule? A cron expression (e.g. 0 3 * * *), Enter for none: `)).trim();
-        if (cron !== "") wanted.push(parseSnapshotArg(`${alias}=${cron}`, new Set(resources.keys())));
+      for (const alias of given.keys()) {
+        for (;;) {
+          const cron = (await ask.question(`Snapshot ${alias} to R2 on a schedule? A cron expression (e.g. 0 3 * * *), Enter for none: `)).trim();
+          if (cron === "") break;
+          if (CRON.test(cron)) {
+            wanted.push(parseSnapshotArg(`${alias}=${cron}`, new Set(resources.keys())));
+            break;
+          }
+          console.log(`  "${cron}" is not a cron expression of five fields (minute hour day month weekday).`);
+        }
       }
-      if (wanted.length > 0) jobs = wanted;
     }
+    const dropped = (previousJobs ?? []).filter((job) => typeof job["resource"] === "string" && removed.has(job["resource"]));
+    let jobs: JobRecord[] | undefined;
+    if (wanted.length > 0 || dropped.length > 0) {
+      if (previousJobs === undefined) fail(`SNAPSHOT_JOBS in ${where} is not a JSON list of jobs setup can edit: fix it by hand, then run setup again.`);
+      jobs = previousJobs.filter((job) => !dropped.includes(job));
+      for (const job of wanted) {
+        const at = jobs.findIndex((old) => old["name"] === job.name);
+        if (at >= 0) jobs[at] = job;
+        else jobs.push(job);
+      }
+    }
+    const finalJobs = jobs ?? previousJobs ?? [];
+    // A job without a cron runs on every trigger: the crons there already stay for it.
+    const everyTrigger = finalJobs.some((job) => typeof job["cron"] !== "string");
+    const crons = [...new Set([...jobCrons(finalJobs), ...(everyTrigger ? (current.triggers?.crons ?? []) : [])])];
+    const droppedText = dropped.length > 0 ? ` (and snapshot job${dropped.length > 1 ? "s" : ""} ${dropped.map((job) => String(job["name"])).join(", ")} with ${dropped.length > 1 ? "them" : "it"})` : "";
 
-    const near = relative(process.cwd(), config);
-    const where = near === "" || near.startsWith("..") ? config : near;
     if (ask !== undefined) {
-      const yes = (await ask.question(`Write CKAN_BASE_URL, RESOURCES${jobs ? ", SNAPSHOT_JOBS and [triggers]" : ""} into ${where}? [y/N] `)).trim().toLowerCase();
+      const changes = [
+        given.size > 0 ? `publish ${[...given.keys()].join(", ")}` : "",
+        removed.size > 0 ? `stop publishing ${[...removed].join(", ")}${droppedText}` : "",
+      ].filter((text) => text !== "");
+      const yes = (await ask.question(`${changes.length > 0 ? `${changes.join("; ")}: w` : "W"}rite CKAN_BASE_URL, RESOURCES${jobs ? ", SNAPSHOT_JOBS and [triggers]" : ""} into ${where}? [y/N] `)).trim().toLowerCase();
       if (yes !== "y" && yes !== "yes") fail(`nothing written: ${where} is as it was.`);
     }
-    const written = await writeConfig(config, base, resources, jobs);
+    const written = await writeConfig(config, base, resources, jobs, crons);
     const bucket = written.r2_buckets?.[0]?.bucket_name ?? "datastore-export-snapshots";
-    console.log(`
-Wrote ${where}: CKAN_BASE_URL, RESOURCES (${[...resources.keys()].join(", ")})${jobs ? `, SNAPSHOT_JOBS (${jobs.map((job) => job.name).join(", ")}) and their [triggers] crons` : ""}.
-Next:
-  1. npx wrangler secret put CKAN_API_TOKEN   ${anyPrivate ? "(needed: a chosen table is private)" : "(only if you will publish private tables)"}
+    const names = new Map(checked.map((table) => [table.alias, table.name ?? ""]));
+    const state = (alias: string): string =>
+      !given.has(alias) ? "kept" : !published.has(alias) ? "added" : published.get(alias) === given.get(alias) ? "unchanged" : `now this table (was ${published.get(alias)})`;
+    console.log(`\nWrote ${where}: CKAN_BASE_URL = ${base}`);
+    console.log(columns([["alias", "resource id", "", "name"], ...[...resources].map(([alias, id]) => [alias, id, state(alias), names.get(alias) ?? ""])]).map((line) => `  ${line}`).join("\n"));
+    if (removed.size > 0) console.log(`  no longer published: ${[...removed].join(", ")}${droppedText}`);
+    if (finalJobs.length > 0) {
+      console.log(`Snapshot jobs (SNAPSHOT_JOBS), run by the [triggers] crons ${crons.join(", ") || "(none)"}:`);
+      const rows = finalJobs.map((job) => [String(job["name"]), String(job["resource"] ?? job["resource_id"] ?? ""), Array.isArray(job["formats"]) ? job["formats"].join(",") : "csv", typeof job["cron"] === "string" ? job["cron"] : "every trigger"]);
+      console.log(columns([["job", "alias", "formats", "cron"], ...rows]).map((line) => `  ${line}`).join("\n"));
+    } else {
+      console.log("No snapshot jobs (add one with --snapshot <alias>=<cron>).");
+    }
+    console.log(`Next:
+  1. npx wrangler secret put CKAN_API_TOKEN   ${anyPrivate ? "(needed: a chosen table is private)" : checked.length < resources.size ? "(needed if a published table is private)" : "(only if you will publish private tables)"}
   2. npx wrangler r2 bucket create ${bucket}   (where snapshots land)
   3. npx wrangler deploy
   4. open https://<your worker>/health: 200 once the worker reaches ${base}`);

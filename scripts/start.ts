@@ -1,15 +1,16 @@
 // `npm start`: the CKAN emulator on loopback plus the worker in `wrangler dev`, fully offline.
 // Prints links that work as soon as the worker is up.
-//   npm start -- [--port 8787] [--emulator-port 8788] [--ckan 2.12] [any other wrangler dev option]
-// Env: PORT, EMULATOR_PORT, EMULATOR_CKAN_VERSION, EMULATOR_TOKEN (the switches win over the env).
+//   npm start -- [--port 8787] [--emulator-port 8788] [--ckan 2.12] [--sql on|off] [any other wrangler dev option]
+// Env: PORT, EMULATOR_PORT, EMULATOR_CKAN_VERSION, EMULATOR_SQL, EMULATOR_TOKEN (the switches win over the env).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CKAN_VERSIONS, type CkanVersion } from "../emulator/index.ts";
-import { startEmulatorServer } from "../emulator/server.ts";
+import { parseSqlSwitch, startEmulatorServer } from "../emulator/server.ts";
 import { OFFLINE_WRANGLER } from "./offline.ts";
+import { ensurePortFree, portNumber, takeSwitches } from "./switches.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -18,50 +19,34 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-/**
- * Takes our own switches (`--name value` or `--name=value`) out of the command line; everything
- * else goes to `wrangler dev` as it came (wrangler refuses a second --port, so ours must not reach it).
- */
-function takeSwitches(argv: readonly string[], names: readonly string[]): { values: Map<string, string>; rest: string[] } {
-  const values = new Map<string, string>();
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? "";
-    const name = names.find((n) => arg === `--${n}` || arg.startsWith(`--${n}=`));
-    if (name === undefined) {
-      rest.push(arg);
-      continue;
-    }
-    const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : argv[++i];
-    if (value === undefined || value === "") fail(`--${name} needs a value`);
-    values.set(name, value);
-  }
-  return { values, rest };
-}
-
-function port(value: string, what: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 65535) fail(`${what} must be a port number from 1 to 65535, not "${value}"`);
-  return n;
-}
-
 function ckanVersion(value: string, what: string): CkanVersion {
   const version = CKAN_VERSIONS.find((v) => v === value);
   if (version === undefined) fail(`${what} must be one of ${CKAN_VERSIONS.join(", ")}, not "${value}"`);
   return version;
 }
 
-const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan"]);
+const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan", "sql"], fail);
+const port = (value: string, what: string): number => portNumber(value, what, fail);
 const workerPort = port(values.get("port") ?? process.env["PORT"] ?? "8787", values.has("port") ? "--port" : "PORT");
 const emulatorPort = port(values.get("emulator-port") ?? process.env["EMULATOR_PORT"] ?? "8788", values.has("emulator-port") ? "--emulator-port" : "EMULATOR_PORT");
 const version = ckanVersion(values.get("ckan") ?? process.env["EMULATOR_CKAN_VERSION"] ?? "2.12", values.has("ckan") ? "--ckan" : "EMULATOR_CKAN_VERSION");
 const token = process.env["EMULATOR_TOKEN"] ?? "demo-token";
+await ensurePortFree(workerPort, "the worker's port", fail);
+// datastore_search_sql: off by default, as CKAN has it since 2.10; on, a real PostgreSQL (PGlite) answers.
+const sqlWhat = values.has("sql") ? "--sql" : "EMULATOR_SQL";
+let sql = false;
+try {
+  sql = parseSqlSwitch(values.get("sql") ?? process.env["EMULATOR_SQL"], sqlWhat);
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
 
-const emulator = await startEmulatorServer({ port: emulatorPort, token, version }).catch((error: unknown) =>
+const emulator = await startEmulatorServer({ port: emulatorPort, token, version, sql }).catch((error: unknown) =>
   fail(`the CKAN emulator cannot listen on 127.0.0.1:${emulatorPort} (${error instanceof Error ? error.message : String(error)}): try --emulator-port`),
 );
-const base = `${emulator.url}/data/en`;
+const base = emulator.base;
 console.log(`CKAN emulator (answering as CKAN ${version}): ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
+console.log(`datastore_search_sql: ${sql ? "on (PGlite, a table loaded the first time a statement names it)" : "off (npm start -- --sql on to turn it on)"}`);
 
 // The demo's own configuration (the emulator's resources and snapshot jobs); wrangler.toml is the
 // operator's. Wrangler would look for .dev.vars beside demo/wrangler.toml: the developer's local

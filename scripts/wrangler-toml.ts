@@ -10,15 +10,26 @@ export interface ProductionVars {
   /** alias -> resource id, in the order to write them. */
   resources: ReadonlyMap<string, string>;
   /** Snapshot jobs to write as SNAPSHOT_JOBS (their crons become [triggers]); undefined leaves both as they are. */
-  jobs?: readonly SnapshotJob[];
+  jobs?: readonly JobRecord[];
+  /** The [triggers] crons written with the jobs; default: the jobs' own. */
+  crons?: readonly string[];
 }
 
-export interface SnapshotJob {
+/** A snapshot job as SNAPSHOT_JOBS holds it: those setup makes, and any an operator wrote (all keys kept). */
+export type JobRecord = Readonly<Record<string, unknown>>;
+
+/** The job setup makes for `--snapshot alias=cron`. */
+export type SnapshotJob = {
   name: string;
   resource: string;
   formats: string[];
   cron: string;
   keep: number;
+};
+
+/** The distinct crons of these jobs, in order. */
+export function jobCrons(jobs: readonly JobRecord[]): string[] {
+  return [...new Set(jobs.flatMap((job) => (typeof job["cron"] === "string" ? [job["cron"]] : [])))];
 }
 
 const HEADER = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/;
@@ -139,7 +150,7 @@ export function setProductionVars(toml: string, vars: ProductionVars): string {
   }
 
   if (vars.jobs !== undefined) {
-    const crons = [...new Set(vars.jobs.map((job) => job.cron))];
+    const crons = vars.crons ?? jobCrons(vars.jobs);
     const cronsLine = `crons = [${crons.map(tomlString).join(", ")}]`;
     const triggers = findHeader(lines, "triggers");
     if (triggers >= 0) {
@@ -158,5 +169,28 @@ export function setProductionVars(toml: string, vars: ProductionVars): string {
       lines.splice(at, 0, "[triggers]", cronsLine);
     }
   }
+  return lines.join(newline);
+}
+
+/**
+ * The reverse edit: the file as it was before any setup, its CKAN_BASE_URL, [vars.RESOURCES] keys,
+ * SNAPSHOT_JOBS and [triggers] crons taken out, everything else (comments included) left as it is.
+ * The specs run the production configuration this way, whatever an operator's checkout holds.
+ */
+export function withoutProductionVars(toml: string): string {
+  const newline = toml.includes("\r\n") ? "\r\n" : "\n";
+  const lines = toml.split(/\r?\n/);
+  const removeKeys = (section: string, keys: ((key: string) => boolean)): void => {
+    const header = findHeader(lines, section);
+    if (header < 0) return;
+    for (let i = header + 1; i < sectionEnd(lines, header); ) {
+      const key = /^\s*([A-Za-z0-9_.-]+|"[^"]*")\s*=/.exec(lines[i] ?? "")?.[1];
+      if (key !== undefined && !isComment(lines[i]) && keys(key)) lines.splice(i, valueExtent(lines, i) - i);
+      else i = key === undefined ? i + 1 : valueExtent(lines, i);
+    }
+  };
+  removeKeys("vars", (key) => key === "CKAN_BASE_URL" || key === "RESOURCES" || key === "SNAPSHOT_JOBS");
+  removeKeys("vars.RESOURCES", () => true);
+  removeKeys("triggers", (key) => key === "crons");
   return lines.join(newline);
 }

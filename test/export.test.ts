@@ -375,6 +375,21 @@ describe("failures", () => {
     }
   });
 
+  it("names sort and the column's type when CKAN cannot order a sorted column, and never blames filters a link does not have", async () => {
+    // PostgreSQL's refusal as CKAN 2.11 wraps it: a json column has no order.
+    const refused = () => Response.json({ success: false, error: { query: ["Invalid query"], info: { orig: ["could not identify an ordering operator for type json"] }, __type: "Validation Error" } }, { status: 409 });
+    const { get } = harness({ fault: (_n, body) => (typeof body.sort === "string" && body.sort.startsWith("meta") ? refused() : undefined) });
+    const res = await get("/export.csv?resource=edge&sort=meta desc");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string; parameter?: string; docs?: string } };
+    expect(error.parameter).toBe("sort");
+    expect(error.message).toBe('CKAN could not sort by "meta" (json): PostgreSQL has no order for a column of that type. Sort by another column.');
+    expect(error.docs).toMatch(/#param-sort$/);
+    const both = await get("/export.csv?resource=edge&sort=meta&filter.id=1");
+    expect(both.status).toBe(400);
+    expect(((await both.json()) as { error: { parameter?: string } }).error.parameter).toBeUndefined();
+  });
+
   it("maps an unknown resource to 404 and a private one without a token to 403", async () => {
     const { get } = harness({ env: { CKAN_API_TOKEN: undefined } });
     expect((await get("/export.csv?resource_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
@@ -436,6 +451,25 @@ describe("routes and configuration", () => {
     expect(((await badRows.json()) as { error: { setting: string } }).error.setting).toBe("MAX_ROWS");
     const table = harness({ env: { RESOURCES: { sample: SAMPLE } } });
     expect((await table.get("/export.csv?resource=sample&limit=1")).status).toBe(200);
+  });
+});
+
+describe("refusals that say what was meant", () => {
+  it("suggests the known parameter a typo was meant for, with its docs; says a range bound lost its bracket; refuses an empty resource", async () => {
+    const { get, calls } = harness();
+    const typo = (await (await get("/export.csv?resource=sample&limt=10")).json()) as { error: { status: number; message: string; parameter: string; docs?: string } };
+    expect(typo.error).toMatchObject({ status: 400, parameter: "limt" });
+    expect(typo.error.message).toMatch(/^Unknown parameter limt\. Did you mean limit\?/);
+    expect(typo.error.docs).toMatch(/\/#param-limit$/);
+    const bracket = await get("/export.csv?resource=sample&filter.amount[gt=1");
+    expect(bracket.status).toBe(400);
+    const { error } = (await bracket.json()) as { error: { message: string; docs?: string } };
+    expect(error.message).toContain("has no closing bracket: a range filter's bound is written filter.amount[gt]=<value>.");
+    expect(error.docs).toMatch(/\/#param-filter-field-gt-gte-lt-lte$/);
+    const empty = await get("/export.csv?resource=");
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as { error: { parameter: string } }).error.parameter).toBe("resource");
+    expect(calls).toHaveLength(0);
   });
 });
 

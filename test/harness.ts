@@ -15,6 +15,8 @@ export interface UpstreamCall {
   authorization: string | null;
   body: Record<string, unknown>;
   signal: AbortSignal;
+  /** How the worker asked for redirects to be handled ("manual": never followed). */
+  redirect: string;
 }
 
 export interface HarnessOptions {
@@ -45,7 +47,7 @@ export function harness(options: HarnessOptions = {}) {
     if (warming) return emulator.fetch(request);
     // datastore_search is a POST with a JSON body; resource_show a GET with none.
     const body = request.method === "POST" ? ((await request.clone().json()) as Record<string, unknown>) : {};
-    calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal });
+    calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal, redirect: request.redirect });
     const faulty = await options.fault?.(calls.length, body);
     return faulty ?? emulator.fetch(request);
   };

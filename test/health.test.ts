@@ -104,7 +104,11 @@ describe("GET /health", () => {
     const { status, body } = await health({ emulator: { version: "2.12" }, env: { SNAPSHOTS: undefined, SNAPSHOT_JOBS: JSON.stringify([{ name: "daily", resource: "sample", cron: "0 3 * * *" }, { name: "bad", resource: "nope" }]) } });
     expect(status).toBe(200);
     expect(body.snapshots).toEqual({ r2_binding: false, jobs: 1 });
-    expect(body.warnings.some((w) => w.startsWith("Snapshot job bad:"))).toBe(true);
+    const bad = body.warnings.find((w) => w.startsWith("Snapshot job bad"));
+    // Named once, one sentence: no "Snapshot job bad: Snapshot job bad", no ".;".
+    expect(bad).toMatch(/^Snapshot job bad: No resource .*"nope".*; it is skipped\.$/);
+    expect(bad).not.toContain(".;");
+    expect(bad!.split("Snapshot job").length).toBe(2);
     expect(body.warnings.some((w) => w.includes("SNAPSHOTS R2 binding is missing"))).toBe(true);
   });
 

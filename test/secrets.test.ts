@@ -14,7 +14,7 @@ const scenarios: {
   path: string;
   method?: string;
   headers?: Record<string, string>;
-  fault?: (n: number) => Response | Promise<Response> | undefined;
+  fault?: (n: number, body: Record<string, unknown>) => Response | Promise<Response> | undefined;
   env?: Record<string, string>;
   body?: string;
 }[] = [
@@ -46,6 +46,12 @@ const scenarios: {
   { name: "secret pasted into a bound", path: `/export.csv?resource=sample&q=${TOKEN.repeat(100)}` },
   { name: "admin token as a filter", path: `/export.csv?resource=sample&filter.${ADMIN}=1` },
   { name: "snapshot listing", path: "/snapshots" },
+  { name: "aggregate", path: "/aggregate.csv?resource=private&group_by=category&measures=count,sum(amount)" },
+  {
+    name: "aggregate, SQL answer echoes the token",
+    path: "/aggregate.csv?resource=sample&group_by=category",
+    fault: (_n, body) => (typeof body.sql === "string" ? Response.json({ success: false, error: { __type: "Validation Error", query: [`bad ${TOKEN}`] } }, { status: 409 }) : undefined),
+  },
   { name: "snapshot listing as admin", path: "/snapshots", headers: { authorization: `Bearer ${ADMIN}` } },
   { name: "snapshot file", path: "/snapshots/daily/latest.csv" },
   { name: "snapshot manifest", path: "/snapshots/daily/manifest.json" },
@@ -127,8 +133,8 @@ describe.each([
         expect(text).not.toContain(secret);
         expect(headers).not.toContain(secret);
       }
-      // The token did go upstream to datastore_search, where it belongs, and nowhere else (resource_show is asked anonymously).
-      for (const call of calls) expect(call.authorization).toBe(call.url.endsWith("/datastore_search") ? TOKEN : null);
+      // The token did go upstream to datastore_search (and datastore_search_sql, for private tables), where it belongs, and nowhere else (resource_show is asked anonymously).
+      for (const call of calls) expect(call.authorization).toBe(/\/datastore_search(_sql)?$/.test(call.url) ? TOKEN : null);
       await new Promise((resolve) => setTimeout(resolve, 10));
       for (const line of logged) for (const secret of SECRETS) expect(line).not.toContain(secret);
       const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;

@@ -280,6 +280,19 @@ describe("serving snapshots", () => {
     }
   });
 
+  it("says, without the R2 binding, that a binding is missing and which wrangler.toml table adds it (not [vars], not Variables)", async () => {
+    const h = harness({ env: { SNAPSHOTS: undefined, ...jobs({ name: "daily", resource: "sample", limit: 100 }) } });
+    for (const path of ["/snapshots", "/snapshots/daily/latest.csv"]) {
+      const res = await h.get(path);
+      expect(res.status, path).toBe(503);
+      const { error } = (await res.json()) as { error: { setting: string; message: string } };
+      expect(error.setting).toBe("SNAPSHOTS");
+      expect(error.message).toContain("the R2 bucket binding SNAPSHOTS is missing");
+      expect(error.message).toContain('[[r2_buckets]] entry with binding = "SNAPSHOTS" in wrangler.toml');
+      expect(error.message).not.toMatch(/\[vars\]|Variables/);
+    }
+  });
+
   it("runs a job now only for an operator with ADMIN_TOKEN", async () => {
     const h = await published();
     expect((await h.get("/snapshots/daily/run", { method: "POST" })).status).toBe(401);

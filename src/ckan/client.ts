@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { configError, HttpError } from "../errors.ts";
+import { configError, HttpError, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
 import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
@@ -26,7 +26,7 @@ function deferRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: str
         return reader(bytes, at);
       } catch (error) {
         // The same answer read as text would give a records string no reader could read.
-        if (error instanceof NotTheJson) throw new HttpError(502, "CKAN's CSV records could not be read.", { cause: error });
+        if (error instanceof NotTheJson) throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
         throw error;
       } finally {
         release(bytes);
@@ -64,6 +64,39 @@ function abortion(signal: AbortSignal): Promise<never> {
   });
 }
 
+/**
+ * Every string in a small JSON value (CKAN's `fields`: names, types, the data dictionary) with any
+ * piece of a secret removed: a column name becomes a CSV header, a discovery answer, a log line.
+ */
+function redactStrings(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === "string") return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactStrings(item, redact));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redact(key), redactStrings(item, redact)]));
+  }
+  return value;
+}
+
+/**
+ * The 502 of an upstream answering with a redirect: its status and where it points (the origin
+ * only: a location's path and query may carry anything), so an operator can fix CKAN_BASE_URL.
+ */
+export function redirectRefused(response: Response, from: string, redact: (text: string) => string): HttpError {
+  const location = response.headers.get("location");
+  let target = "no location";
+  if (location !== null) {
+    try {
+      target = redact(new URL(location, from).origin);
+    } catch {
+      target = "an unreadable location";
+    }
+  }
+  return new UpstreamFailure(
+    502,
+    `CKAN answered HTTP ${response.status}, a redirect to ${target}, which this worker does not follow (it would send the query and the token elsewhere). If the site moved, an operator should set CKAN_BASE_URL to its new address.`,
+  );
+}
+
 const isLoopback = (hostname: string): boolean => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(hostname);
 
 const retryable = (status: number): boolean => status === 429 || status >= 500;
@@ -83,10 +116,13 @@ export class CkanClient {
   constructor(config: Config, fetcher: UpstreamFetch) {
     this.#config = config;
     this.#fetch = fetcher;
-    this.redact = redactorOf([config.apiToken]);
+    this.redact = redactorOf([config.apiToken, config.adminToken, config.linkSigningKey]);
   }
 
-  /** Removes the token from any text that came from upstream, which could echo the request. */
+  /**
+   * Removes any piece of a secret from text that came from upstream, which could echo the request
+   * (or anything a proxy in front of CKAN holds): applied before the text is quoted or cut.
+   */
   readonly redact: (text: string) => string;
 
   /**
@@ -156,6 +192,8 @@ export class CkanClient {
       headers,
       body: JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      // A redirect would re-send the query (and the token) to wherever the upstream points: never followed.
+      redirect: "manual",
     });
     const started = Date.now();
     this.stats.requests++;
@@ -171,28 +209,32 @@ export class CkanClient {
     } catch (error) {
       signal?.throwIfAborted();
       if (timeout.aborted) {
-        throw new HttpError(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
+        throw new UpstreamFailure(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
       }
       const { host, hostname } = new URL(this.#config.datastoreSearchUrl);
       // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
       if (isLoopback(hostname)) throw configError("CKAN_BASE_URL", `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`);
       return {
         retry: true,
-        error: new HttpError(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
+        error: new UpstreamFailure(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
       };
     } finally {
       this.stats.milliseconds += Date.now() - started;
     }
     this.stats.bytes += bytes.byteLength;
 
+    if (response.status >= 300 && response.status < 400) {
+      release(bytes);
+      throw redirectRefused(response, this.#config.datastoreSearchUrl, this.redact);
+    }
     if (retryable(response.status)) {
       const wait = retryAfterMs(response.headers.get("retry-after"));
       const error =
         response.status === 429
-          ? new HttpError(503, "CKAN is rate-limiting this worker; try again later.", {
+          ? new UpstreamFailure(503, "CKAN is rate-limiting this worker; try again later.", {
               headers: { "retry-after": String(Math.ceil((wait ?? 60_000) / 1000)) },
             })
-          : new HttpError(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
+          : new UpstreamFailure(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
     const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
@@ -219,9 +261,9 @@ export class CkanClient {
     } catch {
       const kind = response.headers.get("content-type")?.split(";")[0] ?? "no content type";
       if (response.status === 404) {
-        throw new HttpError(502, "CKAN_BASE_URL looks wrong: the site has no datastore_search there (HTTP 404).");
+        throw new UpstreamFailure(502, "CKAN_BASE_URL looks wrong: the site has no datastore_search there (HTTP 404).");
       }
-      throw new HttpError(502, `CKAN answered HTTP ${response.status} with ${kind} instead of JSON.`);
+      throw new UpstreamFailure(502, `CKAN answered HTTP ${response.status} with ${kind} instead of JSON.`);
     }
     const envelope = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : undefined;
     if (envelope?.success === true && response.ok) {
@@ -229,17 +271,17 @@ export class CkanClient {
       const records = result?.records;
       if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records == null)) {
         // Only the members this worker reads, each checked for its type.
-        const out: SearchResult = { fields: result.fields as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
+        const out: SearchResult = { fields: redactStrings(result.fields, this.redact) as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
         if (typeof result.total === "number") out.total = result.total;
         if (typeof result.total_was_estimated === "boolean") out.total_was_estimated = result.total_was_estimated;
         if (typeof result.limit === "number") out.limit = result.limit;
         if (result.next_page !== null && typeof result.next_page === "object") out.next_page = result.next_page as Record<string, unknown>;
         return out;
       }
-      throw new HttpError(502, "CKAN's answer has no result.fields/result.records.");
+      throw new UpstreamFailure(502, "CKAN's answer has no result.fields/result.records.");
     }
     if (envelope === undefined || envelope.error === undefined) {
-      throw new HttpError(502, `CKAN answered HTTP ${response.status} without a usable result.`);
+      throw new UpstreamFailure(502, `CKAN answered HTTP ${response.status} without a usable result.`);
     }
     throw ckanError(response.status, envelope.error, this.redact, this.#config.apiToken !== undefined);
   }

@@ -1,4 +1,4 @@
-import { HttpError } from "../errors.ts";
+import { BadParameter, UpstreamFailure } from "../errors.ts";
 import type { Column, Row } from "../rows/types.ts";
 import type { SearchResult } from "./types.ts";
 import type { TableQuery } from "../query/table-query.ts";
@@ -18,7 +18,7 @@ export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[
   if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id)).map(column);
   return query.fields.map((id) => {
     const field = fields.find((f) => f.id === id);
-    if (field === undefined) throw new HttpError(400, `CKAN rejected fields: invalid value "${id}".`, { parameter: "fields" });
+    if (field === undefined) throw new BadParameter("fields", `CKAN rejected fields: invalid value "${id}".`);
     return column(field);
   });
 }
@@ -29,7 +29,7 @@ export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[
  */
 function projection(columns: Column[], pageFields: Column[]): number[] | undefined {
   const index = columns.map((c) => pageFields.findIndex((f) => f.id === c.id));
-  if (index.some((i) => i < 0)) throw new HttpError(502, "CKAN changed the table's columns during the export.");
+  if (index.some((i) => i < 0)) throw new UpstreamFailure(502, "CKAN changed the table's columns during the export.");
   return index.every((i, n) => i === n) ? undefined : index;
 }
 
@@ -39,7 +39,7 @@ function projection(columns: Column[], pageFields: Column[]): number[] | undefin
  */
 export function rowsOf(result: SearchResult, columns: Column[]): Row[] {
   const records = result.records;
-  if (typeof records === "string") throw new HttpError(502, "CKAN sent records as text where lists were asked for.");
+  if (typeof records === "string") throw new UpstreamFailure(502, "CKAN sent records as text where lists were asked for.");
   if (records.length === 0) return [];
   if (!Array.isArray(records[0])) {
     // Objects (asked for with q, or sent by an upstream that ignores records_format=lists): by name.

@@ -1,4 +1,4 @@
-import { HttpError, clip } from "../errors.ts";
+import { HttpError, UpstreamFailure, clip } from "../errors.ts";
 
 /** CKAN's validation errors: parameter -> messages, as in `{"filters": ["invalid value \"x\""]}`. */
 export type CkanErrorFields = Record<string, string[]>;
@@ -9,6 +9,13 @@ export class CkanValidationError extends HttpError {
   constructor(status: number, message: string, fields: CkanErrorFields, parameter?: string) {
     super(status, message, parameter === undefined ? {} : { parameter });
     this.fields = fields;
+  }
+}
+
+/** CKAN's "Invalid query": PostgreSQL refused the SQL CKAN built from the request (a value, an order). */
+export class CkanQueryRefused extends CkanValidationError {
+  constructor(fields: CkanErrorFields) {
+    super(400, "CKAN could not run the query.", fields);
   }
 }
 
@@ -31,8 +38,10 @@ function stringList(value: unknown): string[] {
 /** Turns CKAN's error object into the error our caller sees; CKAN's SQL and internals stay out. */
 export function ckanError(status: number, error: unknown, redact: (text: string) => string, hasToken: boolean): HttpError {
   const body = error !== null && typeof error === "object" ? (error as Record<string, unknown>) : {};
-  const type = typeof body.__type === "string" ? body.__type : undefined;
-  const message = typeof body.message === "string" ? redact(clip(body.message, 200)) : undefined;
+  const type = typeof body.__type === "string" ? clip(redact(body.__type), 80) : undefined;
+  // Redacted before any cut: a cut could leave a piece of a secret that no longer matches it whole.
+  const quote = (text: string): string => clip(redact(text), 200);
+  const message = typeof body.message === "string" ? quote(body.message) : undefined;
 
   if (type === "Authorization Error" || status === 403 || status === 401) {
     return new HttpError(
@@ -48,26 +57,20 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
   if (type === "Validation Error" || status === 409) {
     const fields: CkanErrorFields = {};
     for (const [key, value] of Object.entries(body)) {
-      if (key !== "__type" && key !== "info") fields[key] = stringList(value).map((m) => redact(clip(m, 200)));
+      if (key !== "__type" && key !== "info") fields[quote(key)] = stringList(value).map(quote);
     }
     const query = fields.query ?? [];
     if (query.some((m) => /too long/i.test(m))) {
       return new CkanValidationError(504, "The CKAN search took too long. Narrow the export with filters or a limit.", fields);
     }
-    if ("query" in fields) {
-      return new CkanValidationError(
-        400,
-        "CKAN could not run the query: a filter value probably does not fit its column's type (for example text in a number column).",
-        fields,
-        "filters",
-      );
-    }
+    // PostgreSQL refused the query CKAN built: which parameter is at fault, only the query tells (see refusals.ts).
+    if ("query" in fields) return new CkanQueryRefused(fields);
     const [key, messages] = Object.entries(fields)[0] ?? ["", []];
     const parameter = OUR_NAME[key];
     if (parameter === undefined) {
-      return new CkanValidationError(502, `CKAN rejected the request (${clip(key, 200)}: ${messages.join("; ")}).`, fields);
+      return new CkanValidationError(502, `CKAN rejected the request (${key}: ${messages.join("; ")}).`, fields);
     }
     return new CkanValidationError(400, `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`, fields, parameter);
   }
-  return new HttpError(502, `CKAN reported an error${message ? `: ${message}` : ""}${type ? ` (${type})` : ""}.`);
+  return new UpstreamFailure(502, `CKAN reported an error${message ? `: ${message}` : ""}${type ? ` (${type})` : ""}.`);
 }

@@ -1,4 +1,4 @@
-import { HttpError } from "../errors.ts";
+import { UpstreamFailure } from "../errors.ts";
 import { batchRows, leadingRows, type Batch, type RecordsReader } from "../rows/batch.ts";
 import type { CkanClient } from "./client.ts";
 import { ISOLATE_PAGE_BUDGET, TARGET_PAGE_BYTES, type PageSizer } from "./page-budget.ts";
@@ -27,9 +27,8 @@ export interface PagePlan {
   filters: Filters;
   /** Rows wanted in all: the limit, or MAX_ROWS + 1 to tell "exactly the maximum" from "more". */
   wanted: number;
-  /** MAX_ROWS when the link set no limit: passing it is an error, never a silent cut. */
-  maxRows: number | undefined;
-  tooMany: () => HttpError;
+  /** When the link set no limit: throws once the rows seen pass the row limit, never a silent cut. */
+  checkRows: ((seen: number) => void) | undefined;
   sizer: PageSizer;
   signal: AbortSignal;
   /** Ends every upstream request still in flight once the loop stops, however it stops. */
@@ -108,7 +107,7 @@ function fetched(plan: PagePlan, stretch: Stretch, result: SearchResult): Fetche
     return { page, result, ended: true, rest: undefined };
   }
   if (n < applied) return { page, result, ended: stretch.upTo === undefined, rest: undefined };
-  if (page.lastId === undefined) throw new HttpError(502, "CKAN's page carries no _id to continue from.");
+  if (page.lastId === undefined) throw new UpstreamFailure(502, "CKAN's page carries no _id to continue from.");
   const done = stretch.upTo !== undefined && page.lastId >= stretch.upTo;
   return { page, result, ended: false, rest: done ? undefined : { after: page.lastId, upTo: stretch.upTo, count: sizer.rows } };
 }
@@ -216,7 +215,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
     for (;;) {
       paging.set(plan, Date.now());
       const count = batchRows(current.page.batch);
-      if (plan.maxRows !== undefined && seen + count > plan.maxRows) throw plan.tooMany();
+      plan.checkRows?.(seen + count);
       const last = current.ended || seen + count >= wanted;
       if (!last && current.rest !== undefined) {
         // The rest of this stretch comes right after it, ahead of the stretches already in flight.

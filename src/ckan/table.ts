@@ -1,13 +1,17 @@
-import { HttpError } from "../errors.ts";
-import type { Batch, PassthroughFactory } from "../rows/batch.ts";
+import { UpstreamFailure } from "../errors.ts";
+import { checkRowLimit, type RowLimit } from "../query/row-limit.ts";
+import type { TableQuery } from "../query/table-query.ts";
+import type { Batch, PassthroughFactory, RecordsReader } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
-import type { CkanClient } from "./client.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
-import { fetchFirstPage, isBefore212, mayUseKeyset, type FirstPage } from "./keyset-probe.ts";
-import { idStretches, offsetStretches, readPages, type Page, type Position, type StretchPlanner } from "./paging.ts";
-import { PageSizer, ROW_PAGE_BYTES, rowsPerPage, TARGET_PAGE_BYTES } from "./page-budget.ts";
-import { sortColumns } from "../query/sort.ts";
-import { isRangeFilter, type TableQuery } from "../query/table-query.ts";
+import { openFirstPage } from "./first-page.ts";
+import { checkCount, checkSubrequests, pageTarget } from "./limits.ts";
+import { PageSizer } from "./page-budget.ts";
+import { readPages, type Page, type Position } from "./paging.ts";
+import { explainRefusal } from "./refusals.ts";
+import { baseRequest, firstFormat, idOf, lastIdOf, requestedFields } from "./requests.ts";
+import type { CkanSite } from "./site.ts";
+import { STRATEGIES, type PagingStrategy } from "./strategies.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
 /** An opened export: the first page is already fetched, so early failures get a real status. */
@@ -27,8 +31,8 @@ export interface Table {
 
 /**
  * Where an export that spans invocations (a snapshot run's steps) picks up again: after `rows` rows,
- * and after the last one's `_id` when it pages by `_id` (otherwise by offset, which the total order of
- * `pagingSort` makes exact). CKAN's count is the one the export's first page gave: later parts skip
+ * and after the last one's `_id` when it pages by `_id` (otherwise by offset, which the total order
+ * of every request's sort, ended by `_id`, makes exact). CKAN's count is the one the export's first page gave: later parts skip
  * `count(*)`, and judge MAX_ROWS and the page plan by the same number.
  */
 export interface Resume {
@@ -40,7 +44,8 @@ export interface Resume {
 
 export interface PagingOptions {
   pageSize: number;
-  maxRows: number;
+  /** The query's row limit, which an export without `limit` must not pass. */
+  rowLimit: RowLimit;
   /** Pages fetched at once when the total is known and paging is by offset. */
   concurrency: number;
   /** Ask later pages as CSV text and rewrite them with this instead of encoding rows. */
@@ -52,147 +57,21 @@ export interface PagingOptions {
   resume?: Resume;
 }
 
-/** The user's order made total by `_id`, so offset paging neither repeats nor skips rows. */
-function pagingSort(sort: string | undefined): string {
-  if (sort === undefined) return "_id";
-  return sortColumns(sort).includes("_id") ? sort : `${sort}, _id`;
-}
-
-/** `available` undefined: CKAN gave no exact count, and counting passed the maximum. */
-const tooMany = (available: number | undefined, estimated: boolean, maxRows: number): HttpError =>
-  new HttpError(
-    400,
-    `${available === undefined ? "More than" : estimated ? "About" : ""} ${available ?? maxRows} rows match, more than this worker's maximum of ${maxRows} rows per export. Add limit=${maxRows} (or less), narrow with filters or q, or export in parts with offset.`.trimStart(),
-    { parameter: "limit" },
-  );
-
-/**
- * CKAN before 2.12 has no range filters: it rejects the filter, or fails building SQL for it. Said
- * plainly, since CKAN's own message would blame the filter's value.
- */
-function rangeFilterRefused(error: unknown, query: TableQuery, siteKey: string): HttpError | undefined {
-  const ranged = Object.keys(query.filters).filter((field) => isRangeFilter(query.filters[field]!));
-  if (ranged.length === 0 || !(error instanceof HttpError) || error.status < 400 || error.status === 403 || error.status === 404) return undefined;
-  const fields = ranged.map((f) => `"${f}"`).join(", ");
-  if (isBefore212(siteKey)) {
-    return new HttpError(400, `This CKAN site does not support range filters (on ${fields}); they need CKAN 2.12 or later. Filter on exact values instead.`, {
-      parameter: "filters",
-      cause: error,
-    });
-  }
-  if (error.status !== 400 && error.status !== 502) return undefined;
-  return new HttpError(
-    400,
-    `CKAN refused the range filter on ${fields}: either the site runs a CKAN older than 2.12 (range filters need 2.12), or a bound does not fit the column's type.`,
-    { parameter: "filters", cause: error },
-  );
-}
-
-/**
- * An export that would need more upstream requests than a Workers request may make would fail
- * half-way: it is refused before the first byte, with what fits. Counted: the first page, the
- * pages at the size the first one suggests, the probe and the check after the last page.
- */
-function checkSubrequests(
-  first: SearchResult,
-  firstCount: number,
-  firstLimit: number,
-  rows: number,
-  byId: boolean,
-  options: Pick<PagingOptions, "pageSize" | "subrequestLimit" | "passthrough">,
-): number {
-  // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
-  const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
-  const perPage = rowsPerPage(cap, first.responseBytes, firstCount, pageTarget(options));
-  const pages = Math.ceil(Math.max(0, rows - firstCount) / perPage);
-  if (pages === 0) return 0;
-  // `_id` ranges may each end on a part page: at most as many ranges as pages, so twice the pages.
-  const perRow = byId ? 2 : 1;
-  const needed = 1 + perRow * pages + 2;
-  if (needed <= options.subrequestLimit) return pages;
-  const fits = firstCount + Math.floor((options.subrequestLimit - 3) / perRow) * perPage;
-  throw new HttpError(
-    400,
-    `This export needs about ${needed} requests to CKAN (${perPage} rows each), more than the ${options.subrequestLimit} one request to this worker may make (SUBREQUEST_LIMIT). Add limit=${Math.max(1, fits)} or less, narrow with filters or q, or export in parts with offset.`,
-    { parameter: "limit" },
-  );
-}
-
-/** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
-function lastIdOf(result: SearchResult): number | undefined {
-  // Pages copied from CSV bytes carry theirs in their copy's `lastId`: records here are lists or objects.
-  const record = typeof result.records === "string" ? undefined : result.records.at(-1);
-  if (Array.isArray(record)) return idOf(record[result.fields.findIndex((f) => f.id === "_id")]);
-  return idOf(record?._id);
-}
-
-function idOf(raw: string | undefined): number | undefined {
-  const id = Number(raw);
-  return raw !== undefined && raw !== "" && Number.isSafeInteger(id) ? id : undefined;
-}
-
-/** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */
-async function largestId(client: CkanClient, query: TableQuery, signal: AbortSignal): Promise<number | undefined> {
-  const probe: SearchRequest = { ...baseRequest(query), sort: "_id desc", fields: ["_id"], limit: 1, include_total: false };
-  try {
-    return lastIdOf(await client.search(probe, signal));
-  } catch {
-    // Without it (or once the export has stopped), one open-ended range: sequential, and still every row.
-    return undefined;
-  }
-}
-
-/** Answer bytes per page: pages copied as bytes are held as bytes, pages of rows cost heap. */
-const pageTarget = (options: Pick<PagingOptions, "passthrough">): number => (options.passthrough === undefined ? ROW_PAGE_BYTES : TARGET_PAGE_BYTES);
-
-/** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
-function requestedFields(query: TableQuery, withId: boolean): { fields?: string[] } {
-  if (query.fields === undefined) return {};
-  return { fields: withId && !query.fields.includes("_id") ? [...query.fields, "_id"] : query.fields };
-}
-
-/** The request every call of an export starts from: table, search, filters and a total order. */
-function baseRequest(query: TableQuery): SearchRequest {
-  const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
-  if (query.q !== undefined) base.q = query.q;
-  if (Object.keys(query.filters).length > 0) base.filters = query.filters;
-  return base;
-}
-
-/**
- * CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the columns are
- * known, such a search asks for objects.
- */
-const firstFormat = (query: TableQuery): "objects" | "lists" => (query.q !== undefined && query.fields === undefined ? "objects" : "lists");
-
-function checkMaxRows(
-  query: TableQuery,
-  first: Pick<SearchResult, "total" | "total_was_estimated">,
-  maxRows: number,
-): { available: number | undefined; estimated: boolean } {
-  const total = typeof first.total === "number" ? first.total : undefined;
-  const estimated = first.total_was_estimated === true;
-  const available = total === undefined ? undefined : Math.max(0, total - query.offset);
-  if (query.limit === undefined && available !== undefined && available > maxRows) throw tooMany(available, estimated, maxRows);
-  return { available, estimated };
-}
-
 /**
  * What an export would be, without its rows: one call with `limit: 0` for the columns and CKAN's
- * count, with the same checks as the export itself (columns, MAX_ROWS). For HEAD.
+ * count, with the same checks as the export itself (columns, the row limit). For HEAD.
  */
 export async function describeTable(
-  client: CkanClient,
-  siteKey: string,
+  site: CkanSite,
   query: TableQuery,
-  options: Pick<PagingOptions, "maxRows" | "pageSize" | "subrequestLimit">,
+  options: Pick<PagingOptions, "rowLimit" | "pageSize" | "subrequestLimit">,
 ): Promise<Pick<Table, "columns" | "total">> {
   const body: SearchRequest = { ...baseRequest(query), ...requestedFields(query, false), records_format: firstFormat(query), include_total: true };
-  const result = await client.search(body).catch((error: unknown) => {
-    throw rangeFilterRefused(error, query, siteKey) ?? error;
+  const result = await site.client.search(body).catch((error: unknown) => {
+    throw explainRefusal(error, query, site.rangeFilters === false);
   });
   const columns = outputColumns(query, result.fields);
-  const { available } = checkMaxRows(query, result, options.maxRows);
+  const { available } = checkCount(query, result, options.rowLimit);
   // No row tells what a row costs: refused only when even full pages would need too many requests.
   const rows = Math.min(available ?? query.limit ?? 0, query.limit ?? Number.POSITIVE_INFINITY);
   checkSubrequests(result, 0, 0, rows, false, options);
@@ -200,57 +79,106 @@ export async function describeTable(
 }
 
 /**
- * Opens an export: fetches the first page (learning on the way whether the site pages by keyset),
- * checks the count against MAX_ROWS, and plans the rest, which `readPages` fetches as it is read.
+ * Opens an export: fetches the first page (first-page.ts), judges its limits from it (limits.ts),
+ * and plans the rest with a paging strategy chosen by name (strategies.ts), which `readPages`
+ * fetches as it is read.
  */
-export async function openTable(client: CkanClient, siteKey: string, query: TableQuery, options: PagingOptions): Promise<Table> {
-  const base = baseRequest(query);
+export async function openTable(site: CkanSite, query: TableQuery, options: PagingOptions): Promise<Table> {
   const resume = options.resume;
   const done = resume?.rows ?? 0;
-  // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
-  const keysetPossible = resume === undefined && query.sort === undefined && !("_id" in query.filters) && mayUseKeyset(siteKey);
-  // Without a limit, at most MAX_ROWS; one row more is fetched to tell "exactly the maximum" from "more".
-  const wanted = (query.limit ?? options.maxRows + 1) - done;
+  // Without a limit, at most the row limit; one row more is fetched to tell "exactly the maximum" from "more".
+  const wanted = (query.limit ?? options.rowLimit.rows + 1) - done;
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize, pageTarget(options));
   const firstLimit = Math.min(sizer.rows, wanted);
-  const firstBody = (keyset: boolean): SearchRequest => ({
-    ...base,
-    ...requestedFields(query, keyset),
-    records_format: firstFormat(query),
-    limit: firstLimit,
-    offset: query.offset,
-    include_total: true,
-    ...(keyset ? { include_next_page: true } : {}),
-  });
-  const { result: first, keyset } = await (resume === undefined
-    ? fetchFirstPage(client, siteKey, keysetPossible ? firstBody(true) : undefined, firstBody(false), signal)
-    : resumedPage(client, query, resume, firstBody, signal)
-  ).catch((error: unknown) => {
-    throw rangeFilterRefused(error, query, siteKey) ?? error;
-  });
+  const { result: first, keyset } = await openFirstPage(site, query, resume, firstLimit, signal);
 
   const columns = outputColumns(query, first.fields);
-  const counted = resume === undefined ? first : { total: resume.total, total_was_estimated: resume.estimated };
-  const total = typeof counted.total === "number" ? counted.total : undefined;
-  const checked = checkMaxRows(query, counted, options.maxRows);
-  const estimated = checked.estimated;
-  const available = checked.available === undefined ? undefined : Math.max(0, checked.available - done);
-  const exact = available !== undefined && !estimated;
+  const count = countOf(query, resume ?? first, options.rowLimit, done);
+  const later = laterPages(query, first, columns, keyset, resume, options.passthrough);
+  const firstRows = rowsOf(first, columns);
+  const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
+  const after = later.byId && full ? lastIdOf(first) : undefined;
+  const rows = count.available === undefined ? wanted : Math.min(count.available, wanted);
+  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, options) : 0;
 
-  // The first page told us the columns: later pages are asked for exactly those, in output order (plus
-  // `_id` last for keyset paging), so their rows need no rearranging, and CSV ones can be rewritten as text.
+  const strategy: PagingStrategy = after === undefined ? "offset" : "id-ranges";
+  // Resumed after an `_id`, offsets count from there (the later pages' filters hold the bound).
+  const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
+  const { available, exact } = count;
+  const plan = STRATEGIES[strategy]({ client: site.client, query, signal, sizer, wanted, concurrency: options.concurrency, available, exact, firstRows: firstRows.length, pagesPlanned, from, after: after ?? 0 });
+  const position: Position = { rows: 0, lastId: undefined };
+  const pages = readPages({
+    client: site.client,
+    base: later.base,
+    filters: query.filters,
+    ...plan,
+    wanted,
+    checkRows: query.limit === undefined ? (seen) => checkRowLimit(options.rowLimit, done + seen, "more") : undefined,
+    sizer,
+    signal,
+    stop,
+    first,
+    firstRows,
+    firstLimit,
+    pageOf: later.pageOf,
+    firstLastId: after,
+    position,
+    ...(later.reader !== undefined ? { reader: later.reader } : {}),
+  });
+  const { total, estimated } = count;
+  return {
+    columns,
+    total,
+    expectedRows: available === undefined ? query.limit : Math.min(available, wanted),
+    firstPageRows: Math.min(first.records.length, wanted),
+    pages,
+    resumeAt: () => ({ rows: done + position.rows, afterId: later.byId ? position.lastId : undefined, total, estimated }),
+  };
+}
+
+/**
+ * CKAN's count (the first page's, or the one a resumed export carries), checked against the row
+ * limit, and the rows it leaves after those done.
+ */
+function countOf(
+  query: TableQuery,
+  counted: Pick<SearchResult, "total" | "total_was_estimated"> | Resume,
+  rowLimit: RowLimit,
+  done: number,
+): { total: number | undefined; estimated: boolean; available: number | undefined; exact: boolean } {
+  const given = "rows" in counted ? { total: counted.total, total_was_estimated: counted.estimated } : counted;
+  const total = typeof given.total === "number" ? given.total : undefined;
+  const checked = checkCount(query, given, rowLimit);
+  const available = checked.available === undefined ? undefined : Math.max(0, checked.available - done);
+  return { total, estimated: checked.estimated, available, exact: available !== undefined && !checked.estimated };
+}
+
+/**
+ * How the pages after the first are asked for and read. The first page told the columns: later
+ * pages are asked for exactly those, in output order (plus `_id` last for keyset paging), so their
+ * rows need no rearranging, and CSV ones can be rewritten as text.
+ */
+function laterPages(
+  query: TableQuery,
+  first: SearchResult,
+  columns: Column[],
+  keyset: boolean,
+  resume: Resume | undefined,
+  passthroughFactory: PassthroughFactory | undefined,
+): { base: SearchRequest; byId: boolean; pageOf: (result: SearchResult) => Page; reader: RecordsReader | undefined } {
   const idColumn = first.fields.find((f) => f.id === "_id");
   const incoming = keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
   // `fields` order), pages go by offset, which CKAN 2.12 serves as well.
   const byId = keyset && incoming.at(-1)?.id === "_id";
+  const base = baseRequest(query);
   base.fields = incoming.map((c) => c.id);
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
   if (resume?.afterId !== undefined) base.filters = { ...query.filters, _id: { gt: resume.afterId } };
-  const passthrough = options.passthrough?.(incoming, columns.length);
+  const passthrough = passthroughFactory?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
   const pageOf = (result: SearchResult): Page => {
     if (result.copy !== undefined) {
@@ -258,85 +186,8 @@ export async function openTable(client: CkanClient, siteKey: string, query: Tabl
       return { batch: copied.page, lastId: byId ? idOf(copied.lastId) : undefined };
     }
     // The reader could not read the answer's records: rows, when they came as records.
-    if (typeof result.records === "string") throw new HttpError(502, "CKAN's CSV records could not be read.");
+    if (typeof result.records === "string") throw new UpstreamFailure(502, "CKAN's CSV records could not be read.");
     return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };
   };
-  const firstRows = rowsOf(first, columns);
-  const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
-
-  const after = byId && full ? lastIdOf(first) : undefined;
-  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, available === undefined ? wanted : Math.min(available, wanted), after !== undefined, options) : 0;
-
-  const position: Position = { rows: 0, lastId: undefined };
-  let stretches: StretchPlanner | Promise<StretchPlanner>;
-  let window: number;
-  if (after !== undefined) {
-    // In `_id` order on CKAN 2.12: ranges of `_id`, side by side, sized by the table's density.
-    window = Math.max(1, options.concurrency);
-    const rowsAfter = available === undefined ? undefined : Math.max(0, available - firstRows.length);
-    // With one page left to fetch (or one in flight at a time), ranges side by side gain nothing: no probe.
-    stretches =
-      window === 1 || pagesPlanned <= 1
-        ? idStretches(after, undefined, 1, wanted, sizer, 0)
-        : largestId(client, query, signal).then((largest) => {
-            const density = largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
-            return idStretches(after, largest, density, wanted, sizer, Math.max(1, pagesPlanned));
-          });
-  } else {
-    // An estimated total may be short: planning by it could stop early, so count instead.
-    window = exact ? Math.max(1, options.concurrency) : 1;
-    // Resumed after an `_id`, offsets count from there (base.filters holds the bound).
-    const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
-    stretches = offsetStretches(from, exact ? Math.min(available, wanted) : wanted, wanted, sizer);
-  }
-
-  const pages = readPages({
-    client,
-    base,
-    filters: query.filters,
-    stretches,
-    window,
-    wanted,
-    maxRows: query.limit === undefined ? options.maxRows - done : undefined,
-    tooMany: () => tooMany(undefined, false, options.maxRows),
-    sizer,
-    signal,
-    stop,
-    first,
-    firstRows,
-    firstLimit,
-    pageOf,
-    firstLastId: after,
-    position,
-    ...(passthrough !== undefined ? { reader: passthrough.read } : {}),
-  });
-  return {
-    columns,
-    total,
-    expectedRows: available === undefined ? query.limit : Math.min(available, wanted),
-    firstPageRows: Math.min(first.records.length, wanted),
-    pages,
-    resumeAt: () => ({ rows: done + position.rows, afterId: byId ? position.lastId : undefined, total, estimated }),
-  };
-}
-
-/**
- * The first page of an export that goes on from `resume`: after its last `_id` (a range filter, so
- * CKAN 2.12, which the run's first page already found), or at its offset; never counted again.
- */
-async function resumedPage(
-  client: CkanClient,
-  query: TableQuery,
-  resume: Resume,
-  firstBody: (keyset: boolean) => SearchRequest,
-  signal: AbortSignal,
-): Promise<FirstPage> {
-  const keyset = resume.afterId !== undefined;
-  const body = { ...firstBody(false), include_total: false };
-  if (keyset) {
-    Object.assign(body, requestedFields(query, true), { offset: 0, filters: { ...query.filters, _id: { gt: resume.afterId } } });
-  } else {
-    body.offset = query.offset + resume.rows;
-  }
-  return { result: await client.search(body, signal), keyset };
+  return { base, byId, pageOf, reader: passthrough?.read };
 }

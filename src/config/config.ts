@@ -13,6 +13,8 @@ export interface Config {
   /** alias -> resource UUID */
   resources: ReadonlyMap<string, string>;
   maxRows: number;
+  /** Groups one aggregate keeps in memory, at most (MAX_GROUPS). */
+  maxGroups: number;
   pageSize: number;
   upstreamTimeoutMs: number;
   upstreamRetries: number;
@@ -33,8 +35,9 @@ export interface Config {
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
   upstreamConcurrency: number;
-  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV with "," only). */
+  /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV and TSV with the decimal point). */
   csvPassthrough: boolean;
+  /** Ask CKAN for CSV pages and write them as JSON or NDJSON from their bytes, instead of parsing rows. */
   jsonPassthrough: boolean;
   /** Upstream requests one export may make: the Workers plan's subrequest limit. */
   subrequestLimit: number;
@@ -126,6 +129,7 @@ export function parseConfig(env: Env): Config {
     apiToken: secret(env.CKAN_API_TOKEN),
     resources: resources(env.RESOURCES),
     maxRows: integerSetting("MAX_ROWS", env.MAX_ROWS, 1_000_000, 1, Number.MAX_SAFE_INTEGER),
+    maxGroups: integerSetting("MAX_GROUPS", env.MAX_GROUPS, 100_000, 1, 10_000_000),
     pageSize: integerSetting("PAGE_SIZE", env.PAGE_SIZE, CKAN_ROWS_MAX, 1, CKAN_ROWS_MAX),
     upstreamTimeoutMs: 1000 * integerSetting("UPSTREAM_TIMEOUT_SECONDS", env.UPSTREAM_TIMEOUT_SECONDS, 30, 1, 300),
     upstreamRetries: integerSetting("UPSTREAM_RETRIES", env.UPSTREAM_RETRIES, 3, 0, 10),

@@ -2,12 +2,14 @@
 export interface Env {
   /** CKAN site base, may include a mount prefix and language segment (`https://open.canada.ca/data/en`). */
   CKAN_BASE_URL?: string;
-  /** Secret. Sent raw in `Authorization` to the datastore_search URL and nowhere else. */
+  /** Secret. Sent raw in `Authorization` to the datastore_search URL (and datastore_search_sql beside it) and nowhere else. */
   CKAN_API_TOKEN?: string;
   /** alias -> resource UUID: a TOML table from wrangler.toml or a JSON string from `--var`/the dashboard. */
   RESOURCES?: unknown;
   /** Most rows one export may return (default 1000000). */
   MAX_ROWS?: string;
+  /** Most groups one aggregate keeps (default 100000). */
+  MAX_GROUPS?: string;
   /** Rows per upstream page (default and maximum 32000, CKAN's rows_max). */
   PAGE_SIZE?: string;
   /** Seconds before an upstream call is abandoned (default 30). */
@@ -46,6 +48,7 @@ export interface Env {
   SUBREQUEST_LIMIT?: string;
   /** "false" turns off the CSV pass-through (CKAN's CSV pages rewritten instead of rows re-encoded). */
   CSV_PASSTHROUGH?: string;
+  /** "false" turns off the JSON pass-through (CKAN's CSV pages written as JSON from their bytes instead of rows re-encoded). */
   JSON_PASSTHROUGH?: string;
   /** Seconds a small export is kept in the edge cache (default 300; 0 turns caching off). */
   CACHE_TTL_SECONDS?: string;

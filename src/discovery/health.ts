@@ -1,4 +1,6 @@
-import { CkanClient } from "../ckan/client.ts";
+import { CkanClient, redirectRefused } from "../ckan/client.ts";
+import { siteFacts } from "../ckan/site.ts";
+import { redactorOf } from "../log/redact.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { toHttpError, type HttpError } from "../errors.ts";
@@ -48,12 +50,16 @@ async function statusShow(config: Config, upstreamFetch: UpstreamFetch): Promise
   const url = `${base}/api/action/status_show`;
   let response: Response;
   try {
-    response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS) }));
+    response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "manual" }));
   } catch (error) {
     const reason = error instanceof Error && error.name === "TimeoutError" ? `no answer within ${TIMEOUT_MS / 1000} s` : "the connection failed";
     return { ckan, problem: `CKAN did not answer at ${base} (${reason}). Check CKAN_BASE_URL and that the site is up.` };
   }
   ckan.reachable = true;
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    return { ckan, problem: `${redirectRefused(response, url, redactorOf([config.apiToken, config.adminToken, config.linkSigningKey])).message}` };
+  }
   const text = await response.text();
   let body: { success?: unknown; result?: { ckan_version?: unknown; extensions?: unknown } } | undefined;
   try {
@@ -96,6 +102,7 @@ export async function upstreamHealth(config: Config, upstreamFetch: UpstreamFetc
   const problems: string[] = [];
   const status = await statusShow(config, upstreamFetch);
   if (status.problem !== undefined) problems.push(status.problem);
+  if (status.ckan.version !== null) siteFacts(config).version = status.ckan.version;
   const token: TokenHealth = { configured: config.apiToken !== undefined, accepted: null };
   const resources: ResourceHealth[] = [];
   if (status.problem !== undefined) return { ckan: status.ckan, resources, token, problems };

@@ -18,7 +18,7 @@ const MAX_DESCRIPTION = 500;
 export async function resourceText(config: Config, upstreamFetch: UpstreamFetch, resourceId: string): Promise<ResourceText> {
   const url = `${config.ckanBase}/api/action/resource_show?id=${encodeURIComponent(resourceId)}`;
   try {
-    const response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS) }));
+    const response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "manual" }));
     if (!response.ok) {
       await response.body?.cancel();
       return {};

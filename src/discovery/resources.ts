@@ -1,6 +1,6 @@
 import { unknownAlias } from "../query/export-query.ts";
 import { CkanClient } from "../ckan/client.ts";
-import { isBefore212 } from "../ckan/keyset-probe.ts";
+import { siteFor } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { toHttpError } from "../errors.ts";
@@ -52,7 +52,7 @@ export async function listResources(deps: DiscoveryDeps): Promise<unknown> {
       ),
     ]);
     Object.assign(entry, text);
-    if ("error" in info) entry.error = { status: info.error.status, message: info.error.message };
+    if ("error" in info) entry.error = { status: info.error.status, message: client.redact(info.error.message) };
     else {
       entry.rows = info.rows ?? null;
       if (info.estimated) entry.rows_estimated = true;
@@ -96,10 +96,9 @@ async function examples(deps: DiscoveryDeps, alias: string, columns: ColumnInfo[
 export async function describeResource(alias: string, deps: DiscoveryDeps): Promise<unknown> {
   const { config, origin } = deps;
   const id = publishedResource(config, alias);
-  const client = new CkanClient(config, deps.upstreamFetch);
-  const [text, info] = await Promise.all([resourceText(config, deps.upstreamFetch, id), tableInfo(client, id)]);
-  await probeDistinctValues(client, id, info.columns, config.upstreamConcurrency);
-  const site = config.datastoreSearchUrl;
+  const site = siteFor(config, deps.upstreamFetch);
+  const [text, info] = await Promise.all([resourceText(config, deps.upstreamFetch, id), tableInfo(site.client, id)]);
+  await probeDistinctValues(site.client, id, info.columns, config.upstreamConcurrency);
   return {
     name: alias,
     resource_id: id,
@@ -108,7 +107,7 @@ export async function describeResource(alias: string, deps: DiscoveryDeps): Prom
     ...(info.rowsEstimated ? { rows_estimated: true } : {}),
     max_rows: config.maxRows,
     // Range filters need CKAN 2.12: false once an export has found the site older, else null (not known).
-    range_filters: isBefore212(site) ? false : null,
+    range_filters: site.rangeFilters === false ? false : null,
     formats: Object.keys(FORMATS),
     columns: info.columns,
     examples: await examples(deps, alias, info.columns),

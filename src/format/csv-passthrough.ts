@@ -32,7 +32,8 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
     if (i >= dropFrom) return Action.Drop;
     if (c.type === "bool") return Action.Bool;
     if (isJsonType(c.type)) return Action.Json;
-    if (isNumericType(c.type)) return Action.Copy;
+    // The guard judges the value, not the column's type: a number column's cell may be any text.
+    if (isNumericType(c.type)) return formulaGuard ? Action.Guarded : Action.Copy;
     return formulaGuard ? Action.Guarded : Action.Text;
   });
   const width = incoming.length;
@@ -75,7 +76,7 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
         quoted = false;
       }
       if (action === Action.Drop) o = cell;
-      else if (action !== Action.Copy && o > cell) o = rewriteCell(out, cell, o, quoted, action, scanned.bom);
+      else if (action !== Action.Copy && o > cell) o = rewriteCell(out, cell, o, quoted, action, scanned.bom, formulaGuard);
       if (requote && action !== Action.Drop && o > cell) o = requoteCell(out, cell, o, separator);
       if (scanned.ended) {
         out[o++] = CR;
@@ -98,24 +99,25 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
  * end. Most cells stay as they are: text that neither starts a formula nor needs quotes CKAN did not
  * give it (the row has room: see `growth`).
  */
-function rewriteCell(out: Uint8Array, cell: number, end: number, quoted: boolean, action: Action, bom: boolean): number {
-  if (action === Action.Bool) {
-    if (end - cell !== 1) return end;
+function rewriteCell(out: Uint8Array, cell: number, end: number, quoted: boolean, action: Action, bom: boolean, guard: boolean): number {
+  if (action === Action.Bool && end - cell === 1) {
     const word = out[cell] === 0x74 ? TRUE : out[cell] === 0x66 ? FALSE : undefined;
-    if (word === undefined) return end;
-    out.set(word, cell);
-    return cell + word.length;
+    if (word !== undefined) {
+      out.set(word, cell);
+      return cell + word.length;
+    }
   }
+  // Any other cell of any column is guarded by its value (a bool column's cell may hold any text too).
   if (quoted) {
     // CKAN quoted it for a comma, quote or line break: papaparse quotes it too, the guard goes inside.
-    if (action !== Action.Guarded || !startsFormula(out, cell + 1, end - 1)) return end;
+    if (!guard || !startsFormula(out, cell + 1, end - 1)) return end;
     out.copyWithin(cell + 2, cell + 1, end);
     out[cell + 1] = APOSTROPHE;
     return end + 1;
   }
   // A null array or json value is the literal `null` in CKAN's CSV (a JSON null inside is quoted text).
   if (action === Action.Json && end - cell === 4 && out[cell] === 0x6e && out[cell + 1] === 0x75 && out[cell + 2] === 0x6c && out[cell + 3] === 0x6c) return cell;
-  if (action === Action.Guarded && startsFormula(out, cell, end)) {
+  if (guard && startsFormula(out, cell, end)) {
     out.copyWithin(cell + 1, cell, end);
     out[cell] = APOSTROPHE;
     end++;
@@ -155,17 +157,44 @@ function requoteCell(out: Uint8Array, cell: number, end: number, separator: numb
 }
 
 /**
+ * Where the text from `i` goes on past leading spaces and invisible characters (see guard.ts's
+ * LEADING), in UTF-8: space, NBSP, U+1680, U+180E, U+2000-U+200F, U+2028-U+202F, U+205F-U+2064,
+ * U+2066-U+206F, U+3000, the BOM.
+ */
+function pastLeading(csv: Uint8Array, i: number, end: number): number {
+  while (i < end) {
+    const c = csv[i];
+    const d = csv[i + 1];
+    const e = csv[i + 2] ?? 0;
+    if (c === SPACE) i++;
+    else if (c === 0xc2 && d === 0xa0) i += 2;
+    else if (c === 0xe1 && ((d === 0x9a && e === 0x80) || (d === 0xa0 && e === 0x8e))) i += 3;
+    else if (c === 0xe2 && d === 0x80 && ((e >= 0x80 && e <= 0x8f) || (e >= 0xa8 && e <= 0xaf))) i += 3;
+    else if (c === 0xe2 && d === 0x81 && (e === 0x9f || (e >= 0xa0 && e <= 0xa4) || (e >= 0xa6 && e <= 0xaf))) i += 3;
+    else if (c === 0xe3 && d === 0x80 && e === 0x80) i += 3;
+    else if (c === 0xef && d === 0xbb && e === 0xbf) i += 3;
+    else break;
+  }
+  return i;
+}
+
+/**
  * Whether the text in [start, end) starts as a formula would (see guard.ts: `=`, `+`, `-`, `@`, tab,
- * CR, LF, and their full-width forms) and is not a plain number (`-12.5` stays a number).
+ * CR, LF, their full-width and small forms), past leading spaces and invisible characters, and is
+ * not a plain number (`-12.5` stays a number).
  */
 function startsFormula(csv: Uint8Array, start: number, end: number): boolean {
-  const c = csv[start];
+  const at = pastLeading(csv, start, end);
+  const c = csv[at];
+  if (at >= end) return false;
   if (c === 0x3d || c === 0x40 || c === TAB || c === CR || c === LF) return true;
-  if (c === 0x2b || c === 0x2d) return !isPlainNumber(csv, start, end);
-  // U+FF1D, U+FF0B, U+FF0D, U+FF20 in UTF-8.
-  if (c !== 0xef || csv[start + 1] !== 0xbc) return false;
-  const d = csv[start + 2];
-  return d === 0x9d || d === 0x8b || d === 0x8d || d === 0xa0;
+  if (c === 0x2b || c === 0x2d) return !isPlainNumber(csv, at, end);
+  if (c !== 0xef) return false;
+  const d = csv[at + 1];
+  const e = csv[at + 2];
+  // U+FF1D, U+FF0B, U+FF0D, U+FF20 (full width) and U+FE66, U+FE62, U+FE63, U+FE6B (small) in UTF-8.
+  if (d === 0xbc) return e === 0x9d || e === 0x8b || e === 0x8d || e === 0xa0;
+  return d === 0xb9 && (e === 0xa6 || e === 0xa2 || e === 0xa3 || e === 0xab);
 }
 
 function hasBom(csv: Uint8Array, start: number, end: number): boolean {

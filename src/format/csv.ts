@@ -50,7 +50,8 @@ export const headerText = (columns: Column[], header: CsvOptions["header"]): str
  * value is converted exactly once.
  */
 export function csvEncoder(columns: Column[], options: CsvOptions, continued?: { rows: number }): Encoder<string> {
-  const guarded = columns.map((c) => options.formulaGuard && !isNumericType(c.type));
+  // Judged by the value, whatever the column's type: a number column's cell may hold any text.
+  const guarded = columns.map(() => options.formulaGuard);
   const json = columns.map((c) => isJsonType(c.type));
   const comma = columns.map((c) => options.decimal === "," && isNumericType(c.type));
   const writer = writerOptions(options.delimiter);

@@ -18,11 +18,25 @@ describe("formula guard", () => {
     ["- 12", "'- 12"],
     ["-12.5 ", "'-12.5 "],
     ["=1", "'=1"],
+    // Past leading spaces and invisible characters, which some imports trim before they judge.
+    [" =x", "' =x"],
+    ["\u00a0=1+1", "'\u00a0=1+1"],
+    ["\u3000=1+1", "'\u3000=1+1"],
+    ["\u200b=1+1", "'\u200b=1+1"],
+    ["\u200d\u2060@x", "'\u200d\u2060@x"],
+    ["\ufeff=1+1", "'\ufeff=1+1"],
+    ["\u202e=1+1", "'\u202e=1+1"],
+    ["  \u00a0+cmd", "'  \u00a0+cmd"],
+    // Look-alikes: the small forms beside the full-width ones.
+    ["\ufe66HYPERLINK()", "'\ufe66HYPERLINK()"],
+    ["\ufe62x", "'\ufe62x"],
+    ["\ufe63x", "'\ufe63x"],
+    ["\ufe6bx", "'\ufe6bx"],
   ])("guards %j", (input, expected) => {
     expect(guardFormula(input)).toBe(expected);
   });
 
-  it.each(["-12.5", "+3", "-403", "1e5", "-.5", "2.", "plain text", "", "a=b", " =x"])("leaves %j alone", (input) => {
+  it.each(["-12.5", "+3", "-403", "1e5", "-.5", "2.", "plain text", "", "a=b", " -12", "\u00a0", " plain"])("leaves %j alone", (input) => {
     expect(guardFormula(input)).toBe(input);
   });
 

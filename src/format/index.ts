@@ -1,5 +1,5 @@
 import type { Column } from "../rows/types.ts";
-import type { CsvOptions, FormatName, NumericMode } from "../query/formats.ts";
+import type { FormatName, FormatOptions, Output } from "../query/formats.ts";
 import { csvEncoder, headerText } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
 import { parquetEncoder } from "./parquet.ts";
@@ -15,8 +15,8 @@ export interface Continued {
   rows: number;
 }
 
-export interface FormatEncoder {
-  encoder(columns: Column[], csv: CsvOptions, numeric: NumericMode, continued?: Continued): Encoder<string | Uint8Array>;
+export interface FormatEncoder<Options> {
+  encoder(columns: Column[], options: Options, continued?: Continued): Encoder<string | Uint8Array>;
   /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP and deflate state, Parquet's row groups do not). */
   resumable: boolean;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
@@ -25,16 +25,17 @@ export interface FormatEncoder {
   maxBytes?: { limit: number; refusal: (estimate: number) => string };
 }
 
-/** One renderer per format of query/formats.ts. */
-export const ENCODERS: Record<FormatName, FormatEncoder> = {
-  csv: { encoder: (columns, csv, _numeric, continued) => csvEncoder(columns, csv, continued), resumable: true },
-  tsv: { encoder: (columns, csv, _numeric, continued) => csvEncoder(columns, { ...csv, delimiter: "\t" }, continued), resumable: true },
-  json: { encoder: (columns, _csv, _numeric, continued) => jsonEncoder(columns, continued), resumable: true },
+/** One renderer per format of query/formats.ts, each taking that format's own options. */
+export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = {
+  // TSV's options carry the tab as their delimiter.
+  csv: { encoder: csvEncoder, resumable: true },
+  tsv: { encoder: csvEncoder, resumable: true },
+  json: { encoder: (columns, _options, continued) => jsonEncoder(columns, continued), resumable: true },
   // One line per row, nothing before or after them: nothing to carry.
-  ndjson: { encoder: ndjsonEncoder, resumable: true },
+  ndjson: { encoder: (columns) => ndjsonEncoder(columns), resumable: true },
   xlsx: {
     resumable: false,
-    encoder: (columns, csv) => xlsxEncoder(columns, { header: headerText(columns, csv.header === "label" ? "label" : "id") }),
+    encoder: (columns, options) => xlsxEncoder(columns, { header: headerText(columns, options.header) }),
     package: xlsxPackage,
     maxBytes: {
       limit: ZIP_ENTRY_LIMIT,
@@ -44,6 +45,13 @@ export const ENCODERS: Record<FormatName, FormatEncoder> = {
   },
   parquet: {
     resumable: false,
-    encoder: (columns, csv, numeric) => parquetEncoder(columns, { names: headerText(columns, csv.header === "label" ? "label" : "id"), numeric }),
+    encoder: (columns, options) => parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }),
   },
 };
+
+/** An encoder for the export's format, given that format's own options. */
+export function encoderFor(output: Output, columns: Column[], continued?: Continued): Encoder<string | Uint8Array> {
+  // The format names both the entry and its options' type: one pair, looked up together.
+  const entry = ENCODERS[output.format] as FormatEncoder<Output["options"]>;
+  return entry.encoder(columns, output.options, continued);
+}

@@ -1,6 +1,6 @@
 import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, doubledQuote, endOfCell, hex4, pageBuffer, readCell, scanned, writeEscape } from "./csv-records.ts";
-import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
+import { isJsonType, isNumericType } from "../rows/values.ts";
 import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
 
@@ -69,7 +69,12 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
         readString(b, i, out, o);
       } else {
         readCell(b, i, out, o, false, ndjson && kind === Kind.Json);
-        if (kind !== Kind.Drop) scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
+        if (kind !== Kind.Drop) {
+          // The cell is written bare only when it is the value its column's type says: anything else
+          // (a hostile `1,"isAdmin":true`, NaN, `$1.00`) goes out as a JSON string, escaped.
+          if (fitsBare(out, o, scanned.o, scanned.quoted, kind)) scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
+          else readString(b, i, out, o);
+        }
       }
       i = scanned.i;
       if (kind !== Kind.Drop) o = scanned.o;
@@ -92,16 +97,54 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
   };
 }
 
-/** The JSON value of a raw cell now at out[start, end): returns its new end. */
+const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
+
+/** Whether out[start, end) is one JSON number as JSON writes it: no `+`, no leading zero, no bare `.`. */
+export function isJsonNumber(out: Uint8Array, start: number, end: number): boolean {
+  let i = start;
+  if (out[i] === 0x2d) i++;
+  if (out[i] === 0x30) i++;
+  else if (isDigit(out[i])) while (i < end && isDigit(out[i])) i++;
+  else return false;
+  if (i < end && out[i] === 0x2e) {
+    const fraction = ++i;
+    while (i < end && isDigit(out[i])) i++;
+    if (i === fraction) return false;
+  }
+  if (i < end && (out[i] === 0x65 || out[i] === 0x45)) {
+    i++;
+    if (i < end && (out[i] === 0x2b || out[i] === 0x2d)) i++;
+    const exponent = i;
+    while (i < end && isDigit(out[i])) i++;
+    if (i === exponent) return false;
+  }
+  return i === end;
+}
+
+const text = new TextDecoder();
+
+/**
+ * Whether the raw cell at out[start, end) may be written as it is: null, t/f in a bool column, a
+ * JSON number in a number column, one whole JSON value in a json or array column. CKAN writes no
+ * other, but what reaches the worker is only text: a cell must not be able to close its record.
+ */
+function fitsBare(out: Uint8Array, start: number, end: number, quoted: boolean, kind: Kind): boolean {
+  if (end === start && !quoted) return true;
+  if (kind === Kind.Bool) return end - start === 1 && (out[start] === 0x74 || out[start] === 0x66);
+  if (kind === Kind.Number) return isJsonNumber(out, start, end);
+  try {
+    JSON.parse(text.decode(out.subarray(start, end)));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The JSON value of a raw cell now at out[start, end) that fits bare (see fitsBare): returns its new end. */
 function rawValue(out: Uint8Array, start: number, end: number, quoted: boolean, kind: Kind): number {
   if (end === start && !quoted) return put(out, start, NULL);
-  if (kind === Kind.Bool && end - start === 1 && (out[start] === 0x74 || out[start] === 0x66)) return put(out, start, out[start] === 0x74 ? TRUE : FALSE);
-  if (kind === Kind.Json || isPlainNumber(out, start, end)) return end;
-  // A number column's value that is no JSON number (NaN, Infinity, money's `$1.00`): to_json makes it a string.
-  out.copyWithin(start + 1, start, end);
-  out[start] = QUOTE;
-  out[end + 1] = QUOTE;
-  return end + 2;
+  if (kind === Kind.Bool) return put(out, start, out[start] === 0x74 ? TRUE : FALSE);
+  return end;
 }
 
 function put(out: Uint8Array, at: number, word: Uint8Array): number {

@@ -1,5 +1,5 @@
 import type { SchemaElement } from "hyparquet-writer";
-import { clip, HttpError } from "../errors.ts";
+import { clip, UpstreamFailure } from "../errors.ts";
 import type { Column } from "../rows/types.ts";
 import { isJsonType } from "../rows/values.ts";
 import type { NumericMode } from "../query/formats.ts";
@@ -33,8 +33,8 @@ const text = (raw: string): string => {
   return raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
 };
 
-function refused(column: Column, raw: string, what: string): HttpError {
-  return new HttpError(502, `CKAN sent ${clip(raw)} in column "${column.id}" (${column.type}), which is not ${what}: the Parquet export stopped.`);
+function refused(column: Column, raw: string, what: string): UpstreamFailure {
+  return new UpstreamFailure(502, `CKAN sent ${clip(raw)} in column "${column.id}" (${column.type}), which is not ${what}: the Parquet export stopped.`);
 }
 
 function integer(column: Column, bits: 16 | 32): (raw: string) => number {

@@ -1,4 +1,4 @@
-import { HttpError } from "../errors.ts";
+import { RowLimitExceeded } from "../errors.ts";
 import { ByteWriter } from "./byte-writer.ts";
 import { cellKind, textCell, writeCell } from "./xlsx-cells.ts";
 import { FIXED_PARTS, SHEET_END, SHEET_PATH, sheetStart, STYLE } from "./xlsx-parts.ts";
@@ -46,7 +46,7 @@ export function xlsxEncoder(columns: Column[], options: XlsxOptions): Omit<Encod
   const pageXml = (rows: Row[]): Uint8Array<ArrayBuffer> => {
     const widths = options.header.map((h) => h.length);
     for (const row of rows) {
-      if (rowNumber >= SHEET_ROWS) throw new HttpError(400, `An Excel sheet holds ${SHEET_ROWS} rows; this export has more. Export it as CSV, or add a limit.`, { parameter: "limit" });
+      if (rowNumber >= SHEET_ROWS) throw new RowLimitExceeded(`An Excel sheet holds ${SHEET_ROWS} rows; this export has more. Export it as CSV, or add a limit.`);
       out.bytes(ROW_OPEN);
       out.text(String(++rowNumber));
       out.bytes(ROW_OPENED);

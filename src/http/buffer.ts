@@ -1,6 +1,6 @@
 import { concatBytes } from "../rows/bytes.ts";
 import { toHttpError } from "../errors.ts";
-import type { ExportRun } from "../export/run.ts";
+import type { OpenExport } from "../export/pipeline.ts";
 import { release } from "../rows/owned-bytes.ts";
 
 /** An export either read whole (small: it gets Content-Length, an ETag, the cache) or streaming. */
@@ -14,8 +14,8 @@ export type ExportBody =
  * becomes a proper error status (thrown here). A larger one is streamed as soon as its first page is
  * encoded: its first byte should not wait for a buffer to fill.
  */
-export async function readBody(run: ExportRun, bufferBytes: number): Promise<ExportBody> {
-  const { body, table, progress } = run;
+export async function readBody(opened: OpenExport, bufferBytes: number): Promise<ExportBody> {
+  const { body, table, progress } = opened;
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
@@ -34,7 +34,7 @@ export async function readBody(run: ExportRun, bufferBytes: number): Promise<Exp
       if (estimate === Number.POSITIVE_INFINITY && table.expectedRows !== undefined) {
         // From the first page's bytes; for a container (compressed), from the first rows' encoded
         // text, an upper bound of what compression leaves.
-        const perRow = run.packed ? (progress.rows > 0 ? progress.chars / progress.rows : undefined) : table.firstPageRows > 0 ? value.byteLength / table.firstPageRows : undefined;
+        const perRow = opened.packed ? (progress.rows > 0 ? progress.chars / progress.rows : undefined) : table.firstPageRows > 0 ? value.byteLength / table.firstPageRows : undefined;
         if (perRow !== undefined) estimate = perRow * table.expectedRows;
         if (estimate > bufferBytes && estimate !== Number.POSITIVE_INFINITY) break;
       }

@@ -1,6 +1,6 @@
 import { boundedTee } from "./bounded-tee.ts";
 import { conditionalAnswer, etagOf } from "../protocol/conditional.ts";
-import type { ExportProgress } from "../export/run.ts";
+import type { ExportProgress } from "../export/pipeline.ts";
 
 /** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
 export const etagKey = (key: string): string => `${key}&~etag`;

@@ -1,12 +1,11 @@
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor, type CkanSite } from "../ckan/site.ts";
+import type { Table } from "../ckan/table.ts";
 import { IsolateBusy } from "../ckan/page-budget.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
-import { HttpError } from "../errors.ts";
-import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
-import { describeExport, runExport } from "../export/run.ts";
-import { FORMATS, isFormatName } from "../query/formats.ts";
+import type { ExportQuery } from "../query/export-query.ts";
+import { describeExport, openExport, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
@@ -21,9 +20,21 @@ export interface ExportRouteDeps {
   waitUntil: (promise: Promise<unknown>) => void;
 }
 
-/** One export from CKAN: the answer for this request, stored in the edge cache when it is complete. */
-interface Fresh {
-  query: ExportQuery;
+/**
+ * What a download route computes, between its link and its bytes: exports (rows from CKAN) and
+ * aggregates (groups computed from them) share everything else here (edge cache, ETag, 304, HEAD).
+ */
+export interface Pipeline<Q extends ExportQuery = ExportQuery> {
+  open(query: Q, config: Config, site: CkanSite, onDone: (progress: ExportProgress) => void, upstreamFetch: UpstreamFetch): Promise<OpenExport>;
+  /** The headers GET would send, without the body (for HEAD). */
+  describe(query: Q, config: Config, site: CkanSite): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
+}
+
+export const EXPORTS: Pipeline = { open: openExport, describe: describeExport };
+
+/** An export asked of CKAN (not answered from the edge cache): the answer for this request, stored in the edge cache when it is complete. */
+interface FromCkan<Q extends ExportQuery> {
+  query: Q;
   /** Undefined: caching is off. */
   key: string | undefined;
   policy: CachePolicy;
@@ -37,13 +48,9 @@ interface Fresh {
  * successful export is cached: filling the cache never holds a large export in memory, and an
  * errored stream is never stored.
  */
-export async function exportRoute(request: Request, format: string, deps: ExportRouteDeps): Promise<Response> {
+export async function serveExport<Q extends ExportQuery>(request: Request, query: Q, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
   const { config, info } = deps;
-  if (!isFormatName(format)) {
-    throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
-  }
   const url = new URL(request.url);
-  const query = parseExportQuery(url.searchParams, format, config);
   info.resource = query.alias ?? query.resourceId;
 
   const policy: CachePolicy = { ttlSeconds: config.cacheTtlSeconds, staleSeconds: config.cacheStaleSeconds };
@@ -51,7 +58,7 @@ export async function exportRoute(request: Request, format: string, deps: Export
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await freshExport({ query, key, policy, request: undefined, report: () => {} }, deps);
+      const response = await exportFromCkan({ query, key, policy, request: undefined, report: () => {} }, deps, pipeline);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -60,14 +67,16 @@ export async function exportRoute(request: Request, format: string, deps: Export
 
   if (request.method === "HEAD") {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const headers = downloadHeaders(query, await describeExport(query, config, new CkanClient(config, deps.upstreamFetch)));
+    const described = await pipeline.describe(query, config, siteFor(config, deps.upstreamFetch));
+    const headers = downloadHeaders(query, described);
+    for (const [name, value] of Object.entries(described.headers ?? {})) headers.set(name, value);
     headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
     if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
   }
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
-  const response = await freshExport({ query, key, policy, request, report }, deps).catch((error: unknown) => {
+  const response = await exportFromCkan({ query, key, policy, request, report }, deps, pipeline).catch((error: unknown) => {
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
@@ -76,12 +85,13 @@ export async function exportRoute(request: Request, format: string, deps: Export
   return response;
 }
 
-async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Response> {
+async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
   const { config } = deps;
-  const { query, key, policy } = fresh;
-  const client = new CkanClient(config, deps.upstreamFetch);
-  const run = await runExport(query, config, client, (outcome) =>
-    fresh.report({
+  const { query, key, policy } = asked;
+  const site = siteFor(config, deps.upstreamFetch);
+  const { client } = site;
+  const opened = await pipeline.open(query, config, site, (outcome) =>
+    asked.report({
       ...(outcome.error ? { status: outcome.error.status } : {}),
       cache: key === undefined ? "OFF" : "MISS",
       rows: outcome.rows,
@@ -91,24 +101,26 @@ async function freshExport(fresh: Fresh, deps: ExportRouteDeps): Promise<Respons
       upstream_ms: client.stats.milliseconds,
       ...(outcome.error ? { error: outcome.error.message } : {}),
     }),
+    deps.upstreamFetch,
   );
-  const headers = downloadHeaders(query, run.table);
+  const headers = downloadHeaders(query, opened.table);
+  for (const [name, value] of Object.entries(opened.headers ?? {})) headers.set(name, value);
   headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
   if (key !== undefined) headers.set("x-cache", "MISS");
 
-  const body = await readBody(run, config.bufferBytes);
+  const body = await readBody(opened, config.bufferBytes);
   if ("stream" in body) {
     if (key === undefined) return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     if (body.estimate > config.cacheMaxBytes) {
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(storeWhileStreaming(body.stream, key, headers, run.progress, policy, deps.waitUntil), { status: 200, headers });
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
   if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
-  const conditional = fresh.request && conditionalAnswer(fresh.request, headers);
+  const conditional = asked.request && conditionalAnswer(asked.request, headers);
   if (conditional !== undefined) return conditional;
   return new Response(body.whole, { status: 200, headers });
 }

@@ -1,6 +1,7 @@
 import { toHttpError } from "../errors.ts";
 import { csvCell } from "../format/csv.ts";
 import { FORMATS, isFormatName, type Format } from "../query/formats.ts";
+import type { ErrorMode } from "../query/params.ts";
 import { xlsxEncoder, xlsxPackage } from "../format/xlsx.ts";
 
 /**
@@ -11,14 +12,14 @@ import { xlsxEncoder, xlsxPackage } from "../format/xlsx.ts";
  */
 export const SPREADSHEET_AGENTS = /GoogleDocs; apps-spreadsheets|Microsoft\.Data\.Mashup/;
 
-/** Whether an error on this export link is answered as a table a spreadsheet shows (`errors`, else the agent). */
-export function wantsInlineError(method: string, url: URL, format: string, userAgent: string | null): boolean {
+/**
+ * Whether an error on this export link is answered as a table a spreadsheet shows: as the link's
+ * `errors` asks (see errorModeOf), else when the caller is a spreadsheet fetcher.
+ */
+export function wantsInlineError(method: string, mode: ErrorMode | undefined, userAgent: string | null): boolean {
   // Only a download is shown in a cell; a wrong method keeps its 405.
   if (method !== "GET" && method !== "HEAD") return false;
-  if (!isFormatName(format) || !(FORMATS[format].params as readonly string[]).includes("errors")) return false;
-  const asked = url.searchParams.getAll("errors");
-  if (asked.length === 1 && asked[0] === "inline") return true;
-  if (asked.length === 1 && asked[0] === "status") return false;
+  if (mode !== undefined) return mode === "inline";
   return SPREADSHEET_AGENTS.test(userAgent ?? "");
 }
 

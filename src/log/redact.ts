@@ -3,8 +3,18 @@ import type { Env } from "../config/env.ts";
 export type Redact = (text: string) => string;
 
 /**
+ * The shortest run of a secret that is removed wherever it appears. Text from upstream may hold a
+ * secret cut anywhere (quoted, then clipped to a length), so matching only the whole secret is not
+ * enough: any piece this long is taken out. Shorter pieces say next to nothing about the secret.
+ */
+export const SECRET_RUN = 8;
+
+const MARK = "[redacted]";
+
+/**
  * Last line of defence for text leaving the worker: even a caller who pastes a secret into a
- * parameter, or an upstream that echoes the token, does not get it back in a message.
+ * parameter, or an upstream that echoes the token (whole or cut), does not get any run of
+ * SECRET_RUN or more of its characters back. A secret shorter than that is removed whole.
  */
 export function redactorOf(values: readonly (string | undefined)[]): Redact {
   const secrets = values
@@ -12,7 +22,28 @@ export function redactorOf(values: readonly (string | undefined)[]): Redact {
     .map((v) => v.trim())
     .filter((v) => v.length >= 4);
   if (secrets.length === 0) return (text) => text;
-  return (text) => secrets.reduce((out, secret) => out.split(secret).join("[redacted]"), text);
+  const short = secrets.filter((s) => s.length < SECRET_RUN);
+  // Every SECRET_RUN-character piece of every longer secret: a run of 8+ in the text holds one at each position.
+  const pieces = new Set<string>();
+  for (const secret of secrets) for (let i = 0; i + SECRET_RUN <= secret.length; i++) pieces.add(secret.slice(i, i + SECRET_RUN));
+  return (input) => {
+    const text = short.reduce((out, secret) => out.split(secret).join(MARK), input);
+    if (pieces.size === 0 || text.length < SECRET_RUN) return text;
+    let out = "";
+    let kept = 0;
+    // Where the last run found ends (inclusive); a run that starts right after it continues it.
+    let coveredTo = -2;
+    for (let i = 0; i + SECRET_RUN <= text.length; i++) {
+      if (!pieces.has(text.slice(i, i + SECRET_RUN))) continue;
+      if (i > coveredTo + 1) {
+        // A new run starts: keep the text before it, then the mark.
+        out += text.slice(kept, i) + MARK;
+      }
+      coveredTo = i + SECRET_RUN - 1;
+      kept = coveredTo + 1;
+    }
+    return kept === 0 && out === "" ? text : out + text.slice(kept);
+  };
 }
 
 /** Every secret the worker holds; none may appear in a response, an error or a log line. */

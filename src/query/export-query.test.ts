@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../config/config.ts";
-import { HttpError } from "../errors.ts";
+import { BadParameter, HttpError } from "../errors.ts";
 import type { FormatName } from "./formats.ts";
 import { parseExportQuery } from "./export-query.ts";
 
@@ -32,7 +32,10 @@ describe("export query", () => {
       limit: undefined,
       offset: 0,
       filename: "sample.csv",
-      csv: { bom: false, header: "id", delimiter: ",", formulaGuard: true, decimal: "." },
+      format: "csv",
+      options: { bom: false, header: "id", delimiter: ",", formulaGuard: true, decimal: "." },
+      errors: undefined,
+      rowLimit: { rows: 1000, format: "csv", formatOwn: false },
     });
   });
 
@@ -113,21 +116,61 @@ describe("export query", () => {
 
   it("reads CSV switches and a download name", () => {
     const q = parse("resource=sample&bom=1&header=0&delimiter=;&formula_guard=0&filename=../My report\"x");
-    expect(q.csv).toEqual({ bom: true, header: "none", delimiter: ";", formulaGuard: false, decimal: "." });
+    expect(q.options).toEqual({ bom: true, header: "none", delimiter: ";", formulaGuard: false, decimal: "." });
     expect(q.filename).toBe(".._My report_x.csv");
     rejects("resource=sample&bom=yes", "bom");
   });
 
   it("takes a decimal comma beside a semicolon, a pipe or a tab, never beside the comma delimiter", () => {
-    expect(parse("resource=sample&delimiter=;&decimal=,").csv.decimal).toBe(",");
-    expect(parse("resource=sample&decimal=,", "tsv").csv.decimal).toBe(",");
+    expect(parse("resource=sample&delimiter=;&decimal=,")).toMatchObject({ options: { decimal: ",", delimiter: ";" } });
+    expect(parse("resource=sample&decimal=,", "tsv")).toMatchObject({ options: { decimal: ",", delimiter: "\t" } });
     expect(rejects("resource=sample&decimal=,", "decimal")).toMatch(/decimal=, needs another delimiter.*delimiter=%3B/);
     rejects("resource=sample&delimiter=;&decimal=;", "decimal");
     rejects("resource=sample&decimal=,", "decimal", 400, "json");
   });
 });
 
+describe("each format's own options", () => {
+  it("gives XLSX and Parquet their column names, Parquet its numeric mode, JSON none, and every format its errors mode", () => {
+    expect(parse("resource=sample&header=label", "xlsx")).toMatchObject({ format: "xlsx", options: { header: "label" }, errors: undefined });
+    expect(parse("resource=sample&numeric=double", "parquet").options).toEqual({ header: "id", numeric: "double" });
+    expect(parse("resource=sample", "json").options).toEqual({});
+    expect(parse("resource=sample&errors=inline", "xlsx").errors).toBe("inline");
+    rejects("resource=sample&errors=inline", "errors", 400, "json");
+    expect(rejects("resource=sample&header=0", "header", 400, "xlsx")).toMatch(/always has its header row/);
+  });
+});
+
 describe("helpful refusals", () => {
+  it("refuses an empty resource as a bad parameter, not an unknown name", () => {
+    expect(rejects("resource=", "resource")).toMatch(/^Parameter resource is empty/);
+  });
+
+  it("suggests the parameter a typo was meant for, and links its docs", () => {
+    const error = (() => {
+      try {
+        parse("resource=sample&limt=10");
+      } catch (caught) {
+        return caught as BadParameter;
+      }
+    })();
+    expect(error).toBeInstanceOf(BadParameter);
+    expect(error?.parameter).toBe("limt");
+    expect(error?.message).toMatch(/^Unknown parameter limt\. Did you mean limit\? Known parameters: resource, /);
+    expect(error?.documented).toBe("limit");
+    expect(rejects("resource=sample&feilds=id", "feilds")).toContain("Did you mean fields?");
+    // Nothing within reach: no guess.
+    expect(rejects("resource=sample&colour=red", "colour")).not.toContain("Did you mean");
+    expect(rejects("resource=sample&x=1", "x")).not.toContain("Did you mean");
+  });
+
+  it("says a range filter's bound lost its closing bracket", () => {
+    // `filter.amount[gt=1`: the URL's `=` ends the name before the missing `]`.
+    expect(rejects("resource=sample&filter.amount[gt=1", "filter.amount[gt")).toBe(
+      "Parameter filter.amount[gt has no closing bracket: a range filter's bound is written filter.amount[gt]=<value>.",
+    );
+  });
+
   it("lists the published names for an unknown alias, unless links are signed", () => {
     expect(rejects("resource=sampel", "resource", 404)).toContain("Published: sample");
     const signed = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" }, LINK_SIGNING_KEY: "k".repeat(32) });

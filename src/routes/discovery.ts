@@ -1,6 +1,6 @@
 import { cachedJson } from "../discovery/cached-json.ts";
 import { describeResource, listResources } from "../discovery/resources.ts";
-import { HttpError } from "../errors.ts";
+import { badRequest, HttpError } from "../errors.ts";
 import { wantsFresh } from "../http/edge-cache.ts";
 import { enforceRateLimit } from "../security/rate-limit.ts";
 import { guardDiscovery } from "./guards.ts";
@@ -8,17 +8,33 @@ import { errors, json, pathParameter, ref } from "./openapi-parts.ts";
 import { openApiDocument } from "./openapi.ts";
 import type { Route } from "./route.ts";
 
+/**
+ * Discovery routes take no parameters: anything but a `_` cache buster is a 400, as on exports, so
+ * made-up parameters cannot mint cache entries and upstream calls.
+ */
+function refuseParameters(url: URL): void {
+  const unknown = [...new Set([...url.searchParams.keys()].filter((name) => !name.startsWith("_")))];
+  if (unknown.length === 0) return;
+  const names = unknown.slice(0, 5).map((name) => name.slice(0, 40)).join(", ");
+  throw badRequest(unknown[0]!.slice(0, 40), `Unknown parameter${unknown.length > 1 ? "s" : ""} ${names}: ${url.pathname.slice(0, 80)} takes none (a name starting with _ is ignored).`);
+}
+
+/** A list with an alias whose check failed. */
+const listsAnError = (answer: unknown): boolean =>
+  ((answer as { resources?: { error?: unknown }[] }).resources ?? []).some((entry) => entry.error !== undefined);
+
 /** GET /resources: the published resources, with a link per format. */
 export const resourcesRoute: Route = {
   methods: ["GET"],
   path: "/resources",
   async handle(context) {
     const discovery = await guardDiscovery(context);
-    return cachedJson(context.request, context.url, discovery.config, () => listResources(discovery), wantsFresh(context.request));
+    refuseParameters(context.url);
+    return cachedJson(context.request, context.url, discovery.config, () => listResources(discovery), wantsFresh(context.request), listsAnError);
   },
   openapi: () => ({
     "/resources": {
-      get: { operationId: "listResources", tags: ["discovery"], summary: "The published resources", responses: { "200": json(ref("ResourceList"), "The list."), "304": { description: "Not modified (If-None-Match)." }, ...errors("401", "429", "503") } },
+      get: { operationId: "listResources", tags: ["discovery"], summary: "The published resources", responses: { "200": json(ref("ResourceList"), "The list."), "304": { description: "Not modified (If-None-Match)." }, ...errors("400", "401", "429", "503") } },
     },
   }),
 };
@@ -29,6 +45,7 @@ export const resourceRoute: Route = {
   path: "/resources/:alias",
   async handle(context) {
     const discovery = await guardDiscovery(context);
+    refuseParameters(context.url);
     let alias: string;
     try {
       alias = decodeURIComponent(context.request.params.alias ?? "");
@@ -44,7 +61,7 @@ export const resourceRoute: Route = {
         tags: ["discovery"],
         summary: "A resource's columns, data dictionary, few-valued columns' values, row count and example links",
         parameters: [pathParameter("alias", "An alias from RESOURCES.")],
-        responses: { "200": json(ref("Resource"), "The resource."), "304": { description: "Not modified (If-None-Match)." }, ...errors("404", "429", "502", "503", "504") },
+        responses: { "200": json(ref("Resource"), "The resource."), "304": { description: "Not modified (If-None-Match)." }, ...errors("400", "404", "429", "502", "503", "504") },
       },
     },
   }),

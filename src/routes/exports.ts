@@ -1,16 +1,17 @@
 import { withColumnHint } from "../discovery/column-hint.ts";
-import { toHttpError } from "../errors.ts";
-import { exportRoute } from "../http/export-route.ts";
+import { HttpError, toHttpError } from "../errors.ts";
+import { EXPORTS, serveExport } from "../http/export-route.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
-import { FORMATS, type FormatName } from "../query/formats.ts";
+import { errorModeOf, parseExportQuery } from "../query/export-query.ts";
+import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parameterAnchor, parametersFor, type Parameter } from "../query/params.ts";
 import { guardLink } from "./guards.ts";
 import { errors, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
-function parameter(p: Parameter): Json {
+export function parameter(p: Parameter): Json {
   const { default: fallback, ...rest } = p.schema;
   const schema: Json = { ...rest, ...(fallback === undefined ? {} : { default: fallback }) };
   return {
@@ -50,20 +51,25 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
 }
 
 /** GET|HEAD /export.<format>: the pipeline to an HTTP response. */
-export const exportsRoute: Route = {
+export const exportRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/export.:format",
   async handle(context) {
     const { request, url, env, config, deps, info } = context;
     const format = request.params.format ?? "";
+    const errorMode = errorModeOf(url.searchParams, format);
     try {
       await guardLink(context);
-      return await exportRoute(request, format, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }).catch(
-        (error: unknown) => withColumnHint(error, url, format, config, deps.upstreamFetch),
+      if (!isFormatName(format)) {
+        throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
+      }
+      const query = parseExportQuery(url.searchParams, format, config);
+      return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }, EXPORTS).catch(
+        (error: unknown) => withColumnHint(error, query, config, deps.upstreamFetch),
       );
     } catch (error) {
       // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
-      if (!wantsInlineError(request.method, url, format, request.headers.get("user-agent"))) throw error;
+      if (!wantsInlineError(request.method, errorMode, request.headers.get("user-agent"))) throw error;
       log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
       return inlineErrorResponse(error, format, redactor(env));
     }

@@ -1,4 +1,6 @@
+import { siteFacts } from "../ckan/site.ts";
 import { upstreamHealth } from "../discovery/health.ts";
+import { redactor } from "../log/redact.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
 import { guardDiscovery } from "./guards.ts";
 import { errors, json } from "./openapi-parts.ts";
@@ -12,7 +14,7 @@ async function check({ config, env, deps }: RouteContext): Promise<Record<string
   const upstream = await upstreamHealth(config, deps.upstreamFetch);
   const { jobs, problems: jobProblems } = snapshotJobs(config);
   // Snapshots failing stop no export: they are warnings, which the status code does not count.
-  const warnings = jobProblems.map((p) => `Snapshot job ${p.job}: ${p.message}`);
+  const warnings = jobProblems.map((p) => p.message);
   if (jobs.length > 0 && env.SNAPSHOTS === undefined) warnings.push(`${jobs.length} snapshot job(s) are set but the SNAPSHOTS R2 binding is missing: add [[r2_buckets]] to wrangler.toml.`);
   return {
     ok: upstream.problems.length === 0,
@@ -40,11 +42,21 @@ export const healthRoute: Route = {
       recent.set(key, entry);
       entry.body.catch(() => recent.delete(key));
     }
-    const body = await entry.body;
+    // Learnt by this isolate's first aggregate on the site (never asked here: /health stays cheap).
+    const sql = siteFacts(discovery.config).sqlSearch;
+    const body: Record<string, unknown> = {
+      ...(await entry.body),
+      aggregates: { datastore_search_sql: sql === undefined ? "not asked yet" : sql ? "on" : "off", computed_by: sql === true ? "ckan-sql" : "worker" },
+    };
     const operatorsOnly = discovery.config.linkSigningKey !== undefined;
-    return Response.json(body, {
+    // CKAN's own words (its version, its plugins) are quoted: no piece of a secret goes with them.
+    return new Response(redactor(context.env)(JSON.stringify(body)), {
       status: body.ok === true ? 200 : 503,
-      headers: { "cache-control": operatorsOnly ? "private, no-store" : `public, max-age=${FRESH_MS / 1000}` },
+      // An answer that reports a failure is never kept by a cache: the next check may find it mended.
+      headers: {
+        "content-type": "application/json",
+        "cache-control": operatorsOnly || body.ok !== true ? "private, no-store" : `public, max-age=${FRESH_MS / 1000}`,
+      },
     });
   },
   openapi: () => ({

@@ -1,6 +1,6 @@
 import { configFor, type Config } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
-import { errorResponse, HttpError, toHttpError } from "../errors.ts";
+import { BadParameter, errorResponse, HttpError, toHttpError } from "../errors.ts";
 import { logRequest, requestInfo } from "../http/request-log.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -15,7 +15,7 @@ export const MAX_URL_LENGTH = 8192;
 export function admit(request: RoutedRequest, env: Env): void {
   requestInfo(request);
   if (request.url.length > MAX_URL_LENGTH) {
-    throw new HttpError(400, `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`, { parameter: "url" });
+    throw new BadParameter("url", `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`);
   }
   configFor(env);
 }
@@ -27,8 +27,16 @@ export function renderError(error: unknown, request: RoutedRequest, env: Env): R
   if (httpError.status >= 500 && httpError.cause !== undefined) {
     log({ event: "error", id: requestInfo(request).id, message: httpError.message, cause: String(httpError.cause) }, redact);
   }
-  const entry = httpError.status === 400 && httpError.parameter !== undefined ? parameterEntry(httpError.parameter) : undefined;
+  const documented = documentedParameter(httpError);
+  const entry = documented === undefined ? undefined : parameterEntry(documented);
   return errorResponse(httpError, redact, entry && `${new URL(request.url).origin}/#${parameterAnchor(entry)}`);
+}
+
+/** The link parameter whose docs an error links: a bad parameter's, or the one it was likely meant as (`limt`: limit). */
+function documentedParameter(error: HttpError): string | undefined {
+  if (error instanceof BadParameter) return error.documented ?? error.parameter;
+  // CKAN's own refusal of a parameter (its 400 naming it) links the parameter's docs too.
+  return error.status === 400 ? error.parameter : undefined;
 }
 
 /** After every route: CORS, the request id, the one log line. */

@@ -15,7 +15,7 @@ export function openApiDocument(routes: readonly Route[], origin: string): Json 
       title: "Datastore Export",
       version: "1",
       description:
-        "Links to a CKAN DataStore table as CSV, TSV, JSON, NDJSON or XLSX, for spreadsheets and dashboards. With LINK_SIGNING_KEY set, export and snapshot links need a valid `sig`, and discovery needs the admin token.",
+        "Links to a CKAN DataStore table as CSV, TSV, JSON, NDJSON, XLSX or Parquet, for spreadsheets and dashboards. With LINK_SIGNING_KEY set, export and snapshot links need a valid `sig`, and discovery needs the admin token.",
     },
     servers: [{ url: origin }],
     tags: [

@@ -1,5 +1,6 @@
+import { aggregateRoute } from "./aggregate.ts";
 import { resourceRoute, resourcesRoute, openApiRoute } from "./discovery.ts";
-import { exportsRoute } from "./exports.ts";
+import { exportRoute } from "./exports.ts";
 import { healthRoute } from "./health.ts";
 import { indexRoute } from "./index-page.ts";
 import { linksRoute } from "./links.ts";
@@ -9,7 +10,8 @@ import { snapshotFileRoute, snapshotListRoute, snapshotRunRoute } from "./snapsh
 /** Every route of the worker: the router registers these, /openapi.json describes these. */
 export const ROUTES: readonly Route[] = [
   indexRoute,
-  exportsRoute,
+  exportRoute,
+  aggregateRoute,
   resourcesRoute,
   resourceRoute,
   openApiRoute,

@@ -110,7 +110,9 @@ export function parseSnapshotJobs(value: unknown, config: Config): SnapshotJobs 
       if (!(error instanceof JobError)) throw error;
       const name = (raw as { name?: unknown } | null)?.name;
       const label = typeof name === "string" ? name : `#${index + 1}`;
-      problems.push({ job: label, message: `Snapshot job ${label} ${error.message}; it is skipped.` });
+      // The parser's sentences ("No resource …") follow a colon, the job's own phrases ("has unknown key …") the name.
+      const reason = error.message.replace(/\.$/, "");
+      problems.push({ job: label, message: `Snapshot job ${label}${/^[A-Z]/.test(reason) ? ": " : " "}${reason}; it is skipped.` });
     }
   });
   return { jobs, problems };

@@ -1,9 +1,9 @@
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { toHttpError } from "../errors.ts";
 import { contentDisposition } from "../query/filename.ts";
-import { runExport } from "../export/run.ts";
+import { openExport } from "../export/pipeline.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import type { Redact } from "../log/redact.ts";
 import { log } from "../log/log.ts";
@@ -94,21 +94,21 @@ export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: 
   const key = datedKey(job.name, time, format);
   const query = job.queries[format]!;
   const started = new Date().toISOString();
-  const run = await runExport(query, config, new CkanClient(config, deps.upstreamFetch));
-  const total = run.table.total ?? null;
+  const exported = await openExport(query, config, siteFor(config, deps.upstreamFetch));
+  const total = exported.table.total ?? null;
   const encoding = storedEncoding(job, format);
   let finished = "";
   let customMetadata: Record<string, string> = {};
-  const written = await writeObject(bucket, key, storedBody(run.body, encoding), {
+  const written = await writeObject(bucket, key, storedBody(exported.body, encoding), {
     partBytes: config.snapshotPartBytes,
     // One staging key per run: two runs of the same second must not assemble into one object.
     stagingKey: stagingKey(job.name, `${time}-${crypto.randomUUID()}`, format),
     httpMetadata: httpMetadata(format, `${job.name}-${time}.${FORMATS[format].extension}`, true, encoding),
     customMetadata: ({ sha256 }) => {
       // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
-      if (run.progress.error !== undefined) throw run.progress.error;
+      if (exported.progress.error !== undefined) throw exported.progress.error;
       finished = new Date().toISOString();
-      customMetadata = snapshotMetadata(job, { rows: run.progress.rows, sha256, started, finished, total, ...(encoding === undefined ? {} : { decoded_bytes: run.progress.bytes }) });
+      customMetadata = snapshotMetadata(job, { rows: exported.progress.rows, sha256, started, finished, total, ...(encoding === undefined ? {} : { decoded_bytes: exported.progress.bytes }) });
       return customMetadata;
     },
   });
@@ -116,14 +116,14 @@ export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: 
     key,
     format,
     stamp: time,
-    rows: run.progress.rows,
+    rows: exported.progress.rows,
     bytes: written.bytes,
     sha256: written.sha256,
     started,
     finished,
     query: job.description,
     total,
-    ...encodingOf(encoding, run.progress.bytes),
+    ...encodingOf(encoding, exported.progress.bytes),
   };
   await publishLatest(bucket, job, entry, customMetadata);
   return entry;

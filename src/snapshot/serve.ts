@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { configError, HttpError } from "../errors.ts";
+import { bindingError, HttpError } from "../errors.ts";
 import { FORMATS } from "../query/formats.ts";
 import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, latestKey, manifestKey, parseSnapshotFile, stampTime } from "./keys.ts";
@@ -12,7 +12,7 @@ import type { RunParams } from "./workflow.ts";
 
 export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
   if (bucket === undefined) {
-    throw configError("SNAPSHOTS", "(the R2 bucket binding) is missing");
+    throw bindingError("SNAPSHOTS", "the R2 bucket", "[[r2_buckets]]");
   }
   return bucket;
 }

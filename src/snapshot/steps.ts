@@ -1,8 +1,9 @@
+import { PermanentFailure } from "../errors.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import { PartBuffer } from "./part-buffer.ts";
-import { CkanClient } from "../ckan/client.ts";
+import { siteFor } from "../ckan/site.ts";
 import type { Resume } from "../ckan/table.ts";
-import { openExportPart } from "../export/run.ts";
+import { openExportPart } from "../export/pipeline.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import { hex } from "../protocol/conditional.ts";
 import type { SnapshotJob } from "./jobs.ts";
@@ -60,11 +61,11 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
   const partBytes = config.snapshotPartBytes;
   const query = run.job.queries[run.format]!;
   let produced = 0;
-  const part = await openExportPart(query, config, new CkanClient(config, deps.upstreamFetch), prev?.resume ?? undefined, () => produced >= config.snapshotStepBytes);
+  const part = await openExportPart(query, config, siteFor(config, deps.upstreamFetch), prev?.resume ?? undefined, () => produced >= config.snapshotStepBytes);
   const columns = await fingerprint(part.columns);
   if (prev !== null && columns !== prev.columns) {
     await part.chunks.return();
-    throw Object.assign(new Error("The table's columns changed while the snapshot was being written; the next run starts again."), { permanent: true });
+    throw new PermanentFailure("The table's columns changed while the snapshot was being written; the next run starts again.");
   }
 
   const staging = stagingKey(run.job.name, run.stamp, run.format);
@@ -80,7 +81,7 @@ export async function writeStep(run: FormatRun, prev: PartsState | null, step: n
   }
   const buffer = new PartBuffer(partBytes, carried);
   const uploadPart = async (bytes: Uint8Array): Promise<void> => {
-    if (partCount >= MAX_PARTS) throw Object.assign(new Error(`The snapshot is larger than ${MAX_PARTS} parts of ${partBytes} bytes (SNAPSHOT_PART_BYTES).`), { permanent: true });
+    if (partCount >= MAX_PARTS) throw new PermanentFailure(`The snapshot is larger than ${MAX_PARTS} parts of ${partBytes} bytes (SNAPSHOT_PART_BYTES).`);
     if (upload === null) {
       const created = await bucket.createMultipartUpload(staging, { httpMetadata: httpMetadata(run.format, `${run.job.name}-${run.stamp}.${FORMATS[run.format].extension}`, true) });
       upload = { key: staging, id: created.uploadId };

@@ -2,7 +2,7 @@ import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { configFor } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
-import { configError, HttpError, toHttpError } from "../errors.ts";
+import { bindingError, HttpError, PermanentFailure, toHttpError } from "../errors.ts";
 import { ENCODERS } from "../format/index.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
@@ -28,9 +28,6 @@ export interface RunDeps extends SnapshotDeps {
 
 /** One instance per job and scheduled time: creating it twice fails, so a run starts once. */
 export const instanceId = (job: string, stamp: string): string => `${job}-${stamp}`;
-
-/** A failure no later try can mend (CKAN's 4xx, a row limit): the step is not tried again. */
-class PermanentFailure extends Error {}
 
 /** Tries of a step that reads CKAN or writes R2: the first and eight more. */
 const TRIES = 9;
@@ -99,7 +96,7 @@ export const isAlive = async (runs: Workflow<RunParams>, instance: string): Prom
 
 /** A failure a retry cannot mend: the request is wrong (CKAN's 4xx, a row limit), or the table changed. */
 function isPermanent(error: unknown): boolean {
-  if ((error as { permanent?: unknown } | null)?.permanent === true) return true;
+  if (error instanceof PermanentFailure) return true;
   return error instanceof HttpError && error.status < 500 && error.status !== 408 && error.status !== 429;
 }
 
@@ -111,7 +108,7 @@ async function attempt<T>(run: FormatRun, deps: RunDeps, label: string, tried: n
   try {
     return await work();
   } catch (error) {
-    const message = (error as { permanent?: unknown }).permanent === true ? (error as Error).message : toHttpError(error).message;
+    const message = error instanceof PermanentFailure ? error.message : toHttpError(error).message;
     const text = deps.redact(`${label}, attempt ${tried}: ${message}`);
     if (!(error instanceof HttpError)) log({ event: "snapshot_step_error", job: run.job.name, step: label, cause: String(error) }, deps.redact);
     await updateRunRecord(deps.bucket, run.job.name, run.instance, (record) => {
@@ -220,7 +217,7 @@ async function noteDone(run: FormatRun, entry: SnapshotEntry | undefined, deps: 
 
 /** The snapshot deps of a deployed worker: its bindings and settings, CKAN over `upstreamFetch`. */
 export function runDeps(env: Env, upstreamFetch: UpstreamFetch): RunDeps {
-  if (env.SNAPSHOTS === undefined) throw configError("SNAPSHOTS", "(the R2 bucket binding) is missing");
-  if (env.SNAPSHOT_RUNS === undefined) throw configError("SNAPSHOT_RUNS", "(the Workflow binding) is missing");
+  if (env.SNAPSHOTS === undefined) throw bindingError("SNAPSHOTS", "the R2 bucket", "[[r2_buckets]]");
+  if (env.SNAPSHOT_RUNS === undefined) throw bindingError("SNAPSHOT_RUNS", "the Workflow", "[[workflows]]");
   return { bucket: env.SNAPSHOTS, config: configFor(env), upstreamFetch, redact: redactor(env), runs: env.SNAPSHOT_RUNS as Workflow<RunParams> };
 }

@@ -73,7 +73,8 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(total).toBeGreaterThan(15_000);
       expect(await page.getAttribute("#count", "data-total")).toBe(String(total));
       expect(await page.textContent("#count")).toBe(`${total.toLocaleString("en")} matching rows`);
-      expect(await page.$$eval("#preview thead th", (ths) => ths.map((th) => th.textContent))).toEqual(["id", "name"]);
+      // Headed with the names the picker shows (the data dictionary's labels), the ids on hover.
+      expect(await page.$$eval("#preview thead th", (ths) => ths.map((th) => [th.textContent, th.getAttribute("title")]))).toEqual([["Grant number", "id"], ["Recipient", "name"]]);
       const shown = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
       expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
 
@@ -193,6 +194,101 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     }
   });
 
+  it("never shows the last table's link, count or Copy while the next table's columns load, and resets the sort with its direction", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await build(page);
+      expect(await page.isDisabled("#sort-direction")).toBe(true);
+      await page.selectOption("#sort-column", "amount");
+      await page.selectOption("#sort-direction", "desc");
+      expect(await page.textContent("#sort-note")).toBe("Descending puts rows whose Amount (CAD) is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).");
+      expect(await page.isVisible("#sort-note")).toBe(true);
+      expect(new URL(await page.inputValue("#link")).searchParams.get("sort")).toBe("amount desc");
+
+      // The edge table's columns are held back until the spec lets them through; its preview too.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      await page.route("**/resources/edge", async (route) => {
+        await held;
+        await route.continue();
+      });
+      const previews: string[] = [];
+      page.on("request", (request) => void (request.url().includes("/export.json") && previews.push(request.url())));
+      // Picked while the sort's preview is still scheduled: neither it nor its count may land.
+      await page.selectOption("#resource", "edge");
+      await page.waitForTimeout(1_000);
+      const loading = await page.evaluate(() => ({
+        link: (document.getElementById("link") as HTMLTextAreaElement).value,
+        placeholder: (document.getElementById("link") as HTMLTextAreaElement).placeholder,
+        linkDisabled: (document.getElementById("link") as HTMLTextAreaElement).disabled,
+        copyDisabled: (document.getElementById("copy-link") as HTMLButtonElement).disabled,
+        count: document.getElementById("count")?.textContent,
+        countState: document.getElementById("count")?.dataset.state,
+        total: document.getElementById("count")?.dataset.total,
+        snippets: document.querySelectorAll("#snippets pre, #snippets button").length,
+        rows: document.querySelectorAll("#preview tbody tr").length,
+        columns: document.querySelectorAll("#columns li").length,
+        sort: [(document.getElementById("sort-column") as HTMLSelectElement).value, (document.getElementById("sort-direction") as HTMLSelectElement).value],
+      }));
+      expect(loading).toEqual({
+        link: "",
+        placeholder: "Loading the table's columns…",
+        linkDisabled: true,
+        copyDisabled: true,
+        count: "Loading the table's columns…",
+        countState: "loading",
+        total: undefined,
+        snippets: 0,
+        rows: 0,
+        columns: 0,
+        sort: ["", ""],
+      });
+      expect(previews).toEqual([]);
+      expect(await page.isDisabled("#sort-direction")).toBe(true);
+      expect(await page.isVisible("#sort-note")).toBe(false);
+
+      release();
+      await page.waitForSelector("#col-meta");
+      await settledPreview(page);
+      const total = (await fetch(`${worker.url}/export.json?resource=edge&limit=1`)).headers.get("x-total-count");
+      // The table changed; the limit typed stays.
+      expect(await page.inputValue("#link")).toBe(`${worker.url}/export.csv?resource=edge&limit=300`);
+      expect(await page.isDisabled("#copy-link")).toBe(false);
+      expect(await page.getAttribute("#count", "data-state")).toBe("done");
+      expect(await page.getAttribute("#count", "data-total")).toBe(total);
+      expect(previews.every((url) => new URL(url).searchParams.get("resource") === "edge")).toBe(true);
+      expect(await page.inputValue("#sort-direction")).toBe("");
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("on a desktop: the formats on one line in their usual case, one tool's snippet open", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await build(page);
+      const formats = await page.$$eval("#formats label", (labels) => labels.map((l) => ({ text: l.textContent, top: Math.round(l.getBoundingClientRect().top) })));
+      expect(formats.map((f) => f.text)).toEqual(["CSV", "TSV", "XLSX", "JSON", "NDJSON", "Parquet"]);
+      expect(new Set(formats.map((f) => f.top)).size, "format labels on more than one line").toBe(1);
+
+      const open = () => page.$$eval("#snippets details", (all) => all.filter((d) => (d as HTMLDetailsElement).open).map((d) => (d as HTMLElement).dataset.tool));
+      expect(await open()).toEqual(["sheets"]);
+      expect(await page.isVisible("#snippet-sheets")).toBe(true);
+      expect(await page.isVisible("#snippet-pandas")).toBe(false);
+      // Opening another tool closes the first, and the choice survives a change of the link.
+      await page.click("#snippet-pandas-title");
+      expect(await open()).toEqual(["pandas"]);
+      await page.fill("#limit", "30");
+      expect(await open()).toEqual(["pandas"]);
+      expect(await page.textContent("#snippet-pandas")).toContain("limit=30");
+      // Eight tools, one open: their block is shorter than the screen (all open, it was 2,000 px).
+      const height = await page.$eval("#snippets", (e) => e.getBoundingClientRect().height);
+      expect(height, "the snippets' height with one open").toBeLessThan(700);
+    } finally {
+      await page.close();
+    }
+  });
+
   it("reads well on a phone", async () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     const page = await context.newPage();
@@ -204,6 +300,32 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
           .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`),
       );
       expect(wide, "elements wider than the phone's screen").toEqual([]);
+      // Words broken across lines: each word of the column list and of the preview's headings is on one line.
+      const broken = await page.evaluate(() => {
+        const out: string[] = [];
+        for (const root of document.querySelectorAll("#columns label, #preview th")) {
+          const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+          for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+            for (const match of (node.textContent ?? "").matchAll(/\S+/g)) {
+              const range = document.createRange();
+              range.setStart(node, match.index);
+              range.setEnd(node, match.index + match[0].length);
+              const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+              if (lines.size > 1) out.push(match[0]);
+            }
+          }
+        }
+        return out;
+      });
+      expect(broken, "words broken mid-word").toEqual([]);
+      expect(await page.$$eval("#columns .type", (types) => types.map((t) => t.textContent).sort())).toEqual(["bool", "float8", "int4", "numeric", "text", "text", "text", "text", "timestamp"]);
+      // The column list is part of the page, not a scroll box inside it: every column in view by scrolling the page.
+      const list = await page.$eval("#columns", (e) => ({ overflow: getComputedStyle(e).overflowY, scroll: e.scrollHeight, client: e.clientHeight }));
+      expect(list.overflow).toBe("visible");
+      expect(list.scroll).toBeLessThanOrEqual(list.client);
+      // The preview's headings fit their cells.
+      const cut = await page.$$eval("#preview th", (ths) => ths.filter((th) => th.scrollWidth > th.clientWidth).map((th) => th.textContent));
+      expect(cut, "preview headings cut").toEqual([]);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       // The whole link is in view: wrapped inside its box, nothing scrolled away either way.
       const link = await page.$eval("#link", (e) => ({ text: (e as HTMLTextAreaElement).value, width: [e.scrollWidth, e.clientWidth], height: [e.scrollHeight, e.clientHeight], right: e.getBoundingClientRect().right }));

@@ -73,7 +73,7 @@ describe.skipIf(skip)("an XLSX export cut at a row limit that only paging found,
     // CKAN 2.12's cached count says 4311 of the edge table's 4321 rows: under MAX_ROWS until counted.
     emulator = await startEmulatorServer({ port: 0, version: "2.12", staleTotal: 10 });
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: emulator.url, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "500", MAX_ROWS: "4315", CACHE_TTL_SECONDS: "0" },
+      vars: { CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "500", MAX_ROWS: "4315", CACHE_TTL_SECONDS: "0" },
     });
   }, 120_000);
 

@@ -2,17 +2,21 @@
 // with node:http: what a new deployment answers before and after CKAN_BASE_URL is set, and /health
 // in each state an operator meets.
 import { spawn } from "node:child_process";
-import { copyFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { experimental_readRawConfig } from "wrangler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer, type EmulatorServer } from "../../emulator/server.ts";
 import { freePort, getRaw, isolatedEnv, startWorker, type WorkerProcess } from "./harness.mts";
+import { pristineProductionConfig, type ConfigCopy } from "./pristine-config.mts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const PRODUCTION_CONFIG = join(ROOT, "wrangler.toml");
-/** The operator's copy that setup writes: beside the project's, so `main` and the assets resolve as in the real one (git ignores it). */
-const SET_UP_CONFIG = join(ROOT, `.wrangler-setup-spec-${process.pid}.toml`);
+/** The production wrangler.toml as shipped: never the operator's settings, even after npm run setup. */
+const PRODUCTION = pristineProductionConfig();
+const PRODUCTION_CONFIG = PRODUCTION.path;
+/** The operator's copy that setup writes (a second pristine copy, which setup then fills in). */
+const SET_UP: ConfigCopy = pristineProductionConfig();
+const SET_UP_CONFIG = SET_UP.path;
 const TOKEN = "operator-token-5d1c";
 const RESOURCES = JSON.stringify({ grants: "e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10", closed: "60686d2e-91d1-493b-9746-5c5f1b5b118e" });
 
@@ -34,11 +38,10 @@ describe("the production configuration, as deployed", () => {
     const nobody = `http://127.0.0.1:${await freePort()}/data/en`;
     // The operator's way: npm run setup writes the base and the aliases; the token stays a secret
     // (here a --var, as .dev.vars or `wrangler secret put` would give it).
-    copyFileSync(PRODUCTION_CONFIG, SET_UP_CONFIG);
     // Asynchronously: the emulator answering setup lives in this process.
     const setup = spawn(
       process.execPath,
-      [join(ROOT, "scripts", "setup.ts"), "--ckan", base, "--resource", "grants=e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10", "--resource", "closed=60686d2e-91d1-493b-9746-5c5f1b5b118e", "--yes", "--config", SET_UP_CONFIG],
+      [join(ROOT, "scripts", "setup.ts"), "--ckan", base, "--resource", "grants=e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10", "--resource", "closed=60686d2e-91d1-493b-9746-5c5f1b5b118e", "--snapshot", "grants=0 3 * * *", "--yes", "--config", SET_UP_CONFIG],
       { cwd: ROOT, env: { ...isolatedEnv(), CKAN_API_TOKEN: TOKEN }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let stderr = "";
@@ -56,8 +59,30 @@ describe("the production configuration, as deployed", () => {
 
   afterAll(async () => {
     await Promise.allSettled([...Object.values(workers).map((w) => w?.stop()), emulator?.close()]);
-    rmSync(SET_UP_CONFIG, { force: true });
+    PRODUCTION.remove();
+    SET_UP.remove();
   }, 30_000);
+
+  it("is read without the operator's settings: a set-up wrangler.toml gives the specs the same configuration as a fresh one", () => {
+    // SET_UP_CONFIG is now what an operator's checkout holds after npm run setup.
+    const read = (path: string) => JSON.parse(JSON.stringify(experimental_readRawConfig({ config: path }).rawConfig)) as { vars?: Record<string, unknown>; triggers?: { crons?: string[] } };
+    const configured = read(SET_UP_CONFIG);
+    expect(configured.vars?.["CKAN_BASE_URL"]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/data\/en$/);
+    expect(Object.keys(configured.vars?.["RESOURCES"] as object)).toEqual(["grants", "closed"]);
+    expect(configured.triggers?.crons).toEqual(["0 3 * * *"]);
+    const again = pristineProductionConfig(SET_UP_CONFIG);
+    try {
+      const specs = read(again.path);
+      expect(specs).toEqual(read(PRODUCTION_CONFIG));
+      expect(specs.vars?.["CKAN_BASE_URL"]).toBeUndefined();
+      expect(specs.vars?.["SNAPSHOT_JOBS"]).toBeUndefined();
+      expect({ ...(specs.vars?.["RESOURCES"] as object) }).toEqual({});
+      expect(specs.triggers?.crons ?? []).toEqual([]);
+      expect(specs.vars?.["MAX_ROWS"]).toBe("1000000");
+    } finally {
+      again.remove();
+    }
+  });
 
   it("answers every route 503 naming CKAN_BASE_URL until it is set, never a 502 from a loopback address", async () => {
     for (const path of ["/export.csv?resource=grants", "/health", "/resources", "/"]) {

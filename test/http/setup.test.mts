@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { copyFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -10,9 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
 import { startEmulatorServer, type EmulatorServer } from "../../emulator/server.ts";
+import { withoutProductionVars } from "../../scripts/wrangler-toml.ts";
 import { freePort, isolatedEnv } from "./harness.mts";
+import { PROJECT_CONFIG } from "./pristine-config.mts";
 
-// `npm run setup` against CKAN emulators on loopback, on a copy of the project's wrangler.toml: a
+// `npm run setup` against CKAN emulators on loopback, on a copy of the project's wrangler.toml as
+// shipped (whatever setup wrote into this checkout's own taken out again): a
 // run that succeeds writes what wrangler then reads (read back with wrangler's own reader), keeps
 // every comment, and names what is left to do; each failure is one or two lines naming what to fix,
 // exit 1, and the file byte for byte as it was. The token (recognisable) appears in no file written
@@ -20,7 +23,7 @@ import { freePort, isolatedEnv } from "./harness.mts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const TOKEN = "tok-SETUP-SECRET-5c1e";
-const { sample, big } = EMULATOR_RESOURCES;
+const { sample, big, edge } = EMULATOR_RESOURCES;
 const PRIVATE = EMULATOR_RESOURCES.private;
 
 interface Run {
@@ -59,9 +62,10 @@ describe("npm run setup", () => {
     if (folder) await rm(folder, { recursive: true, force: true });
   });
 
-  async function setup(args: string[], token?: string, input?: string): Promise<Run> {
-    const config = join(folder, `wrangler-${++runs}.toml`);
-    await copyFile(join(ROOT, "wrangler.toml"), config);
+  /** One run of setup: on a fresh copy of the shipped wrangler.toml, or on `config` as an earlier run left it. */
+  async function setup(args: string[], token?: string, input?: string, again?: string): Promise<Run> {
+    const config = again ?? join(folder, `wrangler-${++runs}.toml`);
+    if (again === undefined) await writeFile(config, withoutProductionVars(await readFile(PROJECT_CONFIG, "utf8")));
     const before = await readFile(config, "utf8");
     const env = isolatedEnv();
     delete env["CKAN_API_TOKEN"];
@@ -143,6 +147,13 @@ describe("npm run setup", () => {
     expectFailure(run, /does not answer as a CKAN site \(status_show: HTTP 200, text\/html.*\n.*language segment/);
   });
 
+  it("fails on a CKAN address with a segment missing or one too many, as the emulator answers those paths as a real CKAN does (HTML)", async () => {
+    for (const base of [ckan.url, `${ckan.url}/data`, `${ckan.url}/data/en/dataset`]) {
+      const run = await setup(["--ckan", base, "--resource", `a=${sample}`, "--yes"], TOKEN);
+      expectFailure(run, /does not answer as a CKAN site \(status_show: HTTP 404, text\/html.*\n.*language segment/);
+    }
+  });
+
   it("fails on a CKAN without the DataStore", async () => {
     const run = await setup(["--ckan", `${noDatastore.url}/data/en`, "--resource", `a=${sample}`, "--yes"], TOKEN);
     expectFailure(run, /is CKAN 2\.11\.5 without the DataStore/);
@@ -151,6 +162,8 @@ describe("npm run setup", () => {
   it("fails on a table the DataStore does not have", async () => {
     const run = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--resource", "gone=0000aaaa-1111-4222-8333-444455556666", "--yes"], TOKEN);
     expectFailure(run, /gone = 0000aaaa-1111-4222-8333-444455556666: not a table in .*DataStore/);
+    // CKAN's sentence inside ours, without its own period before our parenthesis closes.
+    expect(run.stderr).toContain('Resource "0000aaaa-1111-4222-8333-444455556666" was not found).');
   });
 
   it("fails on a private table without a token, and with a token CKAN refuses", async () => {
@@ -161,5 +174,79 @@ describe("npm run setup", () => {
   it("refuses a token given as an argument, and a reference that is no resource", async () => {
     expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--token", TOKEN, "--yes"]), /never an argument/);
     expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", "a=https://portal.example/dataset/x", "--yes"], TOKEN), /neither a resource id nor a resource page URL/);
+  });
+
+  it("adds on a second run: the aliases given are added or updated, the others and their jobs kept, and the result printed as a table", async () => {
+    const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `secret=${PRIVATE}`, "--snapshot", "grants=0 3 * * *", "--yes"], TOKEN);
+    expect(first.code, first.stderr).toBe(0);
+    const second = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--resource", `grants=${edge}`, "--yes"], TOKEN, undefined, first.config);
+    expect(second.code, second.stderr).toBe(0);
+    const { vars, triggers } = experimental_readRawConfig({ config: second.config }).rawConfig;
+    expect({ ...((vars as Record<string, unknown>)["RESOURCES"] as object) }).toEqual({ grants: edge, secret: PRIVATE, big });
+    expect(JSON.parse(String((vars as Record<string, unknown>)["SNAPSHOT_JOBS"]))).toEqual([{ name: "grants-snapshot", resource: "grants", formats: ["csv"], cron: "0 3 * * *", keep: 30 }]);
+    expect(triggers?.crons).toEqual(["0 3 * * *"]);
+    // Only the tables given were asked about; the printed table shows all of them, and the jobs.
+    expect(second.stdout).not.toContain(`secret = ${PRIVATE}`);
+    expect(second.stdout).toMatch(new RegExp(`grants +${edge} +now this table \\(was ${sample}\\) +Edge cases`));
+    expect(second.stdout).toMatch(new RegExp(`secret +${PRIVATE} +kept`));
+    expect(second.stdout).toMatch(new RegExp(`big +${big} +added +Big grants`));
+    expect(second.stdout).toMatch(/grants-snapshot +grants +csv +0 3 \* \* \*/);
+    expect(second.stdout).toContain("(needed if a published table is private)");
+  });
+
+  it("removes only when told: --remove takes an alias away with its snapshot job; an alias it does not publish is refused by name", async () => {
+    const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `big=${big}`, "--snapshot", "grants=0 3 * * *", "--snapshot", "big=0 0 1 * *", "--yes"], TOKEN);
+    expect(first.code, first.stderr).toBe(0);
+    const removed = await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "grants", "--yes"], undefined, undefined, first.config);
+    expect(removed.code, removed.stderr).toBe(0);
+    const { vars, triggers } = experimental_readRawConfig({ config: removed.config }).rawConfig;
+    expect({ ...((vars as Record<string, unknown>)["RESOURCES"] as object) }).toEqual({ big });
+    expect(JSON.parse(String((vars as Record<string, unknown>)["SNAPSHOT_JOBS"])).map((job: { name: string }) => job.name)).toEqual(["big-snapshot"]);
+    expect(triggers?.crons).toEqual(["0 0 1 * *"]);
+    expect(removed.stdout).toContain("no longer published: grants (and snapshot job grants-snapshot with it)");
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "nope", "--yes"], undefined, undefined, first.config), /--remove nope: .* publishes no alias nope \(it publishes big\)/);
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "big", "--resource", `big=${sample}`, "--yes"], undefined, undefined, first.config), /both given/);
+  });
+
+  it("asks before removing, without --yes: it shows what is published and takes away only the aliases typed", async () => {
+    const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `secret=${PRIVATE}`, "--snapshot", "secret=0 3 * * *", "--yes"], TOKEN);
+    expect(first.code, first.stderr).toBe(0);
+    // The token, "secret" (to remove), Enter (no table to add), y.
+    const run = await setup(["--ckan", `${ckan.url}/data/en`], undefined, `${TOKEN}\nsecret\n\ny\n`, first.config);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/Published now \(2\):\n {2}grants = 5bdeaf06-\S+\n {2}secret = 60686d2e-\S+ {2}\(snapshot job secret-snapshot\)/);
+    expect(run.stdout).toContain("stop publishing secret (and snapshot job secret-snapshot with it): write CKAN_BASE_URL, RESOURCES, SNAPSHOT_JOBS and [triggers]");
+    const vars = experimental_readRawConfig({ config: run.config }).rawConfig.vars as Record<string, unknown>;
+    expect({ ...(vars["RESOURCES"] as object) }).toEqual({ grants: sample });
+    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([]);
+  });
+
+  it("lists the DataStore's tables by dataset and resource name, suggests an alias from the resource name, and a free one when it is taken", async () => {
+    // The token, `tables`, 1, Enter (the suggested alias), `tables`, 4, a taken alias, Enter (the
+    // free one offered), Enter (done), Enter twice (no schedules), y.
+    const run = await setup(["--ckan", `${ckan.url}/data/en`], undefined, `${TOKEN}\ntables\n1\n\ntables\n4\nsample-grants\n\n\n\n\ny\n`);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/1\. Demo grants \/ Sample grants {2}\(5bdeaf06-/);
+    expect(run.stdout).toMatch(/3\. Private grants \/ Private grants {2}\(60686d2e-/);
+    expect(run.stdout).toMatch(/4\. Demo grants \/ Edge cases {2}\(e1d9e5a7-/);
+    expect(run.stdout).toContain("alias for Demo grants / Sample grants [sample-grants]");
+    expect(run.stdout).toContain("sample-grants is taken: Enter takes sample-grants-2, or type another.");
+    const vars = experimental_readRawConfig({ config: run.config }).rawConfig.vars as Record<string, unknown>;
+    expect({ ...(vars["RESOURCES"] as object) }).toEqual({ "sample-grants": sample, "sample-grants-2": edge });
+  });
+
+  it("prints its usage for --help (exit 0), and names --help when an option is unknown", async () => {
+    const help = await setup(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe("");
+    for (const option of ["--ckan", "--resource", "--remove", "--snapshot", "--yes", "--config", "CKAN_API_TOKEN"]) expect(help.stdout).toContain(option);
+    expect(help.after).toBe(help.before);
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resources", `a=${sample}`]), /Unknown option '--resources'.*\n.*npm run setup -- --help/);
+  });
+
+  it("suggests running without --yes only when --yes was given", async () => {
+    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--yes"], TOKEN), /no table chosen: add --resource .* \(or run without --yes to search\)\.$/m);
+    const asked = await setup(["--ckan", `${ckan.url}/data/en`], undefined, "\n\n");
+    expectFailure(asked, /no table chosen: add --resource <alias>=<resource id or resource page URL>\.$/m);
   });
 });

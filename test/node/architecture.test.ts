@@ -28,6 +28,8 @@ const LAYERS: Array<[string, number, RegExp]> = [
   ["upstream", 5, /^src\/ckan\//],
   ["encode", 6, /^src\/format\//],
   ["stream", 7, /^src\/export\//],
+  // Aggregates read pages (upstream) and hand their rows to the byte stream; sinks and routes use them.
+  ["aggregate", 7.5, /^src\/aggregate\//],
   ["http sink", 8, /^src\/http\//],
   ["r2 sink", 8, /^src\/snapshot\//],
   ["discovery", 8, /^src\/discovery\//],

@@ -48,7 +48,11 @@ describe("the OpenAPI description", () => {
     for (const format of Object.keys(FORMATS) as FormatName[]) {
       expect(paths[`/export.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(parametersFor(format).map((p) => p.name));
     }
-    const documented = Object.values(FORMATS).flatMap((f) => paths[`/export.${f.extension}`]!.get!.parameters!);
+    // Aggregates list theirs the same way, from the same table.
+    for (const format of Object.keys(FORMATS) as FormatName[]) {
+      expect(paths[`/aggregate.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(parametersFor(format, "aggregate").map((p) => p.name));
+    }
+    const documented = Object.values(FORMATS).flatMap((f) => [...paths[`/export.${f.extension}`]!.get!.parameters!, ...paths[`/aggregate.${f.extension}`]!.get!.parameters!]);
     expect(PARAMETERS.filter((p) => !documented.some((d) => d.name === p.name)).map((p) => p.name)).toEqual([]);
     for (const p of PARAMETERS) expect(documented.find((c) => c.name === p.name)?.description).toContain(p.meaning);
   });

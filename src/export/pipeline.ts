@@ -1,13 +1,12 @@
-import type { CkanClient } from "../ckan/client.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import { admitExport, type Admission } from "../ckan/page-budget.ts";
 import { describeTable, openTable, type PagingOptions, type Resume, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
-import { HttpError } from "../errors.ts";
+import { ExportLimit, FormatSizeExceeded, type HttpError } from "../errors.ts";
 import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
-import { formatMaxRows, type FormatName } from "../query/formats.ts";
-import { ENCODERS } from "../format/index.ts";
+import { encoderFor, ENCODERS } from "../format/index.ts";
 import { encodeTable, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
@@ -21,27 +20,29 @@ export interface ExportProgress {
   error?: HttpError;
 }
 
-export interface ExportRun {
+export interface OpenExport {
   table: Pick<Table, "total" | "expectedRows" | "firstPageRows">;
   /** The bytes are a container's (XLSX's ZIP): their first chunk says nothing of a row's size. */
   packed: boolean;
   body: ReadableStream<Uint8Array>;
   progress: ExportProgress;
+  /** Headers this kind of answer adds (an aggregate's `X-Aggregated-By`). */
+  headers?: Record<string, string>;
 }
 
 /**
  * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
  * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
- * of rows costs several times its bytes in heap); JSON and NDJSON copy later pages' values from
- * CKAN's answer bytes between their keys; the decimal comma and XLSX encode rows.
+ * of rows costs several times its bytes in heap); JSON and NDJSON take CKAN's CSV pages too and write
+ * each record from their bytes; the decimal comma, XLSX and Parquet encode rows.
  */
 function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
     return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: jsonCsvReader(incoming, dropFrom, ndjson) }) };
   }
-  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.csv.decimal !== ".") return undefined;
-  const { delimiter, formulaGuard } = query.csv;
+  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".") return undefined;
+  const { delimiter, formulaGuard } = query.options;
   return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter) }) };
 }
 
@@ -50,30 +51,44 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
  * response, R2 snapshot), and knows none of them. Throws an HttpError when the first page fails, or
  * a 503 before any upstream request when the isolate already runs as many exports as it holds.
  */
-export async function runExport(
+export async function openExport(
   query: ExportQuery,
   config: Config,
-  client: CkanClient,
+  site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
-): Promise<ExportRun> {
-  const format = ENCODERS[query.format];
+): Promise<OpenExport> {
   const abort = new AbortController();
   const admission = admitExport();
   let table: Table;
   try {
-    table = await withFormatLimit(query.format, config, openTable(client, config.datastoreSearchUrl, query, {
-      ...pagingOptions(query, config),
-      signal: abort.signal,
-    }));
+    table = await openTable(site, query, { ...pagingOptions(query, config), signal: abort.signal });
   } catch (error) {
     admission.release();
     throw error;
   }
-  const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text");
+  return streamTable(query, config, table, admission, abort, site.client.redact, onDone);
+}
+
+/**
+ * An opened table (CKAN's pages, or an aggregate's result rows) through its format's encoder to a
+ * byte stream: the admission is released and `onDone` told when the stream ends, however it ends.
+ */
+export async function streamTable(
+  query: ExportQuery,
+  config: Config,
+  table: Table,
+  admission: Admission,
+  abort: AbortController,
+  redact: (text: string) => string,
+  onDone?: (progress: ExportProgress) => void,
+): Promise<OpenExport> {
+  const format = ENCODERS[query.format];
+  const encoder = encoderFor(query, table.columns);
   const progress: ExportProgress = { rows: 0, chars: 0, bytes: 0 };
   const hooks: Required<ByteStreamHooks> = {
-    failure: (reason) => encoder.failure(reason),
-    cutOff: (error, reason) => encoder.cutOff?.(reason, isRowLimit(error)),
+    // The reason quotes upstream text: no piece of a secret goes into the file's last line.
+    failure: (reason) => encoder.failure(redact(reason)),
+    cutOff: (error, reason) => encoder.cutOff?.(redact(reason), error instanceof ExportLimit),
     cancel: () => abort.abort(),
     done: (outcome) => {
       admission.release();
@@ -83,7 +98,7 @@ export async function runExport(
     },
   };
   const pack = format.package === undefined ? undefined : packing(hooks, format.package());
-  const encoding = explainLimit(query.format, config, encodeTable(table, encoder, progress), admission);
+  const encoding = touching(admission, encodeTable(table, encoder, progress));
   let chunks: AsyncGenerator<string | Uint8Array, void, undefined>;
   try {
     chunks = await primed(format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress), abort);
@@ -98,7 +113,7 @@ export async function runExport(
 function pagingOptions(query: ExportQuery, config: Config): PagingOptions {
   return {
     pageSize: config.pageSize,
-    maxRows: formatMaxRows(query.format, config.maxRows),
+    rowLimit: query.rowLimit,
     subrequestLimit: config.subrequestLimit,
     concurrency: config.upstreamConcurrency,
     ...(passthroughFor(query, config) ?? {}),
@@ -119,19 +134,19 @@ export interface ExportPart {
 
 /**
  * The export pipeline up to text, from `resume` (or the start) until `full()` says enough at a page's
- * end: the same pages, encoder and chunks as `runExport`, so the parts joined are its bytes. The
+ * end: the same pages, encoder and chunks as `openExport`, so the parts joined are its bytes. The
  * encoder goes on from the rows already written; a part that stops early writes no end. Its
  * requests are few (a part's pages), so the whole export's subrequest budget does not apply.
  */
-export async function openExportPart(query: ExportQuery, config: Config, client: CkanClient, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
+export async function openExportPart(query: ExportQuery, config: Config, site: CkanSite, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
-  const table = await openTable(client, config.datastoreSearchUrl, query, {
+  const table = await openTable(site, query, {
     ...pagingOptions(query, config),
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
   });
-  const encoder = format.encoder(table.columns, query.csv, query.numeric ?? "text", resume === undefined ? undefined : { rows: resume.rows });
+  const encoder = encoderFor(query, table.columns, resume === undefined ? undefined : { rows: resume.rows });
   let stopped = false;
   let ended = false;
   async function* untilFull(): AsyncGenerator<Batch, void, undefined> {
@@ -159,41 +174,15 @@ export async function openExportPart(query: ExportQuery, config: Config, client:
   return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
 }
 
-/** What `runExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
-export const describeExport = (query: ExportQuery, config: Config, client: CkanClient): Promise<Pick<Table, "columns" | "total">> =>
-  withFormatLimit(query.format, config, describeTable(client, config.datastoreSearchUrl, query, {
-      maxRows: formatMaxRows(query.format, config.maxRows),
-      pageSize: config.pageSize,
-      subrequestLimit: config.subrequestLimit,
-    }));
+/** What `openExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
+export const describeExport = (query: ExportQuery, config: Config, site: CkanSite): Promise<Pick<Table, "columns" | "total">> =>
+  describeTable(site, query, { rowLimit: query.rowLimit, pageSize: config.pageSize, subrequestLimit: config.subrequestLimit });
 
-/** The 400 of too many rows (before the first byte, or found while paging when CKAN's count was short). */
-const isRowLimit = (error: unknown): error is HttpError => error instanceof HttpError && error.status === 400 && error.parameter === "limit";
-
-/** Too many rows for a format with a limit below the worker's (a spreadsheet's rows): the 400 says so. */
-function formatLimitError(format: FormatName, config: Config, error: unknown): unknown {
-  const max = formatMaxRows(format, config.maxRows);
-  if (!isRowLimit(error) || max === config.maxRows) return error;
-  return new HttpError(400, `${error.message} A ${format} sheet holds ${max} rows below its header: export CSV for more.`, { parameter: "limit", cause: error });
-}
-
-async function withFormatLimit<T>(format: FormatName, config: Config, opening: Promise<T>): Promise<T> {
-  try {
-    return await opening;
-  } catch (error) {
-    throw formatLimitError(format, config, error);
-  }
-}
-
-/** The chunks, a row limit's 400 explained for the format; each chunk tells the isolate's admission the export moves. */
-async function* explainLimit<T>(format: FormatName, config: Config, chunks: AsyncGenerator<T, void, undefined>, admission: Admission): AsyncGenerator<T, void, undefined> {
-  try {
-    for await (const chunk of chunks) {
-      admission.touch();
-      yield chunk;
-    }
-  } catch (error) {
-    throw formatLimitError(format, config, error);
+/** The chunks; each one tells the isolate's admission the export moves. */
+async function* touching<T>(admission: Admission, chunks: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+  for await (const chunk of chunks) {
+    admission.touch();
+    yield chunk;
   }
 }
 
@@ -214,9 +203,9 @@ async function* withinSize<T>(
     if (!judged && progress.rows > 0 && table.expectedRows !== undefined) {
       judged = true;
       const estimate = (progress.chars / progress.rows) * table.expectedRows;
-      if (estimate > max.limit) throw new HttpError(400, max.refusal(estimate), { parameter: "limit" });
+      if (estimate > max.limit) throw new FormatSizeExceeded(max.refusal(estimate));
     }
-    if (progress.chars > max.limit) throw new HttpError(400, max.refusal(progress.chars), { parameter: "limit" });
+    if (progress.chars > max.limit) throw new FormatSizeExceeded(max.refusal(progress.chars));
     yield chunk;
   }
 }

@@ -1,0 +1,47 @@
+import type { TableQuery } from "../query/table-query.ts";
+import { fetchFirstPage, type FirstPage } from "./keyset-probe.ts";
+import { explainRefusal } from "./refusals.ts";
+import { baseRequest, firstFormat, requestedFields } from "./requests.ts";
+import type { CkanSite } from "./site.ts";
+import type { SearchRequest } from "./types.ts";
+
+/** Where an export picks up again (see table.ts's Resume): the rows done, and the last one's `_id`. */
+interface Resumed {
+  rows: number;
+  afterId: number | undefined;
+}
+
+/**
+ * An export's first page, asked for `limit` rows with CKAN's count: on a site that may page by
+ * keyset, asked that way too (keyset-probe.ts); going on from `resume`, after its last `_id` or at
+ * its offset, never counted again. CKAN's refusal is said in the link's terms (refusals.ts).
+ */
+export async function openFirstPage(site: CkanSite, query: TableQuery, resume: Resumed | undefined, limit: number, signal: AbortSignal): Promise<FirstPage> {
+  const body = (keyset: boolean): SearchRequest => ({
+    ...baseRequest(query),
+    ...requestedFields(query, keyset),
+    records_format: firstFormat(query),
+    limit,
+    offset: query.offset,
+    include_total: true,
+    ...(keyset ? { include_next_page: true } : {}),
+  });
+  // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
+  const keysetPossible = query.sort === undefined && !("_id" in query.filters) && site.mayUseKeyset;
+  const opening = resume === undefined ? fetchFirstPage(site, keysetPossible ? body(true) : undefined, body(false), signal) : resumedPage(site, query, resume, body(false), signal);
+  return await opening.catch((error: unknown) => {
+    throw explainRefusal(error, query, site.rangeFilters === false);
+  });
+}
+
+/**
+ * The first page of an export that goes on from `resume`: after its last `_id` (a range filter, so
+ * CKAN 2.12, which the run's first page already found), or at its offset; never counted again.
+ */
+async function resumedPage(site: CkanSite, query: TableQuery, resume: Resumed, plain: SearchRequest, signal: AbortSignal): Promise<FirstPage> {
+  const keyset = resume.afterId !== undefined;
+  const body: SearchRequest = keyset
+    ? { ...plain, ...requestedFields(query, true), offset: 0, filters: { ...query.filters, _id: { gt: resume.afterId! } }, include_total: false }
+    : { ...plain, offset: query.offset + resume.rows, include_total: false };
+  return { result: await site.client.search(body, signal), keyset };
+}

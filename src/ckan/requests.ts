@@ -1,0 +1,44 @@
+import { sortColumns } from "../query/sort.ts";
+import type { TableQuery } from "../query/table-query.ts";
+import type { SearchRequest, SearchResult } from "./types.ts";
+
+// The datastore_search requests of an export, and the `_id` read back from an answer.
+
+/** The user's order made total by `_id`, so offset paging neither repeats nor skips rows. */
+function pagingSort(sort: string | undefined): string {
+  if (sort === undefined) return "_id";
+  return sortColumns(sort).includes("_id") ? sort : `${sort}, _id`;
+}
+
+/** The request every call of an export starts from: table, search, filters and a total order. */
+export function baseRequest(query: TableQuery): SearchRequest {
+  const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
+  if (query.q !== undefined) base.q = query.q;
+  if (Object.keys(query.filters).length > 0) base.filters = query.filters;
+  return base;
+}
+
+/** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
+export function requestedFields(query: TableQuery, withId: boolean): { fields?: string[] } {
+  if (query.fields === undefined) return {};
+  return { fields: withId && !query.fields.includes("_id") ? [...query.fields, "_id"] : query.fields };
+}
+
+/**
+ * CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the columns are
+ * known, such a search asks for objects.
+ */
+export const firstFormat = (query: TableQuery): "objects" | "lists" => (query.q !== undefined && query.fields === undefined ? "objects" : "lists");
+
+/** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
+export function lastIdOf(result: SearchResult): number | undefined {
+  // Pages copied from CSV bytes carry theirs in their copy's `lastId`: records here are lists or objects.
+  const record = typeof result.records === "string" ? undefined : result.records.at(-1);
+  if (Array.isArray(record)) return idOf(record[result.fields.findIndex((f) => f.id === "_id")]);
+  return idOf(record?._id);
+}
+
+export function idOf(raw: string | undefined): number | undefined {
+  const id = Number(raw);
+  return raw !== undefined && raw !== "" && Number.isSafeInteger(id) ? id : undefined;
+}

@@ -1,0 +1,79 @@
+import type { TableQuery } from "../query/table-query.ts";
+import type { CkanClient } from "./client.ts";
+import type { PageSizer } from "./page-budget.ts";
+import { idStretches, offsetStretches, type StretchPlanner } from "./paging.ts";
+import { baseRequest, lastIdOf } from "./requests.ts";
+import type { SearchRequest } from "./types.ts";
+
+/**
+ * How the pages after the first are asked for, chosen by name once the first page is in:
+ * - `offset`: rows from an offset (CKAN before 2.12, a user's sort, or an `_id` among the user's
+ *   fields), side by side when CKAN's count is exact, one at a time when it is an estimate;
+ * - `id-ranges`: rows in `_id` ranges after the first page's last `_id` (CKAN 2.12's range filters:
+ *   no deep offsets), side by side, sized by the table's density between there and its largest `_id`.
+ */
+export type PagingStrategy = "offset" | "id-ranges";
+
+/** What a strategy plans from: the export, its first page, and the counts judged from it. */
+export interface PlanInput {
+  client: CkanClient;
+  query: TableQuery;
+  signal: AbortSignal;
+  sizer: PageSizer;
+  /** Rows wanted in all (the limit, or the row limit and one more). */
+  wanted: number;
+  /** Stretches the export may have in flight at once. */
+  concurrency: number;
+  /** Rows CKAN's count says are left after the rows done, when it counted. */
+  available: number | undefined;
+  /** CKAN's count is exact (not an estimate). */
+  exact: boolean;
+  /** Rows of the first page. */
+  firstRows: number;
+  /** Pages the subrequest check planned after the first. */
+  pagesPlanned: number;
+  /** `offset`: the offset of the first page's first row (0 after an `_id`: the filter holds the bound). */
+  from: number;
+  /** `id-ranges`: the first page's last `_id`. */
+  after: number;
+}
+
+/** The stretches to fetch after the first page, and how many in flight at once. */
+export interface Plan {
+  stretches: StretchPlanner | Promise<StretchPlanner>;
+  window: number;
+}
+
+export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
+  offset: (input) => {
+    const { exact, available, wanted, sizer } = input;
+    // An estimated total may be short: planning by it could stop early, so count instead.
+    return {
+      window: exact ? Math.max(1, input.concurrency) : 1,
+      stretches: offsetStretches(input.from, exact ? Math.min(available!, wanted) : wanted, wanted, sizer),
+    };
+  },
+  "id-ranges": (input) => {
+    const { after, wanted, sizer, pagesPlanned } = input;
+    const window = Math.max(1, input.concurrency);
+    // With one page left to fetch (or one in flight at a time), ranges side by side gain nothing: no probe.
+    if (window === 1 || pagesPlanned <= 1) return { window, stretches: idStretches(after, undefined, 1, wanted, sizer, 0) };
+    const rowsAfter = input.available === undefined ? undefined : Math.max(0, input.available - input.firstRows);
+    const stretches = largestId(input.client, input.query, input.signal).then((largest) => {
+      const density = largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
+      return idStretches(after, largest, density, wanted, sizer, Math.max(1, pagesPlanned));
+    });
+    return { window, stretches };
+  },
+};
+
+/** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */
+async function largestId(client: CkanClient, query: TableQuery, signal: AbortSignal): Promise<number | undefined> {
+  const probe: SearchRequest = { ...baseRequest(query), sort: "_id desc", fields: ["_id"], limit: 1, include_total: false };
+  try {
+    return lastIdOf(await client.search(probe, signal));
+  } catch {
+    // Without it (or once the export has stopped), one open-ended range: sequential, and still every row.
+    return undefined;
+  }
+}

@@ -1,0 +1,77 @@
+import { describeAggregate, runAggregate } from "../aggregate/run.ts";
+import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
+import { HttpError, toHttpError } from "../errors.ts";
+import { serveExport, type Pipeline } from "../http/export-route.ts";
+import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
+import { log } from "../log/log.ts";
+import { redactor } from "../log/redact.ts";
+import { errorModeOf } from "../query/export-query.ts";
+import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
+import { parametersFor } from "../query/params.ts";
+import { parameter } from "./exports.ts";
+import { guardLink } from "./guards.ts";
+import { errors, type Json, type Operations } from "./openapi-parts.ts";
+import type { Route } from "./route.ts";
+
+/** Aggregates: the same link handling as exports, another computation between link and bytes. */
+export const AGGREGATES: Pipeline<AggregateQuery> = { open: runAggregate, describe: describeAggregate };
+
+function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
+  const { contentType } = FORMATS[format];
+  const body = format === "json" ? { type: "array", items: { type: "object" } } : { type: "string" };
+  return {
+    operationId: `${method}Aggregate${format[0]!.toUpperCase()}${format.slice(1)}`,
+    summary: `${method === "head" ? "Headers of" : "Groups of a CKAN table (count, sum, avg, min, max) as"} ${format.toUpperCase()}`,
+    tags: ["aggregates"],
+    parameters: parametersFor(format, "aggregate").map((p) => {
+      const described = parameter(p);
+      return p.aggregateMeaning === undefined ? described : { ...described, description: `On aggregates: ${p.aggregateMeaning}.` };
+    }),
+    responses: {
+      "200": {
+        description:
+          "One row per group: the group columns, then the measures, named as the link writes them. Computed whole before the first byte.",
+        headers: {
+          "X-Aggregated-By": { description: "`ckan-sql` (the portal's PostgreSQL, through datastore_search_sql) or `worker` (from the rows' pages).", schema: { type: "string", enum: ["worker", "ckan-sql"] } },
+          "X-Total-Count": { description: "Groups before limit and offset.", schema: { type: "integer" } },
+          "Content-Disposition": { description: "attachment, with the download name.", schema: { type: "string" } },
+          ETag: { schema: { type: "string" } },
+        },
+        content: { [contentType.split(";")[0]!]: { schema: body } },
+      },
+      "304": { description: "Not modified (If-None-Match)." },
+      ...errors("400", "403", "404", "429", "500", "502", "503", "504"),
+    },
+  };
+}
+
+/** GET|HEAD /aggregate.<format>: group, count, sum, average, min, max, in every format exports have. */
+export const aggregateRoute: Route = {
+  methods: ["GET", "HEAD"],
+  path: "/aggregate.:format",
+  async handle(context) {
+    const { request, url, env, config, deps, info } = context;
+    const format = request.params.format ?? "";
+    const errorMode = errorModeOf(url.searchParams, format);
+    try {
+      await guardLink(context);
+      if (!isFormatName(format)) {
+        throw new HttpError(404, `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/aggregate.${f}`).join(", ")}.`);
+      }
+      const query = parseAggregateQuery(url.searchParams, format, config);
+      return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }, AGGREGATES);
+    } catch (error) {
+      // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
+      if (!wantsInlineError(request.method, errorMode, request.headers.get("user-agent"))) throw error;
+      log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
+      return inlineErrorResponse(error, format, redactor(env));
+    }
+  },
+  openapi: () =>
+    Object.fromEntries(
+      (Object.keys(FORMATS) as FormatName[]).map((format): [string, Operations] => [
+        `/aggregate.${format}`,
+        { get: aggregateOperation(format, "get"), head: aggregateOperation(format, "head") },
+      ]),
+    ),
+};
