@@ -221,7 +221,9 @@ export class StreamedAnswer {
   end(): { envelope: string } | { whole: Uint8Array<ArrayBuffer> } {
     if (this.#head === undefined) return { whole: this.#gathered.subarray(0, this.#used) };
     if (!this.#records.ended) throw new NotTheJson("the answer ended inside its records");
-    return { envelope: `${this.#head}null${utf8Text(this.#gathered.subarray(0, this.#used))}` };
+    const envelope = `${this.#head}null${utf8Text(this.#gathered.subarray(0, this.#used))}`;
+    release(this.#gathered);
+    return { envelope };
   }
 
   #gather(chunk: Uint8Array): void {

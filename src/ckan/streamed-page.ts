@@ -1,9 +1,50 @@
-import { HttpError } from "../errors.ts";
+import { HttpError, UpstreamFailure } from "../errors.ts";
 import type { Batch, CopiedRecords, PassedBytes, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
+import { adopt, own, ownedBytes, release } from "../rows/owned-bytes.ts";
 import type { CkanClient } from "./client.ts";
 import { StreamedAnswer } from "./raw-json.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
+
+/** Bytes asked of the body per read: fewer, larger reads than the chunks the runtime would hand over. */
+const READ_BYTES = 256 * 1024;
+
+/**
+ * The body's bytes, read into one buffer reused from read to read where the body is a byte stream
+ * (fetch's is): each chunk is a view the consumer copies before asking for the next.
+ */
+async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array, void, undefined> {
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = body.getReader({ mode: "byob" });
+  } catch {
+    // Not a byte stream (a test's, or another runtime's): its own chunks, each freed once copied.
+    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+      yield adopt(chunk);
+      release(chunk);
+    }
+    return;
+  }
+  // Each read hands the buffer back as a new one (the old one detached): the last is freed at the end,
+  // not left among the ArrayBuffers a rarely collected heap keeps (see owned-bytes.ts).
+  let view: Uint8Array = ownedBytes(READ_BYTES);
+  let ended = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read(new Uint8Array(view.buffer, 0, READ_BYTES));
+      if (done || value === undefined) {
+        ended = true;
+        return;
+      }
+      view = own(value);
+      yield value;
+    }
+  } finally {
+    // Stopped early (the export ended or failed): the rest of the answer is not wanted.
+    if (!ended) reader.cancel().catch(() => {});
+    release(view);
+  }
+}
 
 /** Times a page whose answer broke off is asked for again before the export fails. */
 export const BROKEN_PAGE_RETRIES = 2;
@@ -48,7 +89,7 @@ export async function* streamedPage(fetch: StreamedFetch, opened: Promise<Respon
     try {
       const body = response.body;
       if (body !== null) {
-        for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+        for await (const chunk of chunksOf(body)) {
           const records = answer.push(chunk);
           if (records === undefined) continue;
           const rows = records.page.rows;
@@ -76,9 +117,9 @@ export async function* streamedPage(fetch: StreamedFetch, opened: Promise<Respon
     } catch (error) {
       fetch.signal.throwIfAborted();
       if (error instanceof HttpError) throw error;
-      if (error instanceof NotTheJson) throw new HttpError(502, "CKAN's CSV records could not be read.", { cause: error });
+      if (error instanceof NotTheJson) throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
       if (attempt >= BROKEN_PAGE_RETRIES) {
-        throw new HttpError(502, `CKAN's answer broke off ${BROKEN_PAGE_RETRIES + 1} times (after ${answer.bytes} bytes the last time); the export stopped.`, { cause: error });
+        throw new UpstreamFailure(502, `CKAN's answer broke off ${BROKEN_PAGE_RETRIES + 1} times (after ${answer.bytes} bytes the last time); the export stopped.`, { cause: error });
       }
     }
   }
