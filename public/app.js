@@ -236,9 +236,10 @@ function refreshLink() {
   // A signed link is made on request (Sign the link): an unsigned one would only get a 403.
   renderOutput(state.signing ? "" : location.origin + pathOf(state.format, exportParams()));
   $("link").placeholder = state.signing ? "Choose an expiry and press Sign the link" : "";
+  // The last count answered for the last link: no warning is drawn from it until the next one.
+  state.total = undefined;
   renderLinkWarnings();
   renderSortNote();
-  state.total = undefined;
   markCounting(state.mode === "summary" ? "Summarizing…" : "Counting matching rows…");
   schedulePreview();
 }
@@ -252,6 +253,10 @@ function renderSortNote() {
   const note = $("sort-note");
   note.hidden = !(state.mode === "rows" && picked && $("sort-direction").value === "desc");
   if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
+  const output = [...summaryGroups(), ...summaryMeasures()].find((o) => o.name === $("summary-sort").value);
+  const summaryNote = $("summary-sort-note");
+  summaryNote.hidden = !(state.mode === "summary" && output && $("summary-direction").value === "desc");
+  if (!summaryNote.hidden) summaryNote.textContent = `Descending puts groups whose ${output.label} is empty first (PostgreSQL's order); a filter on the column leaves those rows out.`;
 }
 
 document.addEventListener("click", async (event) => {
@@ -372,9 +377,9 @@ async function previewSummary() {
 /** The rows of the last summary preview, drawn again when another measure is charted. */
 let chartRows = [];
 function renderChart(rows) {
-  const measures = summaryMeasures();
+  const measures = summaryMeasures().filter((m) => m.kind === "number");
   const box = $("chart-box");
-  box.hidden = state.mode !== "summary" || rows.length === 0;
+  box.hidden = state.mode !== "summary" || rows.length === 0 || measures.length === 0;
   if (box.hidden) return $("chart").replaceChildren();
   const select = $("chart-measure");
   const kept = select.value;
@@ -461,13 +466,16 @@ function summaryMeasures() {
   const complete = state.measures
     .filter((m) => m.fn === "count" || (m.column !== "" && columnOf(m.column)))
     .map((m) => {
-      if (m.fn === "count") return { name: "count", label: "count" };
+      if (m.fn === "count") return { name: "count", label: "count", kind: "number" };
       const fn = m.fn === "countf" ? "count" : m.fn;
-      return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})` };
+      // A chart draws numbers: counts, sums, averages, and the min or max of a number column.
+      const type = columnOf(m.column).type;
+      const kind = fn === "count" || fn === "sum" || fn === "avg" || NUMERIC_TYPES.test(type) ? "number" : DATE_TYPES.test(type) ? "date" : "text";
+      return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})`, kind };
     });
   // The same measure twice would be the same column twice.
   const unique = [...new Map(complete.map((m) => [m.name, m])).values()];
-  return unique.length > 0 ? unique : [{ name: "count", label: "count" }];
+  return unique.length > 0 ? unique : [{ name: "count", label: "count", kind: "number" }];
 }
 
 function renderSummary() {
@@ -736,7 +744,10 @@ async function loadResources() {
     list = await getJson("/resources");
   } catch (error) {
     $("operator").hidden = false;
-    $("resource").replaceChildren(el("option", { value: "", textContent: error.status === 401 ? "Sign in as an operator first" : error.message }));
+    const why = error.status === 401 ? "Sign in as an operator first" : error.message;
+    $("resource").replaceChildren(el("option", { value: "", textContent: why }));
+    showLoading(why);
+    markCounting("No table loaded.");
     return;
   }
   state.signing = list.signing;
@@ -751,6 +762,9 @@ async function loadResources() {
   if (first) {
     $("resource").value = first;
     await pickResource(first);
+  } else {
+    showLoading("This worker publishes no table yet");
+    markCounting("No table loaded.");
   }
 }
 

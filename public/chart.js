@@ -131,8 +131,13 @@ function drawLine(model, width) {
   const [t0, t1] = [time(xs[0]), time(xs[xs.length - 1])];
   const x = (text) => (t1 === t0 ? (left + width - right) / 2 : left + ((time(text) - t0) / (t1 - t0)) * (width - left - right));
   const values = model.series.flatMap((s) => s.points.map((p) => p.y)).filter((v) => v !== undefined);
-  const [lo, hi] = domain(values);
-  const scale = ticks([lo, hi]);
+  // The axis ends on a tick above the highest point (and below the lowest): no point on the edge.
+  const scale = ticks(domain(values));
+  const step = scale[1] - scale[0];
+  const [low, high] = domain(values);
+  if (scale[0] > low) scale.unshift(Number((scale[0] - step).toPrecision(12)));
+  if (scale[scale.length - 1] < high) scale.push(Number((scale[scale.length - 1] + step).toPrecision(12)));
+  const [lo, hi] = [scale[0], scale[scale.length - 1]];
   const y = (v) => top + plot - ((v - lo) / (hi - lo)) * plot;
   const svg = node("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", class: "chart", "data-kind": "line" });
   svg.append(title(`Line chart of ${model.measure.label} over ${model.x.label}`));

@@ -115,14 +115,15 @@ export const SNIPPETS = [
 
 // ---- a summary (/aggregate.<format>): its columns are named as the link writes them ---------------
 
-/** @typedef {{ groups: Array<{ name: string, label: string, kind: "date" | "text" }>, measures: Array<{ name: string, label: string }> }} Shape */
+/** @typedef {{ groups: Array<{ name: string, label: string, kind: "date" | "text" }>, measures: Array<{ name: string, label: string, kind: "number" | "date" | "text" }> }} Shape */
 
-/** The chart a summary calls for: a line over its first date group, else bars of its first measure. */
+/** The chart a summary calls for: a line over its first date group, else bars; of its first number measure. */
 function plotOf(shape) {
   const date = shape.groups.find((g) => g.kind === "date");
   const other = shape.groups.find((g) => g !== date);
-  return { date, other, measure: shape.measures[0] };
+  return { date, other, measure: shape.measures.find((m) => m.kind === "number") ?? shape.measures[0] };
 }
+const INFINITY_TYPES = { number: "number", date: "timestamp", text: "string" };
 const readable = (choice) => choice.format === "json" || choice.format === "tsv" || (choice.format === "csv" && choice.delimiter === ",");
 
 /** Grafana's Infinity data source: the query (its JSON model) with each column typed. */
@@ -130,7 +131,7 @@ export function grafana(link, choice, _filename, shape) {
   if (!readable(choice)) return { text: "", note: "", warning: "Grafana's Infinity reads JSON or CSV with \",\": pick one of those." };
   const columns = [
     ...shape.groups.map((g) => ({ selector: g.name, text: g.label, type: g.kind === "date" ? "timestamp" : "string" })),
-    ...shape.measures.map((m) => ({ selector: m.name, text: m.label, type: "number" })),
+    ...shape.measures.map((m) => ({ selector: m.name, text: m.label, type: INFINITY_TYPES[m.kind] })),
   ];
   const query = { type: choice.format === "json" ? "json" : choice.format, source: "url", format: "table", url: link, url_options: { method: "GET" }, root_selector: "", columns };
   return {

@@ -24,9 +24,10 @@ describe("an isolate running as many exports as it holds", () => {
   it("answers the next export 503 with Retry-After, says why in the request log, and takes exports again once one ends", async () => {
     const { get, calls } = harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "0" } });
     await get("/"); // the harness's first request lets the worker meet the site
-    // Streaming downloads whose readers are slow (here: not reading at all) hold their place.
+    // Streaming downloads whose readers are slow (here: not reading at all) hold their place; from
+    // as many clients (one client alone may run only MAX_EXPORTS_PER_CLIENT).
     for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++) {
-      const response = await get(`/export.${["csv", "json", "xlsx", "ndjson"][i % 4]}?resource=sample&limit=50000`);
+      const response = await get(`/export.${["csv", "json", "xlsx", "ndjson"][i % 4]}?resource=sample&limit=50000`, { headers: { "cf-connecting-ip": `192.0.2.${i + 1}` } });
       expect(response.status).toBe(200);
       open.push(response);
     }
@@ -69,7 +70,7 @@ describe("an isolate running as many exports as it holds", () => {
     }
     // And after a failed one (an unknown column: refused before any row).
     expect((await get("/export.csv?resource=sample&fields=nope")).status).toBe(400);
-    for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++) open.push(await get("/export.csv?resource=sample&limit=50000"));
+    for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++) open.push(await get("/export.csv?resource=sample&limit=50000", { headers: { "cf-connecting-ip": `192.0.2.${i + 1}` } }));
     expect(open.every((r) => r.status === 200)).toBe(true);
   });
 });

@@ -80,7 +80,8 @@ export function harness(options: HarnessOptions = {}) {
     warm = undefined;
     const ctx = createExecutionContext();
     contexts.push(ctx);
-    return app.fetch(new Request(`http://worker.test${path}`, init), env, ctx);
+    // A path on the worker's usual test origin, or a whole URL (a spec that needs another origin).
+    return app.fetch(new Request(path.startsWith("http") ? path : `http://worker.test${path}`, init), env, ctx);
   };
   /** Waits for work handed to ctx.waitUntil (a cache fill) by the requests so far. */
   const settle = async (): Promise<void> => {

@@ -1,6 +1,7 @@
 // Issue 25, item 1: an upstream (a proxy, a CKAN extension, a gateway in front of CKAN) that echoes
 // the worker's secrets in every place CKAN has text. No run of 8 characters of any secret may come
 // back in an answer, a header or a log line, however the worker quotes or cuts that text.
+import { env as testEnv } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { signedPath } from "../src/security/signature.ts";
 import { harness, readAll } from "./harness.ts";
@@ -86,6 +87,35 @@ describe("an upstream that echoes the secrets: no run of 8 of their characters l
       });
     }
   }
+
+  it("a snapshot run failing on an upstream that quotes the secrets: its records, manifests, metadata and /snapshots hold none of them", async () => {
+    const { get, scheduled } = harness({
+      emulator: { token: TOKEN },
+      env: {
+        CKAN_API_TOKEN: TOKEN,
+        ADMIN_TOKEN: ADMIN,
+        LINK_SIGNING_KEY: SIGNING_KEY,
+        UPSTREAM_RETRIES: "0",
+        SNAPSHOT_JOBS: JSON.stringify([{ name: "echoed", resource: "sample", limit: 3000, formats: ["csv", "json"] }]),
+      },
+      fault: (n) => (n > 1 ? validation({ [`filters ${ALL}`]: [`near ${ALL}`] }) : undefined),
+    });
+    await scheduled("0 3 * * *", Date.UTC(2026, 0, 3));
+    const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
+    let stored = "";
+    for (const object of (await bucket.list({ prefix: "echoed", include: ["customMetadata", "httpMetadata"] })).objects) {
+      stored += JSON.stringify([object.key, object.customMetadata, object.httpMetadata]) + ((await (await bucket.get(object.key))?.text()) ?? "");
+    }
+    expect(leaks(stored)).toEqual([]);
+    // The upstream's words did reach the run's records and logs, redacted.
+    expect(`${stored}\n${logged.join("\n")}`).toContain("[redacted]");
+    for (const headers of [{}, { authorization: `Bearer ${ADMIN}` }] as Record<string, string>[]) {
+      const res = await get("/snapshots", { headers });
+      expect(leaks(await res.text())).toEqual([]);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(leaks(logged.join("\n"))).toEqual([]);
+  });
 
   it("a failure mid-stream quoting the secrets: the #EXPORT INCOMPLETE line holds none of them", async () => {
     const { get } = harness({

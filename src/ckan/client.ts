@@ -99,6 +99,16 @@ export function redirectRefused(response: Response, from: string, redact: (text:
 
 const isLoopback = (hostname: string): boolean => /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(hostname);
 
+/**
+ * Whether this isolate is served at a loopback address (`wrangler dev`, `npm start`): then a
+ * loopback CKAN_BASE_URL is right, and nothing answering there is a local CKAN not started yet, not
+ * a deployed worker's misconfiguration. Each request notes where it was served.
+ */
+let servedLocally = false;
+export const noteServedAt = (url: URL): void => {
+  servedLocally = isLoopback(url.hostname);
+};
+
 const retryable = (status: number): boolean => status === 429 || status >= 500;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -212,6 +222,15 @@ export class CkanClient {
         throw new UpstreamFailure(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
       }
       const { host, hostname } = new URL(this.#config.datastoreSearchUrl);
+      if (isLoopback(hostname) && servedLocally) {
+        return {
+          retry: true,
+          error: new UpstreamFailure(502, `CKAN could not be reached at ${host}: nothing answers there yet (CKAN_BASE_URL points at this machine). Start the local CKAN or the emulator (npm start), then try again.`, {
+            cause: error,
+            headers: { "retry-after": "5" },
+          }),
+        };
+      }
       // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
       if (isLoopback(hostname)) throw configError("CKAN_BASE_URL", `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`);
       return {

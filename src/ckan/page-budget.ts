@@ -94,8 +94,12 @@ export class IsolateBusy extends HttpError {
   }
 }
 
-/** Exports running in this isolate, with when each last moved (one torn down unseen stops counting). */
-const running = new Map<object, number>();
+/**
+ * Exports running in this isolate, with when each last moved and how to stop it. One whose byte
+ * stream's watchdog could not run (its request torn down unseen) is stopped here after STALLED_MS:
+ * its upstream fetch aborted and its pages let go, not merely left uncounted.
+ */
+const running = new Map<object, { moved: number; stop: () => void }>();
 const STALLED_MS = 60_000;
 
 export interface Admission {
@@ -103,14 +107,61 @@ export interface Admission {
   touch(): void;
   /** The export ended, however it ended. */
   release(): void;
+  /** What stops the export if the isolate finds it stalled (see STALLED_MS). */
+  onStalled(stop: () => void): void;
 }
 
 /** A place among the exports this isolate runs, or a 503 (with Retry-After) when they are as many as it holds. */
 export function admitExport(): Admission {
   const now = Date.now();
-  for (const [export_, moved] of running) if (now - moved > STALLED_MS) running.delete(export_);
+  for (const [export_, entry] of running) {
+    if (now - entry.moved <= STALLED_MS) continue;
+    running.delete(export_);
+    entry.stop();
+  }
   if (running.size >= MAX_EXPORTS_PER_ISOLATE) throw new IsolateBusy(running.size);
   const token = {};
-  running.set(token, now);
-  return { touch: () => void (running.has(token) && running.set(token, Date.now())), release: () => void running.delete(token) };
+  const entry = { moved: now, stop: () => {} };
+  running.set(token, entry);
+  return {
+    touch: () => void (entry.moved = Date.now()),
+    release: () => void running.delete(token),
+    onStalled: (stop) => void (entry.stop = stop),
+  };
+}
+
+/**
+ * Exports one client (by CF-Connecting-IP) may run at once in an isolate: fewer than the isolate
+ * holds, so a client that opens many downloads and stalls them leaves room for everyone else.
+ */
+export const MAX_EXPORTS_PER_CLIENT = 3;
+
+/** The 429 of a client already running as many exports as one client may. */
+export class ClientBusy extends HttpError {
+  constructor(running: number) {
+    super(429, `This address is already running ${running} exports at once, as many as one client may; try again when one has finished (in ${BUSY_RETRY_SECONDS} seconds).`, {
+      headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
+    });
+    this.name = "ClientBusy";
+  }
+}
+
+/** Exports running in this isolate per client. */
+const perClient = new Map<string, number>();
+
+/** A client's place among its running exports (released once, however the export ends), or a 429. */
+export function admitClient(client: string): { release(): void } {
+  const count = perClient.get(client) ?? 0;
+  if (count >= MAX_EXPORTS_PER_CLIENT) throw new ClientBusy(count);
+  perClient.set(client, count + 1);
+  let released = false;
+  return {
+    release: () => {
+      if (released) return;
+      released = true;
+      const left = (perClient.get(client) ?? 1) - 1;
+      if (left <= 0) perClient.delete(client);
+      else perClient.set(client, left);
+    },
+  };
 }

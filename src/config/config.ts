@@ -34,6 +34,8 @@ export interface Config {
   /** "*" or the exact origins allowed. */
   corsOrigins: "*" | ReadonlySet<string>;
   rateLimitPeriodSeconds: number;
+  /** Seconds a download may wait on its client without progress before it is stopped (0: never, for R2 sinks). */
+  stallSeconds: number;
   upstreamConcurrency: number;
   /** Ask CKAN for CSV pages and rewrite them, instead of parsing rows (CSV and TSV with the decimal point). */
   csvPassthrough: boolean;
@@ -155,6 +157,7 @@ export function parseConfig(env: Env): Config {
     // The Cache API stores objects up to 512 MB; past this bound an export is not worth the write.
     cacheMaxBytes: integerSetting("CACHE_MAX_BYTES", env.CACHE_MAX_BYTES, 64 * 1024 * 1024, 0, 512 * 1024 * 1024),
     rateLimitPeriodSeconds: integerSetting("RATE_LIMIT_PERIOD_SECONDS", env.RATE_LIMIT_PERIOD_SECONDS, 60, 1, 86_400),
+    stallSeconds: integerSetting("STALL_SECONDS", env.STALL_SECONDS, 30, 1, 600),
   };
 }
 

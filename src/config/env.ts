@@ -60,4 +60,6 @@ export interface Env {
   ASSETS?: Fetcher;
   /** The binding's period, for Retry-After (default 60). */
   RATE_LIMIT_PERIOD_SECONDS?: string;
+  /** Seconds a download may make no progress (its client not reading) before it is stopped (default 30). */
+  STALL_SECONDS?: string;
 }

@@ -58,6 +58,118 @@ export async function* encodeTable(
   if (pending + end !== "") yield pending + end;
 }
 
+/**
+ * How long a download may wait on its reader: a chunk not taken within `stallMs` stops the export
+ * (a client that stopped reading), and so does a reader that, over `stallMs` of waiting, took less
+ * than `minBytesPerSecond` (a trickle that would hold the isolate's slot for ever).
+ */
+export interface StallWatch {
+  stallMs: number;
+  minBytesPerSecond: number;
+}
+
+/** The least a reader must take per second of waiting, averaged over the stall time (see README, "Security"). */
+export const MIN_BYTES_PER_SECOND = 4096;
+
+const stalled = (watch: StallWatch): HttpError =>
+  new HttpError(408, `The download made no progress for ${watch.stallMs / 1000} s (the client stopped reading), so the export was stopped.`);
+
+const tooSlow = (watch: StallWatch): HttpError =>
+  new HttpError(408, `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`);
+
+/**
+ * Times a reader: `given` when a chunk is handed to it (the timer starts), `taken` when it asks for
+ * the next (was it in time, and over the stall time, did it take at least the minimum rate?).
+ * Without a watch (or with a stall time of 0) it never fires.
+ */
+export class ReaderWatch {
+  readonly #watch: StallWatch | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #since: number | undefined;
+  #chunk = 0;
+  #waited = { ms: 0, bytes: 0 };
+
+  constructor(watch: StallWatch | undefined) {
+    this.#watch = watch !== undefined && watch.stallMs > 0 ? watch : undefined;
+  }
+
+  given(bytes: number, onStall: (error: HttpError) => void): void {
+    const watch = this.#watch;
+    if (watch === undefined) return;
+    this.disarm();
+    this.#chunk = bytes;
+    this.#since = Date.now();
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      onStall(stalled(watch));
+    }, watch.stallMs);
+  }
+
+  /** The reader asks for more: undefined while it keeps up, else the error that stops it. */
+  taken(): HttpError | undefined {
+    this.disarm();
+    const watch = this.#watch;
+    if (watch === undefined || this.#since === undefined) return undefined;
+    this.#waited = { ms: this.#waited.ms + Date.now() - this.#since, bytes: this.#waited.bytes + this.#chunk };
+    this.#since = undefined;
+    if (this.#waited.ms < watch.stallMs) return undefined;
+    const slow = this.#waited.bytes < (watch.minBytesPerSecond * this.#waited.ms) / 1000;
+    this.#waited = { ms: 0, bytes: 0 };
+    return slow ? tooSlow(watch) : undefined;
+  }
+
+  disarm(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/**
+ * A stream handed on as it is, its reader timed (see ReaderWatch): a reader that stalls or trickles
+ * gets an error, and the source is cancelled (for a tee's branch: the other branch goes on, and the
+ * bytes held for this one are let go).
+ */
+export function watchedReader(source: ReadableStream<Uint8Array>, watch: StallWatch, onStopped?: (error: HttpError) => void): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const watchdog = new ReaderWatch(watch);
+  let stopped = false;
+  const stop = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
+    if (stopped) return;
+    stopped = true;
+    watchdog.disarm();
+    onStopped?.(error);
+    controller.error(error);
+    void reader.cancel(error).catch(() => {});
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const slow = watchdog.taken();
+        if (slow !== undefined) return stop(controller, slow);
+        try {
+          const { done, value } = await reader.read();
+          if (stopped) return;
+          if (done) {
+            watchdog.disarm();
+            controller.close();
+            return;
+          }
+          controller.enqueue(value);
+          watchdog.given(value.byteLength, (error) => stop(controller, error));
+        } catch (error) {
+          watchdog.disarm();
+          if (!stopped) controller.error(error);
+        }
+      },
+      cancel: (reason) => {
+        watchdog.disarm();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 export interface ByteStreamHooks {
   /** Text that marks a cut-off download as incomplete ("" when stopping is enough). */
   failure(reason: string): string;
@@ -98,7 +210,11 @@ function lastChunks(failureText: string): string[] {
  * can end a whole file saying it stopped short (`cutOff`) ends normally instead, the failure still
  * reported to `done`.
  */
-export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, undefined>, hooks: ByteStreamHooks): ReadableStream<Uint8Array> {
+export function toByteStream(
+  chunks: AsyncGenerator<string | Uint8Array, void, undefined>,
+  hooks: ByteStreamHooks,
+  watch?: StallWatch,
+): ReadableStream<Uint8Array> {
   const utf8 = new TextEncoder();
   let bytes = 0;
   let failed: HttpError | undefined;
@@ -107,35 +223,74 @@ export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, u
   /** After a cut-off: the file ended whole, close once it is sent. */
   let closing = false;
   let finished = false;
+  let ended = false;
   const finish = (error?: HttpError): void => {
     if (finished) return;
     finished = true;
     hooks.done?.(error === undefined ? { bytes } : { bytes, error });
   };
 
+  const watchdog = new ReaderWatch(watch);
+  const enqueue = (controller: ReadableStreamDefaultController<Uint8Array>, data: Uint8Array): void => {
+    controller.enqueue(data);
+    watchdog.given(data.byteLength, (error) => {
+      if (ended) return;
+      // Stopped already (its last line waits, untaken): end the connection now.
+      if (failed !== undefined) return end(controller, failed);
+      stop(controller, error);
+    });
+  };
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
+    ended = true;
+    watchdog.disarm();
+    controller.error(error);
+  };
+
+  /**
+   * The client stopped reading (or reads too slowly): the export stops as if upstream had failed.
+   * Paging stops and its pages are let go, the isolate's slot is freed, the last line waits for a
+   * reader that may never come (the watchdog ends the stream if none does).
+   */
+  const stop = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
+    failed = error;
+    finish(failed);
+    hooks.cancel?.();
+    void chunks.return().catch(() => {});
+    const trailer = hooks.failure(`${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`);
+    last.push(...lastChunks(trailer));
+    enqueue(controller, utf8.encode(last.shift()!));
+  };
+
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        const slow = watchdog.taken();
         if (closing) {
+          ended = true;
           controller.close();
           return;
         }
         if (failed !== undefined) {
           const text = last.shift();
-          if (text === undefined) controller.error(failed);
-          else controller.enqueue(utf8.encode(text));
+          if (text === undefined) end(controller, failed);
+          else enqueue(controller, utf8.encode(text));
+          return;
+        }
+        if (slow !== undefined) {
+          stop(controller, slow);
           return;
         }
         try {
           const next = await chunks.next();
           if (next.done) {
             finish();
+            ended = true;
             controller.close();
             return;
           }
           const data = typeof next.value === "string" ? own(utf8.encode(next.value)) : next.value;
           bytes += data.byteLength;
-          controller.enqueue(data);
+          enqueue(controller, data);
         } catch (error) {
           failed = toHttpError(error);
           finish(failed);
@@ -145,20 +300,22 @@ export function toByteStream(chunks: AsyncGenerator<string | Uint8Array, void, u
             closing = true;
             const data = utf8.encode(ending);
             bytes += data.byteLength;
-            controller.enqueue(data);
+            enqueue(controller, data);
             return;
           }
           const trailer = hooks.failure(reason);
           // Nothing sent and nothing to add: no chunk to protect, error at once.
           if (trailer === "" && bytes === 0) {
-            controller.error(failed);
+            end(controller, failed);
             return;
           }
           last.push(...lastChunks(trailer));
-          controller.enqueue(utf8.encode(last.shift()!));
+          enqueue(controller, utf8.encode(last.shift()!));
         }
       },
       async cancel() {
+        ended = true;
+        watchdog.disarm();
         hooks.cancel?.();
         finish();
         await chunks.return();

@@ -8,7 +8,7 @@ import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
-import { encodeTable, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
+import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 
@@ -119,7 +119,12 @@ export async function streamTable(
     admission.release();
     throw error;
   }
-  const encoded = toByteStream(chunks, pack?.hooks ?? hooks);
+  // The isolate's backstop for a stream whose watchdog never ran (its request torn down unseen).
+  admission.onStalled(() => {
+    abort.abort();
+    void chunks.return().catch(() => {});
+  });
+  const encoded = toByteStream(chunks, pack?.hooks ?? hooks, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND });
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 

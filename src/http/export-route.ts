@@ -1,6 +1,8 @@
 import { siteFor, type CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
-import { IsolateBusy } from "../ckan/page-budget.ts";
+import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
+import { clientOf } from "../security/rate-limit.ts";
+import { MIN_BYTES_PER_SECOND } from "../export/byte-stream.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
@@ -74,9 +76,13 @@ export async function serveExport<Q extends ExportQuery>(request: Request, query
     if (key !== undefined) headers.set("x-cache", "MISS");
     return new Response(null, { status: 200, headers });
   }
+  // One client cannot take the isolate: its place is given back once its export ends, however it ends.
+  const slot = admitClient(clientOf(request));
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
+  void completion.then(slot.release);
   const response = await exportFromCkan({ query, key, policy, request, report }, deps, pipeline).catch((error: unknown) => {
+    slot.release();
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
@@ -115,7 +121,7 @@ async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: E
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil), { free: false }), { status: 200, headers });
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND }), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseAggregateQuery } from "../aggregate/query.ts";
 import { parseConfig } from "../config/config.ts";
 import { FORMATS, type FormatName } from "./formats.ts";
 import { parametersFor, parameterEntry, PARAMETERS } from "./params.ts";
@@ -36,9 +37,10 @@ describe("the parameter table", () => {
   it("gives examples the parser accepts", () => {
     for (const p of PARAMETERS.filter((p) => !p.link)) {
       const url = new URL(p.example, "https://x.test");
-      // Each example for the format of its own path (`/export.parquet?...&numeric=double`).
-      const format = url.pathname.replace("/export.", "") as FormatName;
-      expect(() => parseExportQuery(url.searchParams, format, config), p.name).not.toThrow();
+      // Each example for the format of its own path (`/export.parquet?...&numeric=double`, `/aggregate.csv?...`).
+      const [, kind, format] = /^\/(export|aggregate)\.(\w+)$/.exec(url.pathname) ?? [];
+      const parse = kind === "aggregate" ? parseAggregateQuery : parseExportQuery;
+      expect(() => parse(url.searchParams, format as FormatName, config), p.name).not.toThrow();
     }
   });
 

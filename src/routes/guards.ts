@@ -16,7 +16,8 @@ export const linkMaker = (config: Config, origin: string) => async (path: string
 /** Links (exports and snapshot files): signature, then rate limit (a verified sig is a key), before any work. */
 export async function guardLink({ request, url, env, config }: RouteContext): Promise<void> {
   await requireSignedLink(url, config);
-  await enforceRateLimit(request, env, config);
+  // Verified just now (when signing is on): the one place a signature may key the rate limit.
+  await enforceRateLimit(request, env, config, url.searchParams.get("sig") ?? undefined);
 }
 
 /** With signing on, what would reveal what exists (discovery, the snapshot list, health) is for operators. */

@@ -1,3 +1,4 @@
+import { noteServedAt } from "../ckan/client.ts";
 import { configFor, type Config } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
 import { BadParameter, errorResponse, HttpError, toHttpError } from "../errors.ts";
@@ -14,6 +15,7 @@ export const MAX_URL_LENGTH = 8192;
 /** Before any route: the request's log entry, the URL's length, and the configuration (503 naming a missing setting). */
 export function admit(request: RoutedRequest, env: Env): void {
   requestInfo(request);
+  noteServedAt(new URL(request.url));
   if (request.url.length > MAX_URL_LENGTH) {
     throw new BadParameter("url", `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`);
   }

@@ -94,7 +94,8 @@ export async function writeSnapshot(job: SnapshotJob, format: FormatName, time: 
   const key = datedKey(job.name, time, format);
   const query = job.queries[format]!;
   const started = new Date().toISOString();
-  const exported = await openExport(query, config, siteFor(config, deps.upstreamFetch));
+  // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
+  const exported = await openExport(query, { ...config, stallSeconds: 0 }, siteFor(config, deps.upstreamFetch));
   const total = exported.table.total ?? null;
   const encoding = storedEncoding(job, format);
   let finished = "";

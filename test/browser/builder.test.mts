@@ -79,7 +79,7 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
 
       await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1280 }, fullPage: true });
+      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1720 }, fullPage: true });
 
       await page.click('button[data-copy="link"]');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
@@ -348,6 +348,11 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     try {
       await page.goto(`${signing.url}/`);
       await page.waitForSelector("#operator:not([hidden])", { timeout: 30_000 });
+      // Before signing in there is no table, so no link, no Copy and no count.
+      expect(await page.isDisabled("#link")).toBe(true);
+      expect(await page.getAttribute("#link", "placeholder")).toBe("Sign in as an operator first");
+      expect(await page.isDisabled("#copy-link")).toBe(true);
+      expect(await page.textContent("#count")).toBe("No table loaded.");
       await page.fill("#admin-token", ADMIN);
       await page.click("#token-form button");
       await page.waitForSelector("#col-name", { timeout: 30_000 });

@@ -67,6 +67,7 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await page.selectOption("#summary-direction", "desc");
       await page.fill("#summary-limit", "3");
       await settledPreview(page);
+      expect(await page.textContent("#summary-sort-note")).toBe("Descending puts groups whose Amount (CAD) (sum) is empty first (PostgreSQL's order); a filter on the column leaves those rows out.");
 
       const query = "resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc&limit=3";
       const link = await page.inputValue("#link");
@@ -91,6 +92,21 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await page.selectOption("#chart-measure", "sum(amount)");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.map((r) => r.getAttribute("data-value")))).toEqual(expected.slice(1).map((row) => row[2]));
       await page.locator('section[aria-labelledby="preview-title"]').screenshot({ path: `${ARTIFACTS}summary-bars.png` });
+      // All five programs: a negative sum is drawn left of the zero axis, the others right of it.
+      await page.fill("#summary-limit", "");
+      await settledPreview(page);
+      const all = (await csv("/aggregate.csv?resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc")).slice(1);
+      expect(all.some((row) => row[2]!.startsWith("-"))).toBe(true);
+      const drawn = await page.$eval("#chart svg[data-kind=bar]", (svg) => ({
+        zero: Number(svg.querySelector("line.axis")?.getAttribute("x1")),
+        bars: [...svg.querySelectorAll("rect.bar")].map((r) => ({ value: r.getAttribute("data-value")!, x: Number(r.getAttribute("x")), end: Number(r.getAttribute("x")) + Number(r.getAttribute("width")) })),
+      }));
+      expect(drawn.bars.map((b) => b.value)).toEqual(all.map((row) => row[2]));
+      for (const bar of drawn.bars) {
+        if (bar.value.startsWith("-")) expect(bar.end).toBeCloseTo(drawn.zero, 5);
+        else expect(bar.x).toBeCloseTo(drawn.zero, 5);
+      }
+      await page.fill("#summary-limit", "3");
 
       // The snippets read the link: Sheets and pandas the CSV; Grafana, Vega-Lite and Plot the JSON.
       expect(await page.textContent("#snippet-sheets")).toBe(`=IMPORTDATA("${link}")`);
@@ -187,6 +203,12 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await settledPreview(page);
       expect(new URL(await page.inputValue("#link")).searchParams.get("measures")).toBe("count,max(amount)");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
+      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count", "max(amount)"]);
+      // The largest recipient's name is text: not charted, and typed as a string for Grafana.
+      await page.selectOption("#measure-1-column", "name");
+      await settledPreview(page);
+      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count"]);
+      expect(JSON.parse((await page.textContent("#snippet-grafana"))!).columns[2]).toEqual({ selector: "max(name)", text: "Recipient (max)", type: "string" });
 
       const wide = await page.evaluate(() =>
         [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391 && !e.closest(".table-wrap")).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.getAttribute("class")}`),
