@@ -228,9 +228,15 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   // A page read as it arrives holds a batch of rows at a time, not its answer.
   const pageCost = plan.stream !== undefined && plan.reader !== undefined ? STREAMED_PAGE_COST : WHOLE_PAGE_COST;
   let planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
-  /** `arriving`: the page being written is still arriving (its request counts as one in flight). */
+  /**
+   * `arriving`: the page being written is still arriving. Its request counts as one of the window (a
+   * window of one still asks for the next page meanwhile, as it would for a page read whole), and
+   * to the planner as one in flight (a page past CKAN's count waits until this one came back full).
+   */
   const fill = (arriving = 0): void => {
-    while (planner !== undefined && inflight.length + arriving < windowNow(plan.window, pageCost)) {
+    for (;;) {
+      const window = windowNow(plan.window, pageCost);
+      if (planner === undefined || inflight.length + (window > 1 ? arriving : 0) >= window) break;
       const stretch = planner(planned, inflight.length + arriving);
       if (stretch === undefined) break;
       inflight.push(start(stretch));
