@@ -31,7 +31,7 @@ if (!Number.isSafeInteger(ROWS) || ROWS < 1) throw new Error(`--rows must be a p
 /**
  * No V8 heap cap by default: wrangler dev passes V8 flags to every isolate of its workerd, its local
  * R2 (a Durable Object in JavaScript) included, and one of them ran out of a 128 MB heap in seal and
- * publish of a 3 GiB object (bench/RESULTS.md). The worker's own heap is watched over the inspector
+ * publish of a 3 GiB object when those steps still read and copied the whole file (bench/RESULTS.md). The worker's own heap is watched over the inspector
  * instead. `--heap-cap 128` caps them all as `npm run bench` does.
  */
 const HEAP_CAP = values["heap-cap"] === "none" ? "" : `--max-old-space-size=${Number(values["heap-cap"])}`;
@@ -171,13 +171,13 @@ function engineSteps(persistTo: string): EngineStep[] {
   return [];
 }
 
-/** A write step's rows and bytes so far, from the step's result (workflow.ts: an outcome as JSON text). */
+/** A write step's rows and bytes so far, from the step's result (workflow.ts: an outcome as JSON text, its value a FormatState). */
 function totals(metadata: string | null): { rows?: number; bytes?: number } {
   try {
     const result = (JSON.parse(metadata ?? "null") as { result?: unknown } | null)?.result;
-    const outcome = JSON.parse(String(result)) as { ok?: boolean; value?: { rows?: unknown; bytes?: unknown; parts?: unknown } };
+    const outcome = JSON.parse(String(result)) as { ok?: boolean; value?: { rows?: unknown; bytes?: unknown; upload?: unknown } };
     const value = outcome.value;
-    if (outcome.ok !== true || typeof value?.rows !== "number" || typeof value.bytes !== "number" || !Array.isArray(value.parts)) return {};
+    if (outcome.ok !== true || typeof value?.rows !== "number" || typeof value.bytes !== "number" || typeof value.upload !== "object") return {};
     return { rows: value.rows, bytes: value.bytes };
   } catch {
     return {};
@@ -217,9 +217,9 @@ const clock = (seconds: number): string => `${Math.floor(seconds / 60)} min ${(s
 
 async function main(): Promise<void> {
   const begun = Date.now();
-  // The local R2 keeps the staging parts, the assembled upload, the dated copy and latest: 4 copies.
+  // The local R2 keeps the parts and the completed object (no assembled copy, no copy for latest): 2 copies at most.
   const free = statfsSync(root);
-  const needGb = (ROWS * 170 * 4) / 1e9;
+  const needGb = (ROWS * 170 * 2) / 1e9;
   const freeGb = (free.bavail * free.bsize) / 1e9;
   if (freeGb < needGb * 1.2) throw new Error(`about ${needGb.toFixed(0)} GB of disk is needed for ${ROWS} rows under bench/tmp; ${freeGb.toFixed(0)} GB are free`);
 
@@ -437,7 +437,7 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
       ? "100 ms) between the step's start and end as the local Workflow engine logged them (the progress poll, once a second, included)."
       : "100 ms) between the run record's updates the progress polls saw (once a second; the polls' own cost included).",
     ...(HEAP_CAP === ""
-      ? ["", "With `--heap-cap 128` (every isolate of wrangler dev's workerd capped, as `npm run bench` does) workerd ran out of V8 heap during seal and publish at 20,000,000 rows, twice, and wrangler restarted it; the write steps ran under the cap."]
+      ? ["", "With `--heap-cap 128` (every isolate of wrangler dev's workerd capped, as `npm run bench` does) workerd ran out of V8 heap during seal and publish at 20,000,000 rows, twice, when those steps still hashed and copied the whole file; the write steps ran under the cap."]
       : []),
     "",
     "| | |",
@@ -447,11 +447,12 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
     `| bytes (R2 object) | ${thousands(r.bytes)} (${gib(r.bytes)} GiB) |`,
     `| sha256 (manifest) | \`${r.sha256}\` |`,
     `| read back (GET latest.csv) | ${thousands(r.readBack.bytes)} bytes, ${thousands(r.readBack.rows)} rows, sha256 ${r.readBack.whole ? "equal to the manifest's: the file is whole" : `\`${r.readBack.sha256}\`: NOT the manifest's`} |`,
-    `| steps | ${r.steps} write steps, ${r.finishing.length} others (claim, seal, publish, done, record) |`,
+    `| steps | ${r.steps} write steps, ${r.finishing.length} others (claim, begin, seal, publish, record, retention, release) |`,
+    `| every other step within 2x the largest write step's CPU (${(2 * p.cpuMax).toFixed(2)} s) | ${r.finishing.every((f) => f.cpuS <= 2 * p.cpuMax) ? "yes" : "NO"}: the heaviest, "${r.finishing.reduce((x, y) => (y.cpuS > x.cpuS ? y : x)).label}", ${Math.max(...r.finishing.map((f) => f.cpuS)).toFixed(2)} s |`,
     `| wall time of the run | ${clock(r.wallS)} |`,
     `| workerd CPU, whole run | ${r.cpuTotal.toFixed(1)} s (${(r.cpuTotal / (r.rows / 1e6)).toFixed(2)} s per million rows) |`,
     `| workerd peak RSS (every isolate of wrangler dev) | ${r.peakMb.toFixed(0)} MB |`,
-    `| the worker's V8 heap, the most seen (asked over the inspector once a second; unanswered while workerd is busy in seal and publish) | ${r.heapPeakMb.toFixed(0)} MB (${r.heapPeakIn}) |`,
+    `| the worker's V8 heap, the most seen (asked over the inspector once a second) | ${r.heapPeakMb.toFixed(0)} MB (${r.heapPeakIn}) |`,
     `| a write step (${(p.bytesMean / MB).toFixed(1)} MiB, ${thousands(Math.round(p.rowsMean))} rows on average) | CPU ${p.cpuMean.toFixed(2)} s mean, ${p.cpuMedian.toFixed(2)} s median, **${p.cpuMax.toFixed(2)} s the largest** (${p.cpuMaxLabel}); wall ${p.wallMean.toFixed(1)} s mean, ${p.wallMax.toFixed(1)} s the longest |`,
     ...r.finishing.map((f) => `| step "${f.label}" | CPU ${f.cpuS.toFixed(2)} s, wall ${f.wallS.toFixed(1)} s |`),
     `| between steps (the engine, the progress polls) | CPU ${r.betweenCpu.toFixed(1)} s in all |`,

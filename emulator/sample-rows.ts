@@ -4,7 +4,8 @@ import { defineTable, type Column, type Table, type Value } from "./schema.ts";
 // The table behind `sample`, `private` and `big`: the columns of the real CKAN 2.10 fixtures,
 // rows generated from the row index. Text holds the values an export must survive (quotes, commas,
 // CR/LF, tabs, emoji, formula-like starts); `amount` is numeric text with trailing zeros and, now
-// and then, more digits than a double keeps.
+// and then, more decimals than a double keeps (a grant's amount still: the 29-digit values are the
+// edge table's, where no one reads them as money).
 
 export const SAMPLE_COLUMNS: readonly Column[] = [
   { id: "_id", type: "int" },
@@ -44,10 +45,20 @@ export function longDecimal(index: number, salt: number): string {
   return `${hash(index, salt + 3) & 1 ? "-" : ""}${digits}.${fraction}`;
 }
 
+/**
+ * An amount in the same range as the others, carried 12 decimals past the cent: up to 19 significant
+ * digits, more than a double (about 17) or a spreadsheet (15) keeps.
+ */
+export function preciseAmount(index: number, salt: number): string {
+  const cents = centsText((hash(index, 2) % 1_600_000) - 600_000);
+  const more = String(hash(index, salt) % 1_000_000).padStart(6, "0") + String(hash(index, salt + 1) % 1_000_000).padStart(6, "0");
+  return `${cents}${more}`;
+}
+
 function amount(index: number): string | null {
   const id = index + 1;
   if (id % 17 === 0) return null;
-  if (id % 97 === 0) return longDecimal(index, 20);
+  if (id % 97 === 0) return preciseAmount(index, 20);
   return centsText((hash(index, 2) % 1_600_000) - 600_000);
 }
 

@@ -25,16 +25,29 @@ const wrangler = spawn(process.execPath, [wranglerBin, "dev", "--ip", "127.0.0.1
   env: { ...process.env, ...OFFLINE_WRANGLER },
 });
 
+// The crons to try are the config's own (the one wrangler dev reads: --config, else wrangler.toml).
+const at = rest.findIndex((arg) => arg === "--config" || arg === "-c" || arg.startsWith("--config="));
+const config = at < 0 ? "wrangler.toml" : rest[at]!.includes("=") ? rest[at]!.slice(rest[at]!.indexOf("=") + 1) : (rest[at + 1] ?? "wrangler.toml");
+let crons: string[] = [];
+try {
+  const { experimental_readRawConfig } = await import("wrangler");
+  crons = experimental_readRawConfig({ config }).rawConfig.triggers?.crons ?? [];
+} catch {
+  // wrangler itself will say what is wrong with the file.
+}
 const origin = `http://127.0.0.1:${port}`;
+const scheduled = crons.length === 0
+  ? `  (no [triggers] crons in ${config} yet: npm run setup -- --snapshot <alias>=<cron> adds a job and its cron)`
+  : crons.map((cron) => `  curl "${origin}/__scheduled?cron=${encodeURIComponent(cron).replaceAll("%20", "+")}"   (runs the snapshot jobs of ${cron})`).join("\n");
 let announced = false;
 wrangler.stdout.on("data", (data: Buffer) => {
   process.stdout.write(data);
   if (announced || !/Ready on/i.test(data.toString())) return;
   announced = true;
   console.log(`
-Your worker (wrangler.toml) on ${origin}:
+Your worker (${config}) on ${origin}:
   curl ${origin}/health
-  curl "${origin}/__scheduled?cron=0+3+*+*+*"   (runs the snapshot jobs of that [triggers] cron; spaces as +)
+${scheduled}
 `);
 });
 

@@ -192,5 +192,8 @@ export function withoutProductionVars(toml: string): string {
   removeKeys("vars", (key) => key === "CKAN_BASE_URL" || key === "RESOURCES" || key === "SNAPSHOT_JOBS");
   removeKeys("vars.RESOURCES", () => true);
   removeKeys("triggers", (key) => key === "crons");
+  // A [triggers] setup added, left with no key, goes too: wrangler reads an empty table as one.
+  const triggers = findHeader(lines, "triggers");
+  if (triggers >= 0 && lines.slice(triggers + 1, sectionEnd(lines, triggers)).every((line) => isBlank(line) || isComment(line))) lines.splice(triggers, 1);
   return lines.join(newline);
 }

@@ -6,9 +6,9 @@ import { requestInfo } from "./http/request-log.ts";
 import { log } from "./log/log.ts";
 import { redactor } from "./log/redact.ts";
 import { preflight } from "./security/cors.ts";
-import { runScheduled } from "./snapshot/run.ts";
+import { runScheduled } from "./snapshot/procedure.ts";
 import { startScheduled } from "./snapshot/runs.ts";
-import type { RunParams } from "./snapshot/workflow.ts";
+import type { Runs } from "./snapshot/workflow.ts";
 import { admit, finish, noRoute, renderError } from "./routes/middleware.ts";
 import type { AppDeps, RoutedRequest } from "./routes/route.ts";
 import { snapshotDeps } from "./routes/snapshots.ts";
@@ -44,7 +44,7 @@ export function createApp(deps: AppDeps) {
       try {
         const config = configFor(env);
         // With the Workflow bound, the cron only starts runs (one instance per job and time); else it runs them.
-        if (env.SNAPSHOT_RUNS !== undefined) return await startScheduled(cron, scheduledTime, { config, redact: redactor(env) }, env.SNAPSHOT_RUNS as Workflow<RunParams>);
+        if (env.SNAPSHOT_RUNS !== undefined) return await startScheduled(cron, scheduledTime, { config, redact: redactor(env) }, env.SNAPSHOT_RUNS as Runs);
         return await runScheduled(cron, scheduledTime, snapshotDeps({ env, config, deps }));
       } catch (error) {
         log({ event: "scheduled", status: "failed", error: toHttpError(error).message }, redactor(env));

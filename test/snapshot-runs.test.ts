@@ -1,107 +1,14 @@
-import { introspectWorkflowInstance } from "cloudflare:test";
-import { env as testEnv } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { configFor } from "../src/config/config.ts";
-import { redactor } from "../src/log/redact.ts";
-import { stamp } from "../src/snapshot/keys.ts";
-import { cancelRun, showRun, startRunNow, startScheduled, type RunView } from "../src/snapshot/runs.ts";
+import { runningRun, startScheduled, type RunView } from "../src/snapshot/runs.ts";
 import { listSnapshots } from "../src/snapshot/serve.ts";
-import { instanceId, type RunParams } from "../src/snapshot/workflow.ts";
 import { harness, TOKEN } from "./harness.ts";
+import { ADMIN, afterId, bucket, gate, keys, MiB, runs, runsHarness, settled, sha256, stepStart, watched } from "./snapshot-helpers.ts";
 
 // Snapshot runs as Workflow instances (README, "Scheduled snapshots"): the cron trigger starts one
 // instance per job and scheduled time, each step writes a few R2 parts from where the last stopped.
 
-const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
-const runs = (testEnv as { SNAPSHOT_RUNS: Workflow<RunParams> }).SNAPSHOT_RUNS;
 const T1 = Date.UTC(2026, 10, 20, 3, 0, 0);
 const T2 = Date.UTC(2026, 10, 21, 3, 0, 0);
-const MiB = 1024 * 1024;
-const ADMIN = "admin-token-for-runs-3c9e";
-
-const jobs = (...list: Record<string, unknown>[]) => ({ SNAPSHOT_JOBS: JSON.stringify(list) });
-
-async function keys(prefix: string): Promise<string[]> {
-  const listed = await bucket.list({ prefix });
-  return listed.objects.map((o) => o.key).sort();
-}
-
-const sha256 = async (data: ArrayBuffer): Promise<string> =>
-  [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))].map((b) => b.toString(16).padStart(2, "0")).join("");
-
-/** The `_id` a page request starts after: keyset pages carry it as a range filter. */
-const afterId = (body: Record<string, unknown>): number => (body.filters as { _id?: { gt?: number } } | undefined)?._id?.gt ?? 0;
-
-/**
- * A step's first page past `_id` `from`: asked as rows (later pages of a CSV step come as CKAN's
- * CSV), and read by that step for certain, where a page fetched ahead may be dropped when the step
- * ends before it.
- */
-const stepStart = (body: Record<string, unknown>, from: number): boolean => body.records_format !== "csv" && afterId(body) > from;
-
-/**
- * Where the upstream holds a request until the spec lets it go: a run caught mid-step. Flags polled
- * on each side, not promises: a promise resolved from another request's context (the spec's, the
- * Workflow's) does not wake its waiter there.
- */
-function gate() {
-  const state = { reached: false, open: false };
-  const until = async (flag: "reached" | "open"): Promise<void> => {
-    while (!state[flag]) await scheduler.wait(10);
-  };
-  return {
-    reached: () => void (state.reached = true),
-    open: () => void (state.open = true),
-    arrived: () => until("reached"),
-    opened: () => until("open"),
-  };
-}
-
-/** The harness with the Workflow bound, small parts and steps, and no upstream retries of its own (the steps retry). */
-function runsHarness(job: Record<string, unknown>, fault?: Parameters<typeof harness>[0] extends infer O ? (O extends { fault?: infer F } ? F : never) : never) {
-  const h = harness({
-    emulator: { version: "2.12" },
-    env: {
-      PAGE_SIZE: "5000",
-      SNAPSHOT_PART_BYTES: String(5 * MiB),
-      SNAPSHOT_STEP_BYTES: String(MiB),
-      UPSTREAM_RETRIES: "0",
-      SNAPSHOT_RUNS: runs,
-      ADMIN_TOKEN: ADMIN,
-      ...jobs(job),
-    },
-    ...(fault === undefined ? {} : { fault }),
-  });
-  const deps = { config: configFor(h.env), redact: redactor(h.env), bucket };
-  return { h, deps };
-}
-
-/** A run about to start, its retry delays off (an outage's backoff would take minutes). */
-async function watched(job: string, time: number) {
-  const id = instanceId(job, stamp(time));
-  const introspector = await introspectWorkflowInstance(runs, id);
-  await introspector.modify(async (m) => {
-    await m.disableSleeps();
-  });
-  return {
-    /** The run's end and what it returned. Asked of the Workflow itself: the introspector's own wait misses the end of an instance someone tried to create twice. */
-    async ended(): Promise<{ status: string; output?: unknown }> {
-      for (;;) {
-        const status = await (await runs.get(id)).status();
-        if (["complete", "errored", "terminated"].includes(status.status)) return status;
-        await scheduler.wait(50);
-      }
-    },
-    dispose: () => introspector.dispose(),
-  };
-}
-
-/** Lets a held run go and waits for its end before the introspector goes (disposing a running one hangs). */
-async function settled(instance: Awaited<ReturnType<typeof watched>>, hold?: { open: () => void }): Promise<void> {
-  hold?.open();
-  await instance.ended();
-  await instance.dispose();
-}
 
 async function live(h: ReturnType<typeof harness>, path: string): Promise<string> {
   const response = await h.get(path);
@@ -139,7 +46,7 @@ describe("snapshot runs as Workflows", () => {
 
       // Caught mid-run, after the outage: its progress, and the outage as its last error.
       await hold.arrived();
-      const progress = (await (await showRun({ name: "nightly" } as never, bucket, runs)).json()) as RunView;
+      const progress = (await runningRun("nightly", bucket, runs))!;
       expect(progress).toMatchObject({ instance: "nightly-20261120T030000Z", job: "nightly", trigger: "cron", format: "csv", status: "running" });
       expect(progress.step).toBeGreaterThanOrEqual(2);
       expect(progress.rows).toBeGreaterThanOrEqual(20000);
@@ -147,7 +54,7 @@ describe("snapshot runs as Workflows", () => {
       // The outage is over by now, and the run says what it went through.
       expect(progress.last_error).toMatch(/^csv step [3-9], attempt 4: .*503/);
       expect(JSON.stringify(progress)).not.toContain(TOKEN);
-      const listing = (await (await listSnapshots(deps.config, bucket, async (path) => path, runs)).json()) as { jobs: { name: string; running: RunView | null }[] };
+      const listing = await listSnapshots(deps.config, bucket, async (path) => path, runs);
       expect(listing.jobs).toMatchObject([{ name: "nightly", running: { instance: "nightly-20261120T030000Z", format: "csv", rows: progress.rows } }]);
       // A second trigger of the same scheduled time starts nothing.
       expect(await startScheduled("0 3 * * *", T1, deps, runs)).toMatchObject([{ instance: "nightly-20261120T030000Z", started: false }]);
@@ -163,14 +70,13 @@ describe("snapshot runs as Workflows", () => {
       await settled(instance, hold);
     }
     expect(failures).toBe(4);
-    expect(await keys("nightly/")).toEqual(["nightly/20261120T030000Z.csv", "nightly/latest.csv", "nightly/manifest.json"]);
+    expect(await keys("nightly/")).toEqual(["nightly/20261120T030000Z.csv", "nightly/datapackage.json", "nightly/manifest.json"]);
     const dated = (await bucket.get("nightly/20261120T030000Z.csv"))!;
     const bytes = await dated.arrayBuffer();
     expect(bytes.byteLength).toBeGreaterThan(5 * MiB);
     const hash = await sha256(bytes);
     expect(hash).toBe(await live(h, "/export.csv?resource=sample&limit=60000"));
-    expect(dated.customMetadata).toMatchObject({ rows: "60000", sha256: hash, total: "100000" });
-    expect(await sha256(await (await bucket.get("nightly/latest.csv"))!.arrayBuffer())).toBe(hash);
+    expect(await live(h, "/snapshots/nightly/latest.csv")).toBe(hash);
     const manifest = (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: { sha256: string; rows: number }[]; last_run: { status: string } };
     expect(manifest.snapshots).toMatchObject([{ sha256: hash, rows: 60000 }]);
     expect(manifest.last_run.status).toBe("ok");
@@ -210,7 +116,7 @@ describe("snapshot runs as Workflows", () => {
 
   it("aborts its upload and records why when CKAN stays down past every retry; latest stays", async () => {
     let down = false;
-    const { deps } = runsHarness({ name: "doomed", resource: "sample", limit: 60000 }, (_, body) =>
+    const { h, deps } = runsHarness({ name: "doomed", resource: "sample", limit: 60000 }, (_, body) =>
       down && afterId(body) >= 30000 ? new Response("Bad Gateway", { status: 502 }) : undefined,
     );
     const first = await watched("doomed", T1);
@@ -220,18 +126,19 @@ describe("snapshot runs as Workflows", () => {
     } finally {
       await first.dispose();
     }
-    const latest = (await bucket.head("doomed/latest.csv"))!.customMetadata!.sha256;
+    const latest = await live(h, "/snapshots/doomed/latest.csv");
 
     down = true;
     const second = await watched("doomed", T2);
     try {
       await startScheduled("0 3 * * *", T2, deps, runs);
-      expect(await second.ended()).toMatchObject({ status: "complete", output: { status: "failed", error: expect.stringMatching(/^csv: .*502/) } });
+      // Failed for good: the instance ends as errored, with the reason the manifest gives.
+      expect(await second.ended()).toMatchObject({ status: "errored", error: { message: expect.stringMatching(/^(SnapshotRunFailed: )?csv: .*502/) } });
     } finally {
       await second.dispose();
     }
-    expect(await keys("doomed/")).toEqual(["doomed/20261120T030000Z.csv", "doomed/latest.csv", "doomed/manifest.json"]);
-    expect((await bucket.head("doomed/latest.csv"))!.customMetadata!.sha256).toBe(latest);
+    expect(await keys("doomed/")).toEqual(["doomed/20261120T030000Z.csv", "doomed/datapackage.json", "doomed/manifest.json"]);
+    expect(await live(h, "/snapshots/doomed/latest.csv")).toBe(latest);
     const manifest = (await (await bucket.get("doomed/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; stamp: string; error: string } };
     expect(manifest.snapshots).toHaveLength(1);
     expect(manifest.last_run).toMatchObject({ status: "failed", stamp: "20261121T030000Z", error: expect.stringMatching(/502/) });
@@ -249,7 +156,6 @@ describe("snapshot runs as Workflows", () => {
       return undefined;
     });
     const operator = (method: string) => ({ method, headers: { authorization: `Bearer ${ADMIN}` } });
-    const job = { name: "slow" } as never;
     const first = await watched("slow", T1);
     const second = await watched("slow", T2);
     try {
@@ -267,12 +173,15 @@ describe("snapshot runs as Workflows", () => {
       expect(refused.status).toBe(409);
       expect(((await refused.json()) as { running: RunView }).running.instance).toBe("slow-20261120T030000Z");
       await startScheduled("0 3 * * *", T2, deps, runs);
-      expect(await second.ended()).toMatchObject({ status: "complete", output: { status: "failed", error: expect.stringContaining("run slow-20261120T030000Z of this job is still going"), written: [] } });
+      expect(await second.ended()).toMatchObject({ status: "complete", output: { status: "skipped", error: expect.stringContaining("run slow-20261120T030000Z of this job is still going"), written: [] } });
 
       expect((await h.get("/snapshots/slow/run", { method: "DELETE" })).status).toBe(401);
       const cancelled = await h.get("/snapshots/slow/run", operator("DELETE"));
       expect(await cancelled.json()).toEqual({ cancelled: "slow-20261120T030000Z", job: "slow", stamp: "20261120T030000Z" });
-      expect(await first.ended()).toMatchObject({ status: "terminated" });
+      // The job is free at once; the run itself stops at the end of the step it was in, writing nothing more.
+      expect(await runningRun("slow", bucket, runs)).toBeUndefined();
+      hold.open();
+      expect(await first.ended()).toMatchObject({ status: "complete", output: { status: "cancelled", written: [] } });
     } finally {
       await settled(first, hold);
       await settled(second);
@@ -280,7 +189,74 @@ describe("snapshot runs as Workflows", () => {
     expect(await keys("slow/")).toEqual(["slow/manifest.json"]);
     const manifest = (await (await bucket.get("slow/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; error: string } };
     expect(manifest).toMatchObject({ snapshots: [], last_run: { status: "failed", error: "cancelled by an operator" } });
-    await expect(showRun(job, bucket, runs)).rejects.toMatchObject({ status: 404 });
+    expect(await runningRun("slow", bucket, runs)).toBeUndefined();
     expect((await h.get("/snapshots/slow/run", operator("GET"))).status).toBe(404);
+  });
+});
+
+/**
+ * The same run procedure with the inline runner: the cron without SNAPSHOT_RUNS runs every step in
+ * its own invocation, one try each (CKAN requests keep their own retries).
+ */
+describe("snapshot runs inline, the cron invocation itself", () => {
+  it("writes every format's bytes as the live export writes them, in steps by _id and by offset", async () => {
+    const formats = ["csv", "tsv", "json", "ndjson", "xlsx"];
+    const { h } = runsHarness({ name: "every", resource: "sample", limit: 30000, formats }, undefined, { inline: true });
+    const [result] = await h.scheduled("0 3 * * *", T1);
+    expect(result).toMatchObject({ status: "ok", written: formats.map((format) => ({ format, rows: 30000 })) });
+    for (const format of formats) {
+      const snapshot = await sha256(await (await bucket.get(`every/20261120T030000Z.${format}`))!.arrayBuffer());
+      expect(snapshot, format).toBe(await live(h, `/export.${format}?resource=sample&limit=30000`));
+      expect(await live(h, `/snapshots/every/latest.${format}`), format).toBe(snapshot);
+    }
+
+    const sorted = runsHarness({ name: "sorted", resource: "sample", sort: "name desc", formats: ["json", "csv"], q: "alpha" }, undefined, { inline: true });
+    expect(await sorted.h.scheduled("0 3 * * *", T2)).toMatchObject([{ status: "ok", written: [{ format: "json" }, { format: "csv" }] }]);
+    expect(sorted.h.calls.filter((c) => typeof c.body.offset === "number" && (c.body.offset as number) > 0).length).toBeGreaterThan(1);
+    for (const format of ["json", "csv"]) {
+      const snapshot = await sha256(await (await bucket.get(`sorted/20261121T030000Z.${format}`))!.arrayBuffer());
+      expect(snapshot, format).toBe(await live(sorted.h, `/export.${format}?resource=sample&sort=name%20desc&q=alpha`));
+    }
+  });
+
+  it("rides out a short CKAN outage on its requests' own retries, and a second trigger of the same time writes nothing", async () => {
+    let failures = 0;
+    const { h } = runsHarness({ name: "nightly", resource: "sample", limit: 60000 }, (_, body) => {
+      if (stepStart(body, 20000) && failures < 2) {
+        failures++;
+        return new Response("Service Unavailable", { status: 503 });
+      }
+      return undefined;
+    }, { inline: true, env: { UPSTREAM_RETRIES: "3", UPSTREAM_RETRY_BASE_MS: "1" } });
+    expect(await h.scheduled("0 3 * * *", T1)).toMatchObject([{ status: "ok", written: [{ format: "csv", rows: 60000 }] }]);
+    expect(failures).toBe(2);
+    const etag = (await bucket.head("nightly/20261120T030000Z.csv"))!.etag;
+    expect(await h.scheduled("0 3 * * *", T1)).toMatchObject([{ status: "ok", written: [], skipped: ["csv"] }]);
+    expect((await bucket.head("nightly/20261120T030000Z.csv"))!.etag).toBe(etag);
+    expect(await keys("nightly/")).toEqual(["nightly/20261120T030000Z.csv", "nightly/datapackage.json", "nightly/manifest.json"]);
+  });
+
+  it("fails the run when CKAN stays down, aborting its upload; latest stays and last_run says why", async () => {
+    let down = false;
+    const { h } = runsHarness({ name: "doomed", resource: "sample", limit: 60000 }, (_, body) => (down && afterId(body) >= 30000 ? new Response("Bad Gateway", { status: 502 }) : undefined), { inline: true });
+    await h.scheduled("0 3 * * *", T1);
+    const latest = await live(h, "/snapshots/doomed/latest.csv");
+    down = true;
+    expect(await h.scheduled("0 3 * * *", T2)).toMatchObject([{ status: "failed", error: expect.stringMatching(/^csv: .*502/) }]);
+    expect(await keys("doomed/")).toEqual(["doomed/20261120T030000Z.csv", "doomed/datapackage.json", "doomed/manifest.json"]);
+    expect(await live(h, "/snapshots/doomed/latest.csv")).toBe(latest);
+    const manifest = (await (await bucket.get("doomed/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; stamp: string; error: string } };
+    expect(manifest.snapshots).toHaveLength(1);
+    expect(manifest.last_run).toMatchObject({ status: "failed", stamp: "20261121T030000Z", error: expect.stringMatching(/502/) });
+  });
+
+  it("has no run to show or cancel: without the Workflow a run lasts only the invocation that starts it", async () => {
+    const { h } = runsHarness({ name: "slow", resource: "sample", limit: 10 }, undefined, { inline: true });
+    const operator = (method: string) => ({ method, headers: { authorization: `Bearer ${ADMIN}` } });
+    expect((await h.get("/snapshots/slow/run", operator("GET"))).status).toBe(404);
+    expect((await h.get("/snapshots/slow/run", operator("DELETE"))).status).toBe(404);
+    const ran = await h.get("/snapshots/slow/run", operator("POST"));
+    expect(ran.status).toBe(200);
+    expect(await ran.json()).toMatchObject({ job: "slow", status: "ok", written: [{ format: "csv", rows: 10 }] });
   });
 });

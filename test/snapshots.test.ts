@@ -9,7 +9,7 @@ const T3 = Date.UTC(2026, 10, 22, 3, 0, 0);
 
 /** Counts the multipart calls the writer makes, passing everything through to the real bucket. */
 function countingBucket() {
-  const counts = { createMultipartUpload: 0, uploadPart: 0, abort: 0, put: 0 };
+  const counts = { createMultipartUpload: 0, uploadPart: 0, abort: 0, complete: 0, put: 0 };
   const wrapUpload = (upload: R2MultipartUpload): R2MultipartUpload =>
     new Proxy(upload, {
       get(target, prop) {
@@ -18,6 +18,7 @@ function countingBucket() {
         return (...args: unknown[]) => {
           if (prop === "uploadPart") counts.uploadPart++;
           if (prop === "abort") counts.abort++;
+          if (prop === "complete") counts.complete++;
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       },
@@ -26,6 +27,8 @@ function countingBucket() {
     get(target, prop) {
       const value = Reflect.get(target, prop, target) as unknown;
       if (typeof value !== "function") return value;
+      // A later step goes on with the upload by its id: counted the same.
+      if (prop === "resumeMultipartUpload") return (...args: unknown[]) => wrapUpload((value as (...a: unknown[]) => R2MultipartUpload).apply(target, args));
       return async (...args: unknown[]) => {
         if (prop === "put") counts.put++;
         const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
@@ -64,24 +67,28 @@ describe("scheduled snapshots", () => {
     });
     const [result] = await h.scheduled("0 3 * * *", T1);
     expect(result).toMatchObject({ job: "big-one", stamp: "20261120T030000Z", status: "ok" });
+    // One upload, completed at the dated key: no assembled copy, no copy for latest.
     expect(counts.createMultipartUpload).toBe(1);
     expect(counts.uploadPart).toBeGreaterThanOrEqual(2);
-    expect(await keys("big-one/")).toEqual(["big-one/20261120T030000Z.csv", "big-one/latest.csv", "big-one/manifest.json"]);
+    expect(counts.complete).toBe(1);
+    expect(await keys("big-one/")).toEqual(["big-one/20261120T030000Z.csv", "big-one/datapackage.json", "big-one/manifest.json"]);
 
     const dated = (await bucket.get("big-one/20261120T030000Z.csv"))!;
     const snapshot = await dated.arrayBuffer();
     expect(snapshot.byteLength).toBeGreaterThan(5 * 1024 * 1024);
     const live = await (await h.get("/export.csv?resource=sample&limit=60000")).arrayBuffer();
     expect(await sha256(snapshot)).toBe(await sha256(live));
-    expect(dated.customMetadata).toMatchObject({ rows: "60000", sha256: await sha256(snapshot), total: "100000" });
     expect(JSON.parse(dated.customMetadata!.query!)).toEqual({ resource: "sample", limit: 60000 });
     expect(dated.httpMetadata?.contentType).toBe("text/csv; charset=utf-8");
 
-    const latest = (await bucket.get("big-one/latest.csv"))!;
+    const latest = await h.get("/snapshots/big-one/latest.csv");
+    expect(latest.headers.get("content-disposition")).toContain('filename="big-one.csv"');
+    expect(latest.headers.get("cache-control")).toBe("public, max-age=300");
     expect(await sha256(await latest.arrayBuffer())).toBe(await sha256(snapshot));
     const manifest = (await (await bucket.get("big-one/manifest.json"))!.json()) as { snapshots: { rows: number; bytes: number }[]; last_run: { status: string } };
     expect(manifest.snapshots).toHaveLength(1);
-    expect(manifest.snapshots[0]).toMatchObject({ rows: 60000, bytes: snapshot.byteLength, total: 100000 });
+    // The hash was carried from step to step as the bytes went by, never read back: the file's own.
+    expect(manifest.snapshots[0]).toMatchObject({ rows: 60000, bytes: snapshot.byteLength, total: 100000, sha256: await sha256(snapshot) });
     expect(manifest.last_run.status).toBe("ok");
     for (const object of (await bucket.list({ include: ["customMetadata", "httpMetadata"] })).objects) {
       expect(JSON.stringify(object.customMetadata ?? {})).not.toContain(TOKEN);
@@ -102,9 +109,10 @@ describe("scheduled snapshots", () => {
       },
     });
     await h.scheduled("* * * * *", T1);
+    const latestOf = async (file: string) => sha256(await (await h.get(`/snapshots/nightly/${file}`)).arrayBuffer());
     const before = {
-      latestCsv: (await bucket.head("nightly/latest.csv"))!.customMetadata!.sha256,
-      latestNd: (await bucket.head("nightly/latest.ndjson"))!.customMetadata!.sha256,
+      latestCsv: await latestOf("latest.csv"),
+      latestNd: await latestOf("latest.ndjson"),
       manifest: (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: unknown[] },
     };
     failing = true;
@@ -116,12 +124,11 @@ describe("scheduled snapshots", () => {
     expect(await keys("nightly/")).toEqual([
       "nightly/20261120T030000Z.csv",
       "nightly/20261120T030000Z.ndjson",
-      "nightly/latest.csv",
-      "nightly/latest.ndjson",
+      "nightly/datapackage.json",
       "nightly/manifest.json",
     ]);
-    expect((await bucket.head("nightly/latest.csv"))!.customMetadata!.sha256).toBe(before.latestCsv);
-    expect((await bucket.head("nightly/latest.ndjson"))!.customMetadata!.sha256).toBe(before.latestNd);
+    expect(await latestOf("latest.csv")).toBe(before.latestCsv);
+    expect(await latestOf("latest.ndjson")).toBe(before.latestNd);
     const after = (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; error: string } };
     expect(after.snapshots).toEqual(before.manifest.snapshots);
     expect(after.last_run).toMatchObject({ status: "failed", error: expect.stringContaining("HTTP 500") });
@@ -133,7 +140,7 @@ describe("scheduled snapshots", () => {
     expect(await keys("small/")).toEqual([
       "small/20261121T030000Z.csv",
       "small/20261122T030000Z.csv",
-      "small/latest.csv",
+      "small/datapackage.json",
       "small/manifest.json",
     ]);
     const manifest = (await (await bucket.get("small/manifest.json"))!.json()) as { snapshots: { stamp: string }[] };
@@ -153,12 +160,17 @@ describe("scheduled snapshots", () => {
     expect(manifest.snapshots).toHaveLength(1);
   });
 
-  it("keeps both snapshots when two runs of a job overlap", async () => {
+  it("lets one run of a job write at a time: a run that finds the job taken writes nothing and says which run has it", async () => {
     const h = harness({ env: jobs({ name: "overlap", resource: "sample", limit: 10 }) });
-    await Promise.all([h.scheduled("0 3 * * *", T1), h.scheduled("0 3 * * *", T2)]);
-    const manifest = (await (await bucket.get("overlap/manifest.json"))!.json()) as { snapshots: { stamp: string }[] };
-    expect(manifest.snapshots.map((s) => s.stamp).sort()).toEqual(["20261120T030000Z", "20261121T030000Z"]);
+    const results = (await Promise.all([h.scheduled("0 3 * * *", T1), h.scheduled("0 3 * * *", T2)])).flat();
+    expect(results.map((r) => r.status).sort()).toEqual(["ok", "skipped"]);
+    const skipped = results.find((r) => r.status === "skipped")!;
+    expect(skipped.error).toMatch(/^run overlap-2026112[01]T030000Z-[0-9a-f]{8} of this job is still going; this run wrote nothing$/);
+    const manifest = (await (await bucket.get("overlap/manifest.json"))!.json()) as { snapshots: { stamp: string }[]; last_run: { status: string } };
+    expect(manifest.snapshots.map((s) => s.stamp)).toEqual([results.find((r) => r.status === "ok")!.stamp]);
+    expect(manifest.last_run.status).toBe("ok");
     expect(await keys("overlap/")).not.toContainEqual(expect.stringContaining(".staging"));
+    expect(await keys("overlap/")).not.toContain("overlap/.run.json");
   });
 
   it("runs the good jobs when one is bad, runs only the jobs of this trigger, and reports the bad one", async () => {
@@ -258,6 +270,29 @@ describe("serving snapshots", () => {
     const changed = await get({ range: "bytes=0-9", "if-range": '"not-this-one"' });
     expect(changed.status).toBe(200);
     expect(await changed.text()).toBe(body);
+  });
+
+  it("serves datapackage.json beside the manifest: each format's latest file, its size and hash, CKAN's data dictionary as its Table Schema", async () => {
+    const h = await published();
+    const res = await h.get("/snapshots/daily/datapackage.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect((await h.get("/snapshots/daily/datapackage.json", { headers: { "if-none-match": res.headers.get("etag")! } })).status).toBe(304);
+    const descriptor = (await res.json()) as { profile: string; resources: { name: string; path: string; bytes: number; hash: string; dialect?: { delimiter: string }; schema: { fields: Record<string, string>[]; missingValues?: string[] } }[] };
+    expect(descriptor.profile).toBe("tabular-data-package");
+    const [csv, json] = descriptor.resources;
+    const file = await (await h.get(`/snapshots/daily/${csv!.path}`)).arrayBuffer();
+    expect(csv).toMatchObject({ name: "daily-csv", path: "20261120T030000Z.csv", bytes: file.byteLength, hash: `sha256:${await sha256(file)}`, dialect: { delimiter: "," } });
+    expect(json).toMatchObject({ name: "daily-json", path: "20261120T030000Z.json" });
+    expect(json!.dialect).toBeUndefined();
+    // The header row names the fields; the data dictionary gives their titles and descriptions.
+    const header = new TextDecoder().decode(file).split("\r\n")[0]!.split(",");
+    expect(csv!.schema.fields.map((f) => f.name)).toEqual(header);
+    expect(csv!.schema.fields.find((f) => f.name === "amount")).toEqual({ name: "amount", title: "Amount (CAD)", description: expect.stringContaining("taxes included"), type: "number" });
+    expect(csv!.schema.fields.find((f) => f.name === "formula")).toEqual({ name: "formula", type: "string" });
+    expect(csv!.schema.missingValues).toEqual([""]);
+    expect(await keys("daily/")).toEqual(["daily/20261120T030000Z.csv", "daily/20261120T030000Z.json", "daily/datapackage.json", "daily/manifest.json"]);
   });
 
   it("answers a range on an empty snapshot with 416, and serves the empty file whole", async () => {

@@ -7,11 +7,13 @@ import type { TableQuery } from "../query/table-query.ts";
 /** CKAN's bookkeeping columns, which an export leaves out unless `fields` names them. */
 export const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
-/** A column as CKAN describes it in `fields`, with the data dictionary's label (`info.label`) when set. */
+/** A column as CKAN describes it in `fields`, with the data dictionary's label and notes (`info.label`, `info.notes`) when set. */
 function column(field: Column & { info?: unknown }): Column {
-  const info = field.info;
-  const label = info !== null && typeof info === "object" ? (info as { label?: unknown }).label : undefined;
-  return typeof label === "string" && label.trim() !== "" ? { id: field.id, type: field.type, label: label.trim() } : { id: field.id, type: field.type };
+  const info = field.info !== null && typeof field.info === "object" ? (field.info as { label?: unknown; notes?: unknown }) : {};
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value.trim() : undefined);
+  const label = text(info.label);
+  const description = text(info.notes);
+  return { id: field.id, type: field.type, ...(label === undefined ? {} : { label }), ...(description === undefined ? {} : { description }) };
 }
 
 export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[]): Column[] {

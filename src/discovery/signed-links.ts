@@ -1,11 +1,26 @@
 import type { Config } from "../config/config.ts";
 import { badRequest, HttpError } from "../errors.ts";
+import { parseAggregateQuery } from "../aggregate/query.ts";
 import { parseExportQuery } from "../query/export-query.ts";
 import { isFormatName } from "../query/formats.ts";
 import { signedPath } from "../security/signature.ts";
 
 /** Ten years: a longer expiry is a link that never expires, which is what leaving it out says. */
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
+
+/**
+ * What may be signed, for POST /links and `npm run sign` alike: an export link the worker would
+ * serve (the one query parser's 400s, e.g. `limit=ten`) or a snapshot file. Drops any old sig and exp.
+ */
+export function checkLinkToSign(url: URL, config: Config): void {
+  url.searchParams.delete("sig");
+  url.searchParams.delete("exp");
+  const [, kind, format] = /^\/(export|aggregate)\.([a-z]+)$/.exec(url.pathname) ?? [];
+  if (format !== undefined && isFormatName(format)) (kind === "aggregate" ? parseAggregateQuery : parseExportQuery)(url.searchParams, format, config);
+  else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
+    throw badRequest("link", "Only export and aggregate links (/export.<format>?..., /aggregate.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
+  }
+}
 
 /**
  * POST /links (operators, after the admin check): signs an export or snapshot link, with an expiry in
@@ -32,13 +47,7 @@ export async function signLinkRoute(request: Request, config: Config, now = Date
     throw badRequest("link", "link is not a path or URL.");
   }
   if (url.origin !== origin) throw badRequest("link", `link must point at this worker (${origin}).`);
-  url.searchParams.delete("sig");
-  url.searchParams.delete("exp");
-  const exportFormat = /^\/export\.([a-z]+)$/.exec(url.pathname)?.[1];
-  if (exportFormat !== undefined && isFormatName(exportFormat)) parseExportQuery(url.searchParams, exportFormat, config);
-  else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
-    throw badRequest("link", "Only export links (/export.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
-  }
+  checkLinkToSign(url, config);
   let expires: number | undefined;
   if (body.expires_in !== undefined && body.expires_in !== null) {
     const seconds = body.expires_in;

@@ -22,7 +22,7 @@ export interface ExportProgress {
 }
 
 export interface OpenExport {
-  table: Pick<Table, "total" | "expectedRows" | "firstPageRows">;
+  table: Pick<Table, "total" | "expectedRows" | "firstPageRows" | "columns">;
   /** The bytes are a container's (XLSX's ZIP): their first chunk says nothing of a row's size. */
   packed: boolean;
   body: ReadableStream<Uint8Array>;

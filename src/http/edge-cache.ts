@@ -2,6 +2,7 @@ import { boundedTee } from "./bounded-tee.ts";
 import { conditionalAnswer, etagOf } from "../protocol/conditional.ts";
 import type { ExportProgress } from "../export/pipeline.ts";
 import { watchedReader, type StallWatch } from "../export/byte-stream.ts";
+import type { HttpError } from "../errors.ts";
 
 /** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
 export const etagKey = (key: string): string => `${key}&~etag`;
@@ -105,12 +106,13 @@ export function storeWhileStreaming(
   policy: CachePolicy,
   waitUntil: (promise: Promise<unknown>) => void,
   watch?: StallWatch,
+  onClientStopped?: (error: HttpError) => void,
 ): ReadableStream<Uint8Array> {
   const [client, store] = boundedTee(stream, CACHE_LEAD_BYTES);
   waitUntil(fillWhileStreaming(key, store, storedHeaders(headers, policy), progress));
   // The cache's reader keeps the export going while the client lags (up to CACHE_LEAD_BYTES): the
   // client's own branch is timed, so a client that stalls or trickles lets go of what is held for it.
-  return watch === undefined ? client : watchedReader(client, watch);
+  return watch === undefined ? client : watchedReader(client, watch, onClientStopped);
 }
 
 /**

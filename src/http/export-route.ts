@@ -2,6 +2,8 @@ import { siteFor, type CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
 import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
 import { clientOf } from "../security/rate-limit.ts";
+import { log } from "../log/log.ts";
+import type { HttpError } from "../errors.ts";
 import { MIN_BYTES_PER_SECOND } from "../export/byte-stream.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
@@ -121,7 +123,10 @@ async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: E
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND }), { free: false }), { status: 200, headers });
+    const watch = { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
+    // The export itself may end whole (the cache's copy read on): the client's own cut is logged apart.
+    const clientStopped = (error: HttpError): void => log({ event: "client_stopped", id: deps.info.id, status: error.status, error: error.message }, (text) => text);
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, watch, clientStopped), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));

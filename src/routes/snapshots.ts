@@ -1,16 +1,20 @@
+import { HttpError } from "../errors.ts";
 import { redactor } from "../log/redact.ts";
 import { requireAdmin } from "../security/admin.ts";
-import { runJob, type SnapshotDeps } from "../snapshot/run.ts";
-import { cancelRun, showRun, startRunNow } from "../snapshot/runs.ts";
-import type { RunParams } from "../snapshot/workflow.ts";
-import { bucketOf, findJob, listSnapshots, serveSnapshotFile } from "../snapshot/serve.ts";
+import { runInline, type SnapshotDeps } from "../snapshot/procedure.ts";
+import { cancelRun, runningRun, startRunNow } from "../snapshot/runs.ts";
+import { bucketOf, findJob, listSnapshots, snapshotObject } from "../snapshot/serve.ts";
+import type { Runs } from "../snapshot/workflow.ts";
 import { guardLink, guardOperatorsWhenSigning, linkMaker } from "./guards.ts";
 import { ADMIN, error, errors, json, pathParameter, type Json } from "./openapi-parts.ts";
-import { HttpError } from "../errors.ts";
 import type { Route, RouteContext } from "./route.ts";
+import { snapshotFileResponse } from "./snapshot-file.ts";
+
+/** Answers about runs are never cached: they change from one second to the next. */
+const NO_STORE = { "cache-control": "no-store" };
 
 /** The Workflow that runs snapshots past one invocation, when it is bound (wrangler.toml's [[workflows]]). */
-const runsOf = ({ env }: RouteContext): Workflow<RunParams> | undefined => env.SNAPSHOT_RUNS as Workflow<RunParams> | undefined;
+const runsOf = ({ env }: RouteContext): Runs | undefined => env.SNAPSHOT_RUNS as Runs | undefined;
 
 /** What a run inside this invocation needs (the cron's, or an operator's without the Workflow). */
 export const snapshotDeps = ({ env, config, deps }: Pick<RouteContext, "env" | "config" | "deps">): SnapshotDeps => ({
@@ -27,7 +31,7 @@ export const snapshotListRoute: Route = {
   async handle(context) {
     await guardOperatorsWhenSigning(context);
     const { config, env, url } = context;
-    return listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context));
+    return Response.json(await listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context)), { headers: { "cache-control": "no-cache" } });
   },
   openapi: () => ({
     "/snapshots": { get: { operationId: "listSnapshots", tags: ["snapshots"], summary: "Snapshot jobs and their latest files", responses: { "200": json({ type: "object" }, "The jobs."), ...errors("401", "503") } } },
@@ -57,14 +61,25 @@ export const snapshotRunRoute: Route = {
     await requireAdmin(request, config);
     const job = findJob(config, request.params.name ?? "");
     const runs = runsOf(context);
+    const bucket = bucketOf(env.SNAPSHOTS);
     if (request.method === "GET" || request.method === "DELETE") {
       if (runs === undefined) throw new HttpError(404, `No run of ${job.name} is in progress: without the SNAPSHOT_RUNS Workflow a run lasts only the request that starts it.`);
-      return request.method === "GET" ? showRun(job, bucketOf(env.SNAPSHOTS), runs) : cancelRun(job, { bucket: bucketOf(env.SNAPSHOTS) }, runs);
+      if (request.method === "DELETE") return Response.json(await cancelRun(job, bucket, runs), { headers: NO_STORE });
+      const running = await runningRun(job.name, bucket, runs);
+      if (running === undefined) throw new HttpError(404, `No run of ${job.name} is in progress. GET /snapshots shows its last run.`);
+      return Response.json(running, { headers: NO_STORE });
     }
-    if (runs !== undefined) return startRunNow(job, Date.now(), bucketOf(env.SNAPSHOTS), runs);
-    // Whole seconds: a stamp has no milliseconds, and two clicks in one second are one run.
-    const result = await runJob(job, Math.floor(Date.now() / 1000) * 1000, snapshotDeps(context));
-    return Response.json(result, { status: result.status === "ok" ? 200 : 502 });
+    if (runs !== undefined) {
+      const answer = await startRunNow(job, Date.now(), bucket, runs);
+      if ("running" in answer) {
+        const message = `Run ${answer.running.instance} of ${job.name} is in progress; cancel it first (DELETE /snapshots/${job.name}/run) or let it finish.`;
+        return Response.json({ error: { status: 409, message }, running: answer.running }, { status: 409, headers: NO_STORE });
+      }
+      return Response.json(answer, { status: answer.started ? 202 : 200, headers: NO_STORE });
+    }
+    // Whole seconds: a stamp has no milliseconds.
+    const result = await runInline(job, Math.floor(Date.now() / 1000) * 1000, "admin", snapshotDeps(context));
+    return Response.json(result, { status: result.status === "ok" ? 200 : result.status === "skipped" ? 409 : 502, headers: NO_STORE });
   },
   openapi: () => ({
     "/snapshots/{name}/run": {
@@ -83,8 +98,8 @@ export const snapshotRunRoute: Route = {
 const fileOperation = (method: "get" | "head"): Json => ({
   operationId: method === "get" ? "getSnapshot" : "headSnapshot",
   tags: ["snapshots"],
-  summary: `${method === "get" ? "A" : "Headers of a"} snapshot file: latest.<ext>, <stamp>.<ext> or manifest.json`,
-  parameters: [pathParameter("name", "The job's name."), pathParameter("file", "latest.csv, 20260102T030000Z.csv, manifest.json, ...")],
+  summary: `${method === "get" ? "A" : "Headers of a"} snapshot file: latest.<ext>, <stamp>.<ext>, manifest.json or datapackage.json`,
+  parameters: [pathParameter("name", "The job's name."), pathParameter("file", "latest.csv, 20260102T030000Z.csv, manifest.json, datapackage.json, ...")],
   responses: {
     "200": { description: "The file (Range gives 206)." },
     "206": { description: "Part of the file." },
@@ -102,7 +117,11 @@ export const snapshotFileRoute: Route = {
   async handle(context) {
     await guardLink(context);
     const { request, config, env } = context;
-    return serveSnapshotFile(request, request.params.name ?? "", request.params.file ?? "", config, bucketOf(env.SNAPSHOTS));
+    const job = findJob(config, request.params.name ?? "");
+    const file = request.params.file ?? "";
+    const bucket = bucketOf(env.SNAPSHOTS);
+    const notFound = new HttpError(404, `No snapshot ${file.slice(0, 64)} for job ${job.name}.`);
+    return snapshotFileResponse(request, await snapshotObject(job, file, bucket), bucket, notFound);
   },
   openapi: () => ({ "/snapshots/{name}/{file}": { get: fileOperation("get"), head: fileOperation("head") } }),
 };

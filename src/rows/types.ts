@@ -6,6 +6,8 @@ export interface Column {
   type: string;
   /** The data dictionary's label for the column (CKAN's `fields[].info.label`), when it has one. */
   label?: string;
+  /** The data dictionary's description of the column (`fields[].info.notes`), when it has one. */
+  description?: string;
 }
 
 /**

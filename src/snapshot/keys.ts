@@ -12,23 +12,27 @@ export function stampTime(value: string): number {
 }
 
 export const datedKey = (job: string, time: string, format: FormatName): string => `${job}/${time}.${FORMATS[format].extension}`;
-export const latestKey = (job: string, format: FormatName): string => `${job}/latest.${FORMATS[format].extension}`;
+/** Where `latest` was a copy of the newest file; it is the manifest's newest entry now (see serve.ts), and these are deleted. */
+export const legacyLatestKey = (job: string, format: FormatName): string => `${job}/latest.${FORMATS[format].extension}`;
 export const manifestKey = (job: string): string => `${job}/manifest.json`;
-/** Where a large snapshot is assembled; never served, and replaced by the dated key once whole. */
-export const stagingKey = (job: string, time: string, format: FormatName): string => `${job}/.staging/${time}.${FORMATS[format].extension}`;
-/** The bytes a run's step `step` left past its last whole part, for the next step (beside the staging key). */
-export const carryKey = (staging: string, step: number): string => `${staging}.carry-${step}`;
+export const datapackageKey = (job: string): string => `${job}/datapackage.json`;
+/** Everything a run's format keeps between its steps (never served): the bytes a step carried over. */
+export const stagingPrefix = (job: string, time: string, format: FormatName): string => `${job}/.staging/${time}.${FORMATS[format].extension}.`;
+/** The bytes step `step` left past its last whole part, for the next step. */
+export const carryKey = (job: string, time: string, format: FormatName, step: number): string => `${stagingPrefix(job, time, format)}carry-${step}`;
 /** The job's run in progress: who holds the job (one run at a time) and how far it got. Never served. */
 export const runKey = (job: string): string => `${job}/.run.json`;
 
 export type SnapshotFile =
   | { kind: "latest"; format: FormatName }
   | { kind: "dated"; stamp: string; format: FormatName }
-  | { kind: "manifest" };
+  | { kind: "manifest" }
+  | { kind: "datapackage" };
 
 /** The file part of `/snapshots/<name>/<file>`, or undefined when it names nothing servable. */
 export function parseSnapshotFile(file: string): SnapshotFile | undefined {
   if (file === "manifest.json") return { kind: "manifest" };
+  if (file === "datapackage.json") return { kind: "datapackage" };
   const m = /^(latest|\d{8}T\d{6}Z)\.([a-z]+)$/.exec(file);
   if (!m || !isFormatName(m[2] as string)) return undefined;
   const format = m[2] as FormatName;

@@ -1,14 +1,16 @@
 import { HttpError, toHttpError } from "../errors.ts";
 import { log } from "../log/log.ts";
-import { snapshotJobs, type SnapshotJob } from "./jobs.ts";
+import type { Redact } from "../log/redact.ts";
+import type { Config } from "../config/config.ts";
+import { settleRun } from "./format-steps.ts";
+import { dueJobs, type SnapshotJob } from "./jobs.ts";
 import { stamp } from "./keys.ts";
-import { updateManifest } from "./manifest.ts";
+import type { RunParams } from "./procedure.ts";
 import { readRunRecord, releaseJob, type RunRecord } from "./run-record.ts";
-import type { SnapshotDeps } from "./run.ts";
-import { abandonFormat } from "./steps.ts";
-import { instanceId, isAlive, statusOf, type RunParams } from "./workflow.ts";
+import { hasEnded, instanceId, isAlive, statusOf, type Runs } from "./workflow.ts";
 
-type Runs = Workflow<RunParams>;
+// Runs as Workflow instances, as routes and the cron see them: started, shown, cancelled. What goes
+// back to a client is data; routes/snapshots.ts makes the responses.
 
 /** A run as `/snapshots` shows it: what it is writing and how far it got. */
 export interface RunView {
@@ -51,13 +53,10 @@ async function start(runs: Runs, job: SnapshotJob, time: string, trigger: RunPar
  * scheduled time, so a second trigger of the same time starts nothing. Returns at once; the runs go
  * on in their instances.
  */
-export async function startScheduled(cron: string, scheduledTime: number, deps: Pick<SnapshotDeps, "config" | "redact">, runs: Runs): Promise<Started[]> {
-  const { jobs, problems } = snapshotJobs(deps.config);
-  for (const problem of problems) log({ event: "snapshot_config", job: problem.job, error: problem.message }, deps.redact);
+export async function startScheduled(cron: string, scheduledTime: number, deps: { config: Config; redact: Redact }, runs: Runs): Promise<Started[]> {
   const time = stamp(scheduledTime);
   const started: Started[] = [];
-  for (const job of jobs) {
-    if (job.cron !== undefined && job.cron !== cron) continue;
+  for (const job of dueJobs(deps.config, cron, deps.redact)) {
     try {
       started.push(await start(runs, job, time, "cron"));
     } catch (error) {
@@ -69,8 +68,8 @@ export async function startScheduled(cron: string, scheduledTime: number, deps: 
   return started;
 }
 
-async function view(record: RunRecord, runs: Runs): Promise<RunView> {
-  const status = await statusOf(runs, record.instance);
+function view(record: RunRecord, status: string): RunView {
+  const current = record.current;
   return {
     instance: record.instance,
     job: record.job,
@@ -79,63 +78,46 @@ async function view(record: RunRecord, runs: Runs): Promise<RunView> {
     status,
     started: record.started,
     updated: record.updated,
-    format: record.format,
-    step: record.step,
-    rows: record.rows,
-    bytes: record.bytes,
-    parts: record.parts,
+    format: current?.format ?? null,
+    step: current?.step ?? 0,
+    rows: current?.rows ?? 0,
+    bytes: current?.bytes ?? 0,
+    parts: current?.upload.parts ?? 0,
     done: record.done,
     last_error: record.lastError,
   };
 }
 
-/** The job's run in progress, or undefined: for `GET /snapshots` (each job's `running`). */
+/** The job's run in progress, or undefined: for `GET /snapshots` (each job's `running`) and GET /snapshots/<name>/run. */
 export async function runningRun(job: string, bucket: R2Bucket, runs: Runs): Promise<RunView | undefined> {
   const record = await readRunRecord(bucket, job);
   if (record === undefined) return undefined;
-  const shown = await view(record, runs);
-  return ["errored", "terminated", "complete", "gone"].includes(shown.status) ? undefined : shown;
+  const status = await statusOf(runs, record.instance);
+  return hasEnded(status) ? undefined : view(record, status);
 }
 
-/** GET /snapshots/<name>/run: the job's run in progress (200), or a 404 saying none is. */
-export async function showRun(job: SnapshotJob, bucket: R2Bucket, runs: Runs): Promise<Response> {
+/** POST /snapshots/<name>/run: the run already in progress (never two at once), or the one started for now. */
+export async function startRunNow(job: SnapshotJob, now: number, bucket: R2Bucket, runs: Runs): Promise<{ running: RunView } | Started> {
   const running = await runningRun(job.name, bucket, runs);
-  if (running === undefined) throw new HttpError(404, `No run of ${job.name} is in progress. GET /snapshots shows its last run.`);
-  return Response.json(running, { headers: { "cache-control": "no-store" } });
+  if (running !== undefined) return { running };
+  return start(runs, job, stamp(now), "admin");
 }
 
 /**
- * POST /snapshots/<name>/run (operators): starts a run for now (202), or answers 409 with the run
- * already in progress: never two runs of a job writing at once. Two clicks in one second are one run.
+ * DELETE /snapshots/<name>/run: ends the run in progress. What it left is settled (a file it had
+ * sealed listed, its upload aborted, its staging deleted), the job freed, and the manifest's
+ * `last_run` says it was cancelled; the snapshots already written stay. The run itself finds at its
+ * next step that it no longer holds the job and ends there, writing nothing more (its instance
+ * completes with `status: "cancelled"`). It is not terminated: a step cut off mid-call is what a
+ * cancel is there to avoid, and a late writer cleans up after itself (see writeStep).
  */
-export async function startRunNow(job: SnapshotJob, now: number, bucket: R2Bucket, runs: Runs): Promise<Response> {
-  const running = await runningRun(job.name, bucket, runs);
-  if (running !== undefined) {
-    return Response.json(
-      { error: { status: 409, message: `Run ${running.instance} of ${job.name} is in progress; cancel it first (DELETE /snapshots/${job.name}/run) or let it finish.` }, running },
-      { status: 409, headers: { "cache-control": "no-store" } },
-    );
-  }
-  const started = await start(runs, job, stamp(now), "admin");
-  return Response.json(started, { status: started.started ? 202 : 200, headers: { "cache-control": "no-store" } });
-}
-
-/**
- * DELETE /snapshots/<name>/run (operators): ends the run in progress. Its instance is terminated, the
- * upload it was assembling aborted, the job freed, and the manifest's `last_run` says it was
- * cancelled; `latest` and the snapshots already written stay.
- */
-export async function cancelRun(job: SnapshotJob, deps: Pick<SnapshotDeps, "bucket">, runs: Runs): Promise<Response> {
-  const record = await readRunRecord(deps.bucket, job.name);
-  if (record === undefined || !(await isAlive(runs, record.instance))) throw new HttpError(404, `No run of ${job.name} is in progress.`);
-  await (await runs.get(record.instance)).terminate();
-  if (record.format !== null) {
-    await abandonFormat({ job, format: record.format, stamp: record.stamp, started: record.started, instance: record.instance }, record.upload, deps);
-  }
-  const finished = new Date().toISOString();
-  await updateManifest(deps.bucket, job.name, (manifest) => {
-    manifest.last_run = { status: "failed", stamp: record.stamp, started: record.started, finished, error: "cancelled by an operator" };
-  });
-  await releaseJob(deps.bucket, job.name, record.instance);
-  return Response.json({ cancelled: record.instance, job: job.name, stamp: record.stamp }, { headers: { "cache-control": "no-store" } });
+export async function cancelRun(job: SnapshotJob, bucket: R2Bucket, runs: Runs): Promise<{ cancelled: string; job: string; stamp: string }> {
+  const record = await readRunRecord(bucket, job.name);
+  if (record === undefined) throw new HttpError(404, `No run of ${job.name} is in progress.`);
+  const alive = await isAlive(runs, record.instance);
+  // A run whose instance ended mid-step (terminated, lost) is settled now rather than by the next run.
+  await settleRun(record, job, alive ? "cancelled by an operator" : `run ${record.instance} ended before it finished; a file it had sealed is kept`, { bucket });
+  await releaseJob(bucket, job.name, record.instance);
+  if (!alive) throw new HttpError(404, `No run of ${job.name} is in progress.`);
+  return { cancelled: record.instance, job: job.name, stamp: record.stamp };
 }

@@ -1,7 +1,8 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import type { Env } from "../config/env.ts";
-import type { JobResult } from "./run.ts";
-import { runSnapshot, type RunDeps, type RunParams } from "./workflow.ts";
+import { SnapshotRunFailed } from "./errors.ts";
+import { runSnapshot, type RunDeps, type RunParams, type RunResult } from "./procedure.ts";
+import { workflowRunner } from "./workflow.ts";
 
 // The one module that needs the Workers runtime's own classes: what routes and specs read of runs
 // (workflow.ts, runs.ts) loads anywhere, Node included.
@@ -9,8 +10,13 @@ import { runSnapshot, type RunDeps, type RunParams } from "./workflow.ts";
 /** The Workflow class (wrangler.toml `[[workflows]] class_name`), its deps made from its env. */
 export function snapshotRunClass(depsOf: (env: Env) => RunDeps) {
   return class SnapshotRun extends WorkflowEntrypoint<Env, RunParams> {
-    override async run(event: Readonly<WorkflowEvent<RunParams>>, step: WorkflowStep): Promise<JobResult> {
-      return runSnapshot(event.payload, event.instanceId, step, depsOf(this.env));
+    override async run(event: Readonly<WorkflowEvent<RunParams>>, step: WorkflowStep): Promise<RunResult> {
+      const result = await runSnapshot(event.payload, event.instanceId, workflowRunner(step), depsOf(this.env));
+      // A run that failed ends its instance as errored, with the reason the manifest's last_run gives:
+      // the Workflow's own tooling (dashboard, `wrangler workflows instances list --status errored`)
+      // finds it. (workerd logs this throw as an uncaught exception: the only way to end as errored.)
+      if (result.status === "failed") throw new SnapshotRunFailed(result.error ?? "the run failed");
+      return result;
     }
   };
 }

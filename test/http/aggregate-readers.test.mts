@@ -32,7 +32,7 @@ describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
     dir = await mkdtemp(join(tmpdir(), "datastore-export-aggregate-"));
     db = await (await DuckDBInstance.create(":memory:")).connect();
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: emulator.url, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "2000", CACHE_TTL_SECONDS: "300" },
+      vars: { CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "2000", CACHE_TTL_SECONDS: "300" },
     });
     const response = await fetch(`${worker.url}/aggregate.csv?${AGGREGATE}`);
     expect(response.status).toBe(200);
@@ -73,7 +73,7 @@ describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
       expect(row[5] === null ? "" : row[5]).toBe(want[5]);
     }
     // The exact sums let DuckDB add them up without a digit lost.
-    const total = (await db.runAndReadAll(`SELECT sum(CAST("sum(amount)" AS DECIMAL(38, 9)))::VARCHAR FROM read_parquet('${path}')`)).getRows()[0]![0];
+    const total = (await db.runAndReadAll(`SELECT sum(CAST("sum(amount)" AS DECIMAL(38, 14)))::VARCHAR FROM read_parquet('${path}')`)).getRows()[0]![0];
     const whole = (await (await fetch(`${worker.url}/aggregate.csv?resource=sample&measures=sum(amount)&filter.id[lte]=20000`)).text()).split("\r\n")[1]!;
     expect(Number(total)).toBe(Number(whole));
     expect(String(total).replace(/0+$/, "")).toBe(whole.replace(/0+$/, ""));

@@ -1,9 +1,10 @@
 // `npm run dev`: the operator's own configuration in `wrangler dev`, beside npm start's demo. It
 // takes a port of its own and says which, refuses a taken one instead of quietly moving (as wrangler
-// would, leaving README's curl lines on the demo), and answers /__scheduled (--test-scheduled).
+// would, leaving README's curl lines on the demo), and answers /__scheduled (--test-scheduled) for
+// the crons it names.
 // The spec's wrangler.toml is the shipped one (pristine-config.mts), never this checkout's.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
 import { startEmulatorServer, type EmulatorServer } from "../../emulator/server.ts";
+import { setProductionVars } from "../../scripts/wrangler-toml.ts";
 import { freePort, getRaw, isolatedEnv } from "./harness.mts";
 import { pristineProductionConfig } from "./pristine-config.mts";
 
@@ -34,6 +36,9 @@ describe("npm run dev", () => {
 
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0 });
+    // What npm run setup would have written: the emulator, one alias, one small nightly job.
+    const job = { name: "sample-nightly", resource: "sample", formats: ["csv"], cron: "15 2 * * *", keep: 3, limit: 100 };
+    await writeFile(config.path, setProductionVars(await readFile(config.path, "utf8"), { base: emulator.base, resources: new Map([["sample", EMULATOR_RESOURCES.sample]]), jobs: [job] }));
     port = await freePort();
     folder = await mkdtemp(join(tmpdir(), "datastore-export-dev-"));
     const empty = join(folder, "empty.env");
@@ -41,10 +46,10 @@ describe("npm run dev", () => {
     dev = run("dev.ts", [
       "--port", String(port), "--config", config.path, "--env-file", empty, "--persist-to", folder,
       "--inspector-port", String(await freePort()), "--show-interactive-dev-session=false",
-      "--var", `CKAN_BASE_URL:${emulator.base}`, "--var", `RESOURCES:${JSON.stringify(EMULATOR_RESOURCES)}`, "--var", "CKAN_API_TOKEN:demo-token",
+      "--var", "CKAN_API_TOKEN:demo-token",
     ]);
     const deadline = Date.now() + 60_000;
-    while (!/Your worker \(wrangler\.toml\) on/.test(dev.output())) {
+    while (!/Your worker \(.*\) on/.test(dev.output())) {
       if (dev.child.exitCode !== null || Date.now() > deadline) throw new Error(`npm run dev did not come up:\n${dev.output()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -69,12 +74,12 @@ describe("npm run dev", () => {
     if (folder) await rm(folder, { recursive: true, force: true });
   }, 30_000);
 
-  it("prints the address it serves on, where /health answers, and takes /__scheduled", async () => {
-    expect(dev.output()).toContain(`Your worker (wrangler.toml) on http://127.0.0.1:${port}:`);
-    expect(dev.output()).toContain(`curl "http://127.0.0.1:${port}/__scheduled?cron=0+3+*+*+*"`);
+  it("prints the address it serves on, where /health answers, and a /__scheduled line per cron of the config, which it takes", async () => {
+    expect(dev.output()).toContain(`Your worker (${config.path}) on http://127.0.0.1:${port}:`);
+    expect(dev.output()).toContain(`curl "http://127.0.0.1:${port}/__scheduled?cron=15+2+*+*+*"   (runs the snapshot jobs of 15 2 * * *)`);
     const health = await getRaw(`http://127.0.0.1:${port}/health`);
     expect(health.status, health.body.toString()).toBe(200);
-    const scheduled = await getRaw(`http://127.0.0.1:${port}/__scheduled?cron=0+3+*+*+*`);
+    const scheduled = await getRaw(`http://127.0.0.1:${port}/__scheduled?cron=15+2+*+*+*`);
     expect(scheduled.status).toBe(200);
   });
 

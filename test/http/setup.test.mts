@@ -194,6 +194,24 @@ describe("npm run setup", () => {
     expect(second.stdout).toContain("(needed if a published table is private)");
   });
 
+  it("checks the aliases it keeps against the new site when --ckan names another one", async () => {
+    const french = await startEmulatorServer({ port: 0, token: TOKEN, version: "2.12", basePath: "/data/fr" });
+    try {
+      const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--yes"], TOKEN);
+      expect(first.code, first.stderr).toBe(0);
+      const same = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--yes"], TOKEN, undefined, first.config);
+      expect(same.stdout).not.toContain(`grants = ${sample}`);
+      const moved = await setup(["--ckan", french.base, "--resource", `edge=${edge}`, "--yes"], TOKEN, undefined, first.config);
+      expect(moved.code, moved.stderr).toBe(0);
+      expect(moved.stdout).toContain(`grants = ${sample}  Sample grants`);
+      expect(moved.stdout).toContain(`big = ${big}  Big grants`);
+      expect(moved.stdout).toMatch(new RegExp(`grants +${sample} +kept`));
+      expect(experimental_readRawConfig({ config: moved.config }).rawConfig.vars?.["CKAN_BASE_URL"]).toBe(french.base);
+    } finally {
+      await french.close();
+    }
+  });
+
   it("removes only when told: --remove takes an alias away with its snapshot job; an alias it does not publish is refused by name", async () => {
     const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `big=${big}`, "--snapshot", "grants=0 3 * * *", "--snapshot", "big=0 0 1 * *", "--yes"], TOKEN);
     expect(first.code, first.stderr).toBe(0);

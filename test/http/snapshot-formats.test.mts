@@ -1,13 +1,17 @@
 // Snapshots as a client downloads them over real HTTP (`wrangler dev`, its local R2): a job with
 // `"compress": "gzip"` stores CSV, TSV, JSON and NDJSON gzipped and serves them gzipped to a client
 // that accepts it (node:zlib decodes them to the live export's bytes) and decoded to one that does
-// not; its Parquet file is read by DuckDB and by Range, as DuckDB reads a remote file's footer.
+// not; its Parquet file is read by DuckDB and by Range, as DuckDB reads a remote file's footer; its
+// datapackage.json is a valid Tabular Data Package (Ajv, the published v1 profile) that DuckDB can
+// read the CSV by.
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { DuckDBInstance } from "@duckdb/node-api";
+import Ajv from "ajv-draft-04";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
 import { EDGE_ROWS } from "../../emulator/edge-rows.ts";
@@ -110,6 +114,34 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
     }
     const gzipTag = (await snapshot("latest.ndjson", { "accept-encoding": "gzip" })).headers.etag;
     expect((await snapshot("latest.ndjson")).headers.etag).not.toBe(gzipTag);
+  });
+
+  it("describes the job in datapackage.json: valid against the published profile, each file as a client downloads it, CSV read by DuckDB with its dialect", async () => {
+    const res = await snapshot("datapackage.json");
+    expect(res.status).toBe(200);
+    const descriptor = JSON.parse(res.body.toString()) as { resources: { name: string; path: string; bytes: number; hash?: string; dialect?: { delimiter: string; header: boolean }; schema: { fields: { name: string; type: string }[] } }[] };
+    const profile = JSON.parse(readFileSync(new URL("../fixtures/frictionless-v1/tabular-data-package.json", import.meta.url), "utf8")) as object;
+    const valid = new Ajv({ allErrors: true, strict: false }).compile(profile);
+    expect(valid(descriptor), JSON.stringify(valid.errors)).toBe(true);
+    expect(descriptor.resources.map((r) => r.name)).toEqual(JOB.formats.map((f) => `${JOB.name}-${f}`));
+    for (const resource of descriptor.resources) {
+      // Relative to datapackage.json, as a reader resolves it; what its HTTP client hands it (gzip undone).
+      const file = (await snapshot(resource.path)).body;
+      expect(resource.bytes, resource.name).toBe(file.length);
+      if (resource.hash !== undefined) expect(resource.hash).toBe(`sha256:${sha256(file)}`);
+    }
+    const csv = descriptor.resources[0]!;
+    const dir = await mkdtemp(join(tmpdir(), "datastore-export-datapackage-"));
+    try {
+      await writeFile(join(dir, "data.csv"), (await snapshot(csv.path)).body);
+      const db = await (await DuckDBInstance.create(":memory:")).connect();
+      const read = await db.runAndReadAll(`SELECT * FROM read_csv('${join(dir, "data.csv")}', delim='${csv.dialect!.delimiter}', header=${csv.dialect!.header}, quote='"', all_varchar=true)`);
+      expect(read.columnNames()).toEqual(csv.schema.fields.map((f) => f.name));
+      expect(read.getRows().length).toBe(EDGE_ROWS);
+      db.closeSync();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("stores Parquet as it is, read by DuckDB and by Range from its footer back", async () => {

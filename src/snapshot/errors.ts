@@ -1,0 +1,50 @@
+import { HttpError, PermanentFailure } from "../errors.ts";
+
+// What can go wrong in a snapshot run, as classes (PermanentFailure, a failure no later try can mend,
+// is the shared one of errors.ts): whether a step is tried again follows from the class of its
+// failure, never from a property added to an error.
+
+/** The file needs more than R2's 10,000 parts of SNAPSHOT_PART_BYTES. */
+export class TooManyParts extends PermanentFailure {
+  override name = "TooManyParts";
+  constructor(maxParts: number, partBytes: number) {
+    super(`The snapshot is larger than ${maxParts} parts of ${partBytes} bytes (SNAPSHOT_PART_BYTES): raise SNAPSHOT_PART_BYTES.`);
+  }
+}
+
+/** The table's columns changed between two steps of one file: its parts would not join into one table. */
+export class ColumnsChanged extends PermanentFailure {
+  override name = "ColumnsChanged";
+  constructor() {
+    super("The table's columns changed while the snapshot was being written; the next run starts again.");
+  }
+}
+
+/** The bytes a step carried over for the next are gone or cut short: the upload cannot go on. */
+export class CarryLost extends PermanentFailure {
+  override name = "CarryLost";
+}
+
+/** The run no longer holds its job (an operator cancelled it, or it was taken for dead): it writes no more. */
+export class RunCancelled extends PermanentFailure {
+  override name = "RunCancelled";
+  constructor() {
+    super("The run was cancelled.");
+  }
+}
+
+/** A step that failed on its last try, or for good: its message is safe to show (redacted, no internals). */
+export class StepFailed extends Error {
+  override name = "StepFailed";
+}
+
+/** A run that failed for good: thrown out of the Workflow's run, so its instance ends as errored with this reason. */
+export class SnapshotRunFailed extends Error {
+  override name = "SnapshotRunFailed";
+}
+
+/** Whether a failure is for good: one of ours, or CKAN's answer that the request is wrong (4xx but a timeout or a rate limit). */
+export function isPermanent(error: unknown): boolean {
+  if (error instanceof PermanentFailure) return true;
+  return error instanceof HttpError && error.status < 500 && error.status !== 408 && error.status !== 429;
+}

@@ -1,0 +1,215 @@
+import { siteFor } from "../ckan/site.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
+import type { Config } from "../config/config.ts";
+import { openQuery, openQueryPart } from "../aggregate/either.ts";
+import { ENCODERS } from "../format/index.ts";
+import type { Redact } from "../log/redact.ts";
+import { contentDisposition } from "../query/filename.ts";
+import { FORMATS, type FormatName } from "../query/formats.ts";
+import { own, release } from "../rows/owned-bytes.ts";
+import type { Column } from "../rows/types.ts";
+import { storedBody, storedEncoding } from "./compress.ts";
+import { writeDatapackage } from "./datapackage.ts";
+import { ColumnsChanged, RunCancelled } from "./errors.ts";
+import type { SnapshotJob } from "./jobs.ts";
+import { datedKey } from "./keys.ts";
+import { updateManifest, type SnapshotEntry } from "./manifest.ts";
+import { updateRunRecord, type FormatState, type RunRecord, type UploadState } from "./run-record.ts";
+import { SnapshotUpload, type Target } from "./upload.ts";
+
+// The steps of one format of a run, the same whichever runner runs them (see procedure.ts):
+// begin, write (as many as the file needs), seal, publish; or abandon.
+
+export interface SnapshotDeps {
+  bucket: R2Bucket;
+  config: Config;
+  upstreamFetch: UpstreamFetch;
+  redact: Redact;
+}
+
+/** One format of one run, as every step of it sees it. */
+export interface FormatRun {
+  job: SnapshotJob;
+  format: FormatName;
+  stamp: string;
+  /** When the run started (the claim step's time: the same in every replay). */
+  started: string;
+  instance: string;
+}
+
+const target = (run: FormatRun): Target => ({ job: run.job.name, stamp: run.stamp, format: run.format });
+
+/** Whether the file is written in steps that each go on where the last stopped, or whole in one (XLSX, Parquet, gzip: their state cannot be carried). */
+export const inSteps = (job: SnapshotJob, format: FormatName): boolean => ENCODERS[format].resumable && storedEncoding(job, format) === undefined;
+
+/** A dated file's HTTP and custom metadata, known before its first byte (size and hash are the manifest's). */
+export function fileOptions(run: FormatRun): R2MultipartOptions {
+  const encoding = storedEncoding(run.job, run.format);
+  return {
+    httpMetadata: {
+      contentType: FORMATS[run.format].contentType,
+      contentDisposition: contentDisposition(`${run.job.name}-${run.stamp}.${FORMATS[run.format].extension}`),
+      cacheControl: "public, max-age=31536000, immutable",
+      ...(encoding === undefined ? {} : { contentEncoding: encoding }),
+    },
+    customMetadata: { query: JSON.stringify(run.job.description), started: run.started, run: run.instance },
+  };
+}
+
+/** The run's state after a step, for `/snapshots`, a cancel and the next run (only while this run holds the job). */
+const mirror = (run: FormatRun, deps: Pick<SnapshotDeps, "bucket">, change: (record: RunRecord) => void): Promise<boolean> =>
+  updateRunRecord(deps.bucket, run.job.name, run.instance, change);
+
+export async function beginFormat(run: FormatRun, deps: SnapshotDeps): Promise<FormatState> {
+  const upload = await SnapshotUpload.begin(deps.bucket, target(run), fileOptions(run));
+  const state: FormatState = { format: run.format, step: 0, rows: 0, bytes: 0, decodedBytes: 0, total: null, columns: [], resume: null, ended: false, upload, entry: null };
+  await mirror(run, deps, (record) => {
+    record.current = state;
+  });
+  return state;
+}
+
+const sameColumns = (a: Column[], b: Column[]): boolean => JSON.stringify(a.map((c) => [c.id, c.type])) === JSON.stringify(b.map((c) => [c.id, c.type]));
+
+/**
+ * One write step: the export goes on from where the last step stopped, its bytes go into the upload,
+ * and it stops at a page's end once it has written SNAPSHOT_STEP_BYTES (a file written whole goes on
+ * to its end). Parts have fixed numbers, so a retried step overwrites its own parts and nothing else.
+ */
+export async function writeStep(run: FormatRun, prev: FormatState, deps: SnapshotDeps): Promise<FormatState> {
+  const { bucket, config } = deps;
+  const upload = await SnapshotUpload.open(bucket, target(run), prev.upload, config.snapshotPartBytes);
+  const site = siteFor(config, deps.upstreamFetch);
+  const query = run.job.queries[run.format]!;
+  const step = prev.step + 1;
+  let next: Omit<FormatState, "upload" | "format" | "step" | "entry">;
+  if (inSteps(run.job, run.format)) {
+    let produced = 0;
+    const part = await openQueryPart(query, config, site, prev.resume ?? undefined, () => produced >= config.snapshotStepBytes, deps.upstreamFetch);
+    if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
+      await part.chunks.return();
+      throw new ColumnsChanged();
+    }
+    const utf8 = new TextEncoder();
+    for await (const chunk of part.chunks) {
+      const bytes = typeof chunk === "string" ? own(utf8.encode(chunk)) : chunk;
+      produced += bytes.byteLength;
+      await upload.part(bytes);
+      // In its part and hashed: freed now, as the HTTP sink frees its chunks (see owned-bytes.ts).
+      release(bytes);
+    }
+    const ended = part.ended();
+    next = {
+      rows: prev.rows + part.progress.rows,
+      bytes: prev.bytes + produced,
+      decodedBytes: prev.decodedBytes + produced,
+      total: prev.total ?? part.resumeAt().total ?? null,
+      columns: prev.step > 0 ? prev.columns : part.columns,
+      resume: ended ? null : part.resumeAt(),
+      ended,
+    };
+  } else {
+    // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
+    const exported = await openQuery(query, { ...config, stallSeconds: 0 }, site, deps.upstreamFetch);
+    const reader = storedBody(exported.body, storedEncoding(run.job, run.format)).getReader();
+    let stored = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        stored += value.byteLength;
+        await upload.part(value);
+        release(value);
+      }
+    } catch (error) {
+      await reader.cancel(error).catch(() => {});
+      throw error;
+    }
+    // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
+    if (exported.progress.error !== undefined) throw exported.progress.error;
+    next = { rows: exported.progress.rows, bytes: stored, decodedBytes: exported.progress.bytes, total: exported.table.total ?? null, columns: exported.table.columns, resume: null, ended: true };
+  }
+  const state: FormatState = { ...next, format: run.format, step, upload: await upload.carry(step, next.ended), entry: null };
+  const held = await mirror(run, deps, (record) => {
+    record.current = state;
+  });
+  if (!held) {
+    // Cancelled while this step wrote: what the cancel cleaned up must not come back.
+    if (state.upload.carry !== null) await bucket.delete(state.upload.carry.key);
+    throw new RunCancelled();
+  }
+  return state;
+}
+
+/**
+ * The file made whole at its dated key. What the manifest will list is written to the run record
+ * first: a run that ends between the two leaves a file its record describes, which a cancel or the
+ * next run lists (see settleRun), never an unknown one.
+ */
+export async function sealFormat(run: FormatRun, state: FormatState, parts: UploadState["newParts"], deps: SnapshotDeps): Promise<FormatState> {
+  const encoding = storedEncoding(run.job, run.format);
+  const entry: SnapshotEntry = {
+    key: datedKey(run.job.name, run.stamp, run.format),
+    format: run.format,
+    stamp: run.stamp,
+    rows: state.rows,
+    bytes: state.bytes,
+    sha256: SnapshotUpload.sha256(state.upload),
+    started: run.started,
+    finished: new Date().toISOString(),
+    query: run.job.description,
+    total: state.total,
+    ...(encoding === undefined ? {} : { encoding, decoded_bytes: state.decodedBytes }),
+  };
+  const sealed: FormatState = { ...state, entry };
+  const held = await mirror(run, deps, (record) => {
+    record.current = sealed;
+  });
+  if (!held) throw new RunCancelled();
+  await SnapshotUpload.seal(deps.bucket, state.upload, parts, state.bytes, fileOptions(run));
+  return sealed;
+}
+
+/** The sealed file listed (it is `latest` from now on) and described in datapackage.json. */
+export async function publishFormat(run: FormatRun, state: FormatState, deps: SnapshotDeps): Promise<SnapshotEntry> {
+  const entry = state.entry!;
+  await SnapshotUpload.publish(deps.bucket, target(run), entry);
+  await writeDatapackage(deps.bucket, run.job, entry, state.columns);
+  await mirror(run, deps, (record) => {
+    record.current = null;
+    record.done.push({ format: run.format, status: "ok", rows: entry.rows, bytes: entry.bytes });
+  });
+  return entry;
+}
+
+/** A format that failed for good: nothing of it stays in R2 unless the manifest lists it. */
+export async function abandonFormat(run: FormatRun, state: FormatState | null, deps: SnapshotDeps): Promise<void> {
+  await SnapshotUpload.abort(deps.bucket, target(run), state?.upload.id ?? null);
+  await mirror(run, deps, (record) => {
+    record.current = null;
+    record.done.push({ format: run.format, status: "failed", rows: state?.rows ?? 0, bytes: state?.bytes ?? 0 });
+  });
+}
+
+/**
+ * What a run that ended mid-step left (cancelled, or its instance terminated or gone): a file it had
+ * sealed is listed, anything else of its current format is removed, and `last_run` says why it
+ * ended unless the run recorded its own end. Run by a cancel, and by the next run before it claims
+ * the job.
+ */
+export async function settleRun(record: RunRecord, job: SnapshotJob, why: string, deps: Pick<SnapshotDeps, "bucket">): Promise<void> {
+  const current = record.current;
+  if (current !== null) {
+    const run: FormatRun = { job, format: current.format, stamp: record.stamp, started: record.started, instance: record.instance };
+    const sealed = current.entry === null ? null : await deps.bucket.head(current.entry.key);
+    if (current.entry !== null && sealed?.size === current.entry.bytes) {
+      await SnapshotUpload.publish(deps.bucket, target(run), current.entry);
+      await writeDatapackage(deps.bucket, job, current.entry, current.columns);
+    }
+    await SnapshotUpload.abort(deps.bucket, target(run), sealed === null ? current.upload.id : null);
+  }
+  await updateManifest(deps.bucket, job.name, (manifest) => {
+    if (manifest.last_run?.stamp === record.stamp && manifest.last_run.started === record.started) return;
+    manifest.last_run = { status: "failed", stamp: record.stamp, started: record.started, finished: new Date().toISOString(), error: why };
+  });
+}
