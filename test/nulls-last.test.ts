@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { harness } from "./harness.ts";
+import { bucket, runsHarness, sha256 } from "./snapshot-helpers.ts";
 
 // `sort=amount desc nulls last`: CKAN's sort takes no NULLS clause and PostgreSQL puts nulls first
 // in a descending sort; the worker moves them after the values itself.
@@ -68,12 +69,12 @@ for (const version of ["2.10", "2.12"] as const) {
 
     it("refuses a nulls clause it does not serve with a 400 naming sort", async () => {
       const { get } = harness({ emulator: { version } });
-      for (const sort of ["amount desc, name nulls first", "amount desc nulls middle", "amount desc nulls"]) {
+      for (const sort of ["amount desc, name nulls first", "amount desc nulls middle", "amount desc nulls", "nosuch desc nulls last"]) {
         const res = await get(`/export.csv?resource=sample&sort=${encodeURIComponent(sort)}`);
         expect(res.status).toBe(400);
         const body = (await res.json()) as { error: { parameter: string; message: string } };
         expect(body.error.parameter).toBe("sort");
-        expect(body.error.message).toMatch(/nulls/);
+        expect(body.error.message).toMatch(/nulls|nosuch/);
       }
     });
   });
@@ -99,5 +100,20 @@ describe("sort=... nulls last beside the rest of the export", () => {
     const csv = lines(await (await get(`${ALPHA}&sort=amount desc nulls last&limit=50&offset=18800`)).text());
     const json = (await (await get(`${ALPHA.replace(".csv", ".json")}&sort=amount desc nulls last&limit=50&offset=18800`)).json()) as { id: number }[];
     expect(json.map((row) => String(row.id))).toEqual(csv.map((line) => line.split(",")[0]));
+  });
+
+  it("goes on where the last step stopped in a snapshot run, across the values and the nulls", async () => {
+    const { h } = runsHarness({ name: "nulls", resource: "sample", sort: "amount desc nulls last", q: "alpha", formats: ["csv", "json"] }, undefined, { inline: true });
+    expect(await h.scheduled("0 3 * * *", Date.UTC(2026, 10, 20, 3, 0, 0))).toMatchObject([{ status: "ok", written: [{ format: "csv" }, { format: "json" }] }]);
+    for (const format of ["csv", "json"]) {
+      const snapshot = await sha256(await (await bucket.get(`nulls/20261120T030000Z.${format}`))!.arrayBuffer());
+      const live = await h.get(`/export.${format}?resource=sample&sort=amount%20desc%20nulls%20last&q=alpha`);
+      expect(snapshot, format).toBe(await sha256(await live.arrayBuffer()));
+    }
+    // Each step finds the split again, then reads from the rows written so far.
+    const splits = h.calls.filter((c) => JSON.stringify(c.body.fields) === '["amount"]' && c.body.offset === 0);
+    expect(splits.length).toBeGreaterThan(2);
+    const csv = lines(new TextDecoder().decode(await (await bucket.get("nulls/20261120T030000Z.csv"))!.arrayBuffer()));
+    expect(csv.at(-1)?.split(",")[1]).toBe("");
   });
 });

@@ -1,6 +1,7 @@
 import type { SortKey } from "../query/sort.ts";
 import type { TableQuery } from "../query/table-query.ts";
 import type { CkanClient } from "./client.ts";
+import { CkanValidationError } from "./error-answers.ts";
 import type { PageSizer } from "./page-budget.ts";
 import type { StretchPlanner } from "./paging.ts";
 import { baseRequest } from "./requests.ts";
@@ -42,7 +43,11 @@ export async function splitAtNulls(client: CkanClient, query: TableQuery, key: S
   const base = { ...baseRequest(query), fields: [key.column], records_format: "lists" as const };
   const cells = async (offset: number, withTotal = false): Promise<{ result: SearchResult; values: string[] }> => {
     requests++;
-    const result = await client.search({ ...base, offset, limit: PROBE_ROWS, include_total: withTotal }, signal);
+    const result = await client.search({ ...base, offset, limit: PROBE_ROWS, include_total: withTotal }, signal).catch((error: unknown) => {
+      // The probe's `fields` is the sort column: CKAN refusing it refuses the link's `sort`.
+      if (error instanceof CkanValidationError && error.parameter === "fields") throw new CkanValidationError(error.status, error.message, error.fields, "sort");
+      throw error;
+    });
     const records = typeof result.records === "string" ? [] : result.records;
     return { result, values: records.map((record) => (Array.isArray(record) ? record[0] : record[key.column]) ?? "null") };
   };
