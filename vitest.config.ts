@@ -34,6 +34,8 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
+          // The emulator's PostgreSQL for datastore_search_sql, served from Node (PGlite cannot run in workerd).
+          globalSetup: ["./test/http/sql-engine-server.mts"],
           exclude: [...configDefaults.exclude, "test/browser/**", "test/http/**", "test/node/**"],
           testTimeout: 60_000,
         },

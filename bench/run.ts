@@ -20,13 +20,14 @@ import { BASE, RICH } from "./ckan/tables.ts";
 import { csvRecordCounter, download, getJson, lineCounter, sleep } from "./http.ts";
 import { render, sectionOf, SNAPSHOT_SECTION, withSection, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
 import { memoryDefaults, memoryRuns, type MemoryRow } from "./memory.ts";
+import { aggregateRuns, renderAggregate, sqlRuns, type AggregateRow } from "./aggregate.ts";
 import { evaluateTargets } from "./targets.ts";
 import { startUpstream, type Resource, type Upstream, type Version } from "./upstream.ts";
 import { buildWorker, killAllNow, sample, settle, startWrangler, watchOtherLoad, type Wrangler } from "./workerd.ts";
 
 const list = (name: string): string[] | undefined => process.env[name]?.split(",").map((s) => s.trim()).filter(Boolean);
 const options = {
-  only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost", "memory"]),
+  only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost", "memory", "aggregate"]),
   modes: (list("BENCH_MODES") ?? [...VERSIONS]) as Version[],
   /** CKAN's CPU, in requests served at full speed at once: as measured, and a core per worker. */
   cores: (list("BENCH_CKAN_CORES") ?? [String(CKAN_CORES), "3"]).map(Number),
@@ -60,7 +61,7 @@ const started = performance.now();
 const id = (n: number): string => `be4c0000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 /** The 12-column table at each size the runs use (all one table's rows: sizes share serialised pages), and the rich one. */
 const baseAlias = (rows: number): string => (rows === MILLION ? "base" : `base-${rows}`);
-const baseSizes = [...new Set([MILLION, ...options.costRows])];
+const baseSizes = [...new Set([MILLION, QUARTER, ...options.costRows])];
 const resources: (Resource & { alias: string })[] = [
   ...baseSizes.map((rows) => ({ alias: baseAlias(rows), id: id(rows), shape: BASE, rows })),
   { alias: "rich", id: "51c40000-0000-4000-8000-000000000001", shape: RICH, rows: RICH_ROWS },
@@ -80,12 +81,12 @@ let built: { bundle: string; config: string } | undefined;
  * does outside the worker. It would also be charged to every export under CACHE_MAX_BYTES and not to
  * larger ones. On `*.workers.dev` there is no cache at all.
  */
-function freshWorker(up: Upstream, v8Flags: string, floor = false, cache = false): Promise<Wrangler> {
+function freshWorker(up: Upstream, v8Flags: string, floor = false, cache = false, at: Record<string, string> = {}): Promise<Wrangler> {
   const persistTo = join(scratch, `state-${++serial}`);
   mkdirSync(persistTo, { recursive: true });
   if (floor) return startWrangler({ root, config: "bench/wrangler.floor.toml", vars: { CKAN_BASE_URL: up.url, RESOURCES: aliases }, persistTo });
   built ??= buildWorker(root, scratch);
-  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: aliases, SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: cache ? "300" : "0" };
+  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: aliases, SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: cache ? "300" : "0", ...at };
   return startWrangler({ root, ...built, vars, persistTo, v8Flags });
 }
 
@@ -361,12 +362,18 @@ async function main(): Promise<void> {
   let dumps: DumpResult[] = [];
   let formats: Report["formats"];
   let memory: MemoryRow[] | undefined;
-  if (options.only.has("cpu") || options.only.has("cost") || options.only.has("memory")) {
+  let aggregate: AggregateRow[] | undefined;
+  if (options.only.has("cpu") || options.only.has("cost") || options.only.has("memory") || options.only.has("aggregate")) {
     const up = await startUpstream({ resources });
     upstream = up;
     if (options.only.has("memory")) {
       console.log("bench: memory as the isolate holds it (inspector, a fresh wrangler dev per run)");
       memory = await memoryRuns((flags) => freshWorker(up, flags), up, { ...memoryDefaults(), rows: MILLION });
+    }
+    if (options.only.has("aggregate")) {
+      console.log("bench: an aggregate in the worker against the CSV export of the same rows (fresh wrangler dev per run)");
+      aggregate = await aggregateRuns((flags) => freshWorker(up, flags), up, baseAlias);
+      aggregate.push(...(await sqlRuns((vars) => freshWorker(up, "--max-old-space-size=128", false, false, vars))));
     }
     console.log("bench: warm-up (small exports, then every page shape they asked for serialised)");
     await warmUp(up);
@@ -387,7 +394,7 @@ async function main(): Promise<void> {
   const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, models, cores: impliedCores(models), check, exports, fetchFloors, dumps, formats, memory };
   const { targets, notes } = evaluateTargets(partial);
   const report: Report = { ...partial, targets, notes, totalSeconds: (performance.now() - started) / 1000 };
-  const text = render(report);
+  const text = render(report) + (aggregate === undefined ? "" : `\n${renderAggregate(aggregate)}`);
   console.log(`\n${text}`);
   const out = subset.length === 0 ? join("bench", "RESULTS.md") : join("bench", "tmp", "RESULTS.partial.md");
   mkdirSync(join(root, "bench", "tmp"), { recursive: true });

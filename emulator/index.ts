@@ -53,6 +53,8 @@ export interface EmulatorOptions {
    * started on the first SQL query and shared by every emulator of the process.
    */
   sqlEngine?: SqlEngineFactory;
+  /** Where to say that PostgreSQL took a while to get a table ready (npm start passes the console). */
+  sqlLog?: (line: string) => void;
 }
 
 export interface Emulator {
@@ -120,7 +122,7 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
             return packageSearch(url, isAuthorized(request), datastore);
           case "datastore_search_sql":
             if (!datastore || options.sql !== true) throw unknownAction(action);
-            return await searchSql(request, url, { engine: sqlEngine, rowsMax, authorized: isAuthorized(request) });
+            return await searchSql(request, url, { engine: sqlEngine, rowsMax, authorized: isAuthorized(request), log: options.sqlLog });
           case "datastore_search":
             if (!datastore) throw unknownAction(action);
             emulator.requests++;

@@ -51,7 +51,7 @@ interface FaultState {
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
-  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore, sql: options.sql });
+  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore, sql: options.sql, sqlLog: (line) => console.log(line) });
   const faults: FaultState = { fault: options.fault, calls: 0 };
   const basePath = (options.basePath ?? "/data/en").replace(/\/+$/, "");
   const server = createServer((req, res) => {

@@ -8,31 +8,36 @@
 
 type Token = { kind: "word" | "quoted" | "string" | "punct" | "space" | "comment"; text: string };
 
+// One sticky pattern per token kind, tried in order at the current position.
+const PATTERNS: readonly (readonly [Token["kind"], RegExp])[] = [
+  ["space", /\s+/y],
+  ["comment", /--[^\r\n]*/y],
+  ["comment", /\/\*[\s\S]*?(?:\*\/|$)/y],
+  ["string", /[eE]'(?:[^'\\]|\\[\s\S]|'')*'?/y],
+  ["string", /'(?:[^']|'')*'?/y],
+  ["quoted", /"(?:[^"]|"")*"?/y],
+  ["string", /\$([A-Za-z_]\w*)?\$[\s\S]*?(?:\$\1\$|$)/y],
+  ["word", /[\p{L}_][\p{L}\p{N}_$]*/uy],
+];
+
 function lex(sql: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   while (i < sql.length) {
-    const rest = sql.slice(i);
-    const match =
-      /^\s+/.exec(rest)?.[0] !== undefined ? { kind: "space" as const, text: /^\s+/.exec(rest)![0] }
-      : rest.startsWith("--") ? { kind: "comment" as const, text: /^--[^\r\n]*/.exec(rest)![0] }
-      : rest.startsWith("/*") ? { kind: "comment" as const, text: rest.slice(0, rest.indexOf("*/", 2) < 0 ? rest.length : rest.indexOf("*/", 2) + 2) }
-      : /^[eE]'/.test(rest) ? { kind: "string" as const, text: `E${/^'(?:[^'\\]|\\.|'')*'?/s.exec(rest.slice(1))![0]}` }
-      : rest.startsWith("'") ? { kind: "string" as const, text: /^'(?:[^']|'')*'?/s.exec(rest)![0] }
-      : rest.startsWith('"') ? { kind: "quoted" as const, text: /^"(?:[^"]|"")*"?/s.exec(rest)![0] }
-      : /^\$(?:[A-Za-z_]\w*)?\$/.test(rest) ? dollarQuoted(rest)
-      : /^[\p{L}_][\p{L}\p{N}_$]*/u.test(rest) ? { kind: "word" as const, text: /^[\p{L}_][\p{L}\p{N}_$]*/u.exec(rest)![0] }
-      : { kind: "punct" as const, text: rest[0] ?? "" };
-    tokens.push(match);
-    i += match.text.length;
+    let token: Token | undefined;
+    for (const [kind, pattern] of PATTERNS) {
+      pattern.lastIndex = i;
+      const match = pattern.exec(sql);
+      if (match !== null && match[0] !== "") {
+        token = { kind, text: match[0] };
+        break;
+      }
+    }
+    token ??= { kind: "punct", text: sql[i] ?? "" };
+    tokens.push(token);
+    i += token.text.length;
   }
   return tokens;
-}
-
-function dollarQuoted(rest: string): Token {
-  const tag = /^\$(?:[A-Za-z_]\w*)?\$/.exec(rest)![0];
-  const end = rest.indexOf(tag, tag.length);
-  return { kind: "string", text: end < 0 ? rest : rest.slice(0, end + tag.length) };
 }
 
 /** sqlparse.split: statements end at a `;` outside quotes and comments; blank ones do not count. */

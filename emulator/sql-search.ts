@@ -28,7 +28,12 @@ export interface SqlSearchOptions {
   readonly engine: () => Promise<SqlEngine>;
   readonly rowsMax: number;
   readonly authorized: boolean;
+  /** Told when PostgreSQL took a while to get ready for a statement (its start, a table's load). */
+  readonly log?: (line: string) => void;
 }
+
+/** Past this, getting the tables ready is worth a line in the log (npm start's first query on `big`). */
+const SLOW_LOAD_MS = 1000;
 
 function actionError(status: number, error: Record<string, unknown>): EmulatorError {
   return new EmulatorError(status, { help: helpUrl(ACTION), error, success: false }, JSON.stringify(error));
@@ -54,8 +59,15 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
 
   const shown = `SELECT * FROM (${sql.replaceAll("%", "%%")}) AS blah LIMIT ${options.rowsMax + 1} ;`;
   const wrapped = `SELECT * FROM (${sql}) AS blah LIMIT ${options.rowsMax + 1} ;`;
+  const started = Date.now();
   const engine = await options.engine();
-  await engine.load(tablesNamed(sql), needsFullText(sql));
+  const tables = tablesNamed(sql);
+  await engine.load(tables, needsFullText(sql));
+  const took = Date.now() - started;
+  if (took > SLOW_LOAD_MS) {
+    const names = tables.map((resource) => `${resource.name} (${resource.table.rows.toLocaleString("en")} rows)`).join(", ");
+    options.log?.(`datastore_search_sql: PostgreSQL (PGlite) ready for ${names || "the statement"} in ${(took / 1000).toFixed(1)} s (a table is loaded once, when a statement first names it)`);
+  }
 
   let plan: SqlRows;
   try {
@@ -63,13 +75,14 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
   } catch (error) {
     return failure(error, EXPLAIN + wrapped, shown);
   }
-  const { tables, functions } = readPlan(String(plan.rows[0]?.[0] ?? "[]"));
-  if (tables.some((table) => table.startsWith("pg_"))) throw denied("Not authorized to access system tables");
-  for (const table of tables) {
+  const { relations, functions } = readPlan(String(plan.rows[0]?.[0] ?? "[]"));
+  if (relations.some((table) => table.startsWith("pg_"))) throw denied("Not authorized to access system tables");
+  for (const table of relations) {
     const resource = RESOURCE_LIST.find((candidate) => candidate.id === table);
     if (resource === undefined || (resource.private && !options.authorized)) throw denied("Not authorized to read resource.");
   }
-  for (const name of [...functionNames(shown), ...functions.filter((name) => !functionNames(shown).includes(name))]) {
+  const called = functionNames(shown);
+  for (const name of [...called, ...functions.filter((name) => !called.includes(name))]) {
     if (!ALLOWED_FUNCTIONS.has(name.toLowerCase()) && !ALLOWED_FUNCTIONS.has(`"${name}"`)) throw denied(`Not authorized to call function ${name}`);
   }
 
@@ -80,14 +93,15 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
     return failure(error, wrapped, shown);
   }
   try {
-    return answer(sql, rows, options.rowsMax);
+    return answer(params, rows, options.rowsMax);
   } catch (error) {
     if (error instanceof NotJsonCompliant) return serverErrorPage();
     throw error;
   }
 }
 
-function answer(sql: string, result: SqlRows, rowsMax: number): Response {
+/** CKAN answers with the request's own dict, `records` and `fields` added, `id` and `connection_url` taken out. */
+function answer(params: Record<string, unknown>, result: SqlRows, rowsMax: number): Response {
   const truncated = result.rows.length > rowsMax;
   const rows = truncated ? result.rows.slice(0, rowsMax) : result.rows;
   // A Python dict per row: a name given twice keeps its first place and its last value.
@@ -96,10 +110,12 @@ function answer(sql: string, result: SqlRows, rowsMax: number): Response {
     result.columns.forEach((column, i) => members.set(column.name, jsonValue(column.type, row[i] ?? null)));
     return `{${[...members].map(([name, value]) => `${pyJsonString(name)}: ${value}`).join(", ")}}`;
   });
-  const body: Record<string, unknown> = { sql };
+  const body: Record<string, unknown> = { ...params };
   if (truncated) body["records_truncated"] = true;
   body["records"] = new RawJson(`[${records.join(", ")}]`);
   body["fields"] = result.columns.map((column) => ({ id: column.name, type: column.type }));
+  delete body["id"];
+  delete body["connection_url"];
   return new Response(pyDumps({ help: helpUrl(ACTION), success: true, result: body }), {
     status: 200,
     headers: { "content-type": JSON_CONTENT_TYPE },
@@ -118,18 +134,18 @@ function needsFullText(sql: string): boolean {
 }
 
 /** What CKAN collects from the plan: every node's relation, and the function of a function scan. */
-function readPlan(json: string): { tables: string[]; functions: string[] } {
-  const tables: string[] = [];
+function readPlan(json: string): { relations: string[]; functions: string[] } {
+  const relations: string[] = [];
   const functions: string[] = [];
   const visit = (node: Record<string, unknown>): void => {
-    if (typeof node["Relation Name"] === "string" && node["Relation Name"] !== "") tables.push(node["Relation Name"]);
+    if (typeof node["Relation Name"] === "string" && node["Relation Name"] !== "") relations.push(node["Relation Name"]);
     if (typeof node["Function Name"] === "string") functions.push(node["Function Name"]);
     const children = node["Plans"];
     if (Array.isArray(children)) for (const child of children) visit(child as Record<string, unknown>);
   };
   const parsed = JSON.parse(json) as { Plan: Record<string, unknown> }[];
   if (parsed[0] !== undefined) visit(parsed[0].Plan);
-  return { tables, functions };
+  return { relations, functions };
 }
 
 // psycopg2's exception per SQLSTATE: the class named in the message, and whether it is a

@@ -22,6 +22,11 @@ const PG_TYPE: Record<ColumnType, string> = {
 
 export const NESTED_TYPE = "CREATE TYPE nested AS (json json, extra text)";
 
+/** `_table_metadata`, the DataStore's list of its tables and aliases, a view over pg_class. */
+export const TABLE_METADATA_VIEW =
+  `CREATE VIEW "_table_metadata" AS SELECT substr(md5(relname), 0, 17) AS "_id", relname AS name, oid, NULL::name AS alias_of ` +
+  `FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'v')`;
+
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
@@ -29,7 +34,7 @@ export function quoteIdent(name: string): string {
 /** CREATE TABLE for a resource: CKAN's `_id` and `_full_text`, then the table's own columns. */
 export function createTable(name: string, table: Table): string {
   const columns = table.columns.filter((column) => column.id !== "_id").map((column) => `${quoteIdent(column.id)} ${PG_TYPE[column.type]}`);
-  return `CREATE TABLE ${quoteIdent(name)} ("_id" int4 NOT NULL, "_full_text" tsvector, ${columns.join(", ")})`;
+  return `CREATE UNLOGGED TABLE ${quoteIdent(name)} ("_id" int4 NOT NULL, "_full_text" tsvector, ${columns.join(", ")})`;
 }
 
 /** COPY of the user columns and `_id`, in the table's order (`_full_text` is filled after). */
@@ -40,57 +45,60 @@ export function copyStatement(name: string, table: Table): string {
 /**
  * CKAN's trigger writes `to_tsvector(string_agg(value, ' '))` over json_each_text(row_to_json(row))
  * of every column not starting with `_`, with the default text search configuration (english).
+ * `to_json(column) #>> '{}'` is each of those values (a scalar's text, an array's or a composite's
+ * JSON), and concat_ws skips the nulls as string_agg does: the same tsvector, a third cheaper.
  */
-export function fillFullText(name: string): string {
-  const row = "t";
-  return (
-    `UPDATE ${quoteIdent(name)} AS ${row} SET "_full_text" = (SELECT to_tsvector('english', string_agg(value, ' ')) ` +
-    `FROM json_each_text(row_to_json(${row}.*)) WHERE key NOT LIKE '\\_%')`
-  );
+export function fillFullText(name: string, table: Table): string {
+  const values = table.columns.filter((column) => !column.id.startsWith("_")).map((column) => `to_json(${quoteIdent(column.id)}) #>> '{}'`);
+  return `UPDATE ${quoteIdent(name)} SET "_full_text" = to_tsvector('english', concat_ws(' ', ${values.join(", ")}))`;
 }
 
 /** The CSV text of rows [from, to) of a table, for COPY ... WITH (FORMAT csv). */
 export function csvRows(table: Table, from: number, to: number): string {
-  const types = table.columns.map((column) => column.type);
-  const parts: string[] = [];
+  const formats = table.columns.map((column) => csvFormat(column.type));
+  const width = formats.length;
+  let text = "";
   for (let index = from; index < to; index++) {
-    let line = "";
-    for (let column = 0; column < types.length; column++) {
-      if (column > 0) line += ",";
-      line += csvCell(types[column] ?? "text", table.cell(column, index));
+    for (let column = 0; column < width; column++) {
+      const value = table.cell(column, index);
+      // An unquoted empty cell is NULL.
+      if (value !== null) text += (formats[column] as CsvFormat)(value);
+      text += column === width - 1 ? "\n" : ",";
     }
-    parts.push(line);
   }
-  return `${parts.join("\n")}\n`;
+  return text;
 }
+
+type CsvFormat = (value: Exclude<Value, null>) => string;
 
 function csvQuote(text: string): string {
-  return `"${text.replaceAll('"', '""')}"`;
+  // Every text is quoted, so that '' stays an empty string and never reads as NULL.
+  return text.includes('"') ? `"${text.replaceAll('"', '""')}"` : `"${text}"`;
 }
 
-function csvCell(type: ColumnType, value: Value): string {
-  // An unquoted empty cell is NULL; every text is quoted so '' stays an empty string.
-  if (value === null) return "";
+function csvFormat(type: ColumnType): CsvFormat {
   switch (type) {
     case "int":
     case "int4":
     case "numeric":
-      return String(value);
+    case "timestamp":
+    case "date":
+      // Digits, signs, dashes, colons and a T: nothing CSV needs to quote.
+      return String;
     case "float8":
       // JavaScript's shortest text reads back as the same double; NaN and ±Infinity as PostgreSQL spells them.
-      return String(value);
+      return String;
     case "bool":
-      return value ? "t" : "f";
+      return (value) => (value ? "t" : "f");
     case "_text":
-      return csvQuote(arrayLiteral(value as readonly (string | null)[]));
+      return (value) => csvQuote(arrayLiteral(value as readonly (string | null)[]));
     case "json":
       // A composite literal: the json text as its first field, `extra` null.
-      return csvQuote(`(${compositeField(value as string)},)`);
+      return (value) => csvQuote(`(${compositeField(value as string)},)`);
     default:
-      return csvQuote(String(value));
+      return (value) => csvQuote(String(value));
   }
 }
-
 function arrayLiteral(items: readonly (string | null)[]): string {
   return `{${items.map((item) => (item === null ? "NULL" : `"${item.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`)).join(",")}}`;
 }

@@ -25,7 +25,7 @@ export function jsonValue(type: string, cell: SqlCell): string {
   if (INTEGERS.has(type)) return text;
   if (type === "numeric") {
     if (/^-?(NaN|Infinity)$/i.test(text)) throw new NotJsonCompliant(text);
-    return text;
+    return decimalStr(text);
   }
   if (FLOATS.has(type)) {
     const value = Number(text);
@@ -46,6 +46,22 @@ export function jsonValue(type: string, cell: SqlCell): string {
     default:
       return pyJsonString(text);
   }
+}
+
+/**
+ * str(Decimal(text)), which is how a numeric reaches the JSON: PostgreSQL's digits, trailing zeros
+ * kept, but in scientific notation below 1E-6 (`0.0000001` is `1E-7`, `0.00000010` is `1.0E-7`).
+ */
+export function decimalStr(text: string): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
+  if (match === null) return text;
+  const [, sign, whole, fraction = ""] = match;
+  const exponent = -fraction.length;
+  const digits = `${whole}${fraction}`.replace(/^0+(?=\d)/, "");
+  const adjusted = exponent + digits.length - 1;
+  if (adjusted >= -6) return text;
+  const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+  return `${sign}${mantissa}E${adjusted}`;
 }
 
 /** datetime.isoformat() of PostgreSQL's ISO text: "T" between date and time, six fraction digits or none, "+00:00". */

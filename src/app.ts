@@ -2,14 +2,15 @@ import { Router } from "itty-router";
 import { configFor } from "./config/config.ts";
 import type { Env } from "./config/env.ts";
 import { toHttpError } from "./errors.ts";
-import { requestInfo } from "./http/request-log.ts";
+import type { RequestInfo } from "./http/request-log.ts";
 import { log } from "./log/log.ts";
 import { redactor } from "./log/redact.ts";
 import { preflight } from "./security/cors.ts";
 import { runScheduled } from "./snapshot/procedure.ts";
 import { startScheduled } from "./snapshot/runs.ts";
 import type { Runs } from "./snapshot/workflow.ts";
-import { admit, finish, noRoute, renderError } from "./routes/middleware.ts";
+import { answer, noRoute } from "./routes/middleware.ts";
+import { serveRoute } from "./routes/pipeline.ts";
 import type { AppDeps, RoutedRequest } from "./routes/route.ts";
 import { snapshotDeps } from "./routes/snapshots.ts";
 import { ROUTES } from "./routes/table.ts";
@@ -17,18 +18,19 @@ import { ROUTES } from "./routes/table.ts";
 export type { AppDeps } from "./routes/route.ts";
 
 export function createApp(deps: AppDeps) {
-  const router = Router<RoutedRequest, [Env, ExecutionContext]>({ before: [admit], catch: renderError, finally: [finish] });
+  // Matching only: admission, errors and the log line are middleware.ts's `answer`, around it.
+  const router = Router<RoutedRequest, [Env, ExecutionContext, RequestInfo]>();
   router.options("*", preflight);
   for (const route of ROUTES) {
     for (const method of route.methods) {
-      router[method.toLowerCase() as "get" | "head" | "post" | "delete"](route.path, (request, env, ctx) =>
-        route.handle({
+      router[method.toLowerCase() as "get" | "head" | "post" | "delete"](route.path, (request, env, ctx, info) =>
+        serveRoute(route, {
           request,
           url: new URL(request.url),
           env,
           config: configFor(env),
           deps,
-          info: requestInfo(request),
+          info,
           waitUntil: (promise) => ctx.waitUntil(promise),
           routes: ROUTES,
         }),
@@ -38,7 +40,8 @@ export function createApp(deps: AppDeps) {
   router.all("*", (request) => noRoute(request, ROUTES));
 
   return {
-    fetch: (request: Request, env: Env, ctx: ExecutionContext): Promise<Response> => router.fetch(request as RoutedRequest, env, ctx),
+    fetch: (request: Request, env: Env, ctx: ExecutionContext): Promise<Response> =>
+      answer(request as RoutedRequest, env, (info) => router.fetch(request as RoutedRequest, env, ctx, info)),
     /** The cron trigger: runs the jobs for this expression. Never throws; failures are in R2 and the logs. */
     async scheduled(cron: string, scheduledTime: number, env: Env) {
       try {

@@ -99,6 +99,24 @@ describe.each(["2.12", "2.10"] as const)("aggregates computed by the worker on C
   });
 });
 
+describe.each(["2.12", "2.10"] as const)("pages read as CKAN's CSV on CKAN %s", (version) => {
+  it.each([
+    "group_by=name,active&measures=count,count(tags),min(note),max(formula),sum(amount),avg(ratio),max(ratio),min(created),max(day)",
+    "group_by=tags&measures=count,sum(id)",
+    "group_by=ratio&measures=count,min(amount)",
+    "group_by=amount&measures=count,max(name)",
+  ])("give the cells of pages read as JSON rows: %s", async (query) => {
+    const viaCsv = harness({ emulator: { version }, env });
+    const viaRows = harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } });
+    const [csv, rows] = await Promise.all([viaCsv.get(`/aggregate.json?resource=edge&${query}`), viaRows.get(`/aggregate.json?resource=edge&${query}`)]);
+    expect(viaCsv.calls.filter((c) => c.body.records_format === "csv").length).toBeGreaterThan(3);
+    expect(viaRows.calls.filter((c) => c.body.records_format === "csv")).toHaveLength(0);
+    const text = await csv.text();
+    expect(text).toBe(await rows.text());
+    expect(text.length).toBeGreaterThan(100);
+  });
+});
+
 describe("an aggregate's answer", () => {
   it("is one row of totals without group_by, with PostgreSQL's types: sum(int4) int8, avg numeric with 16 significant digits", async () => {
     const { get } = harness({ env, emulator: { version: "2.12" } });
@@ -138,6 +156,31 @@ describe("an aggregate's answer", () => {
     expect(body.error.setting).toBe("MAX_GROUPS");
     expect(body.error.parameter).toBe("group_by");
     expect(body.error.message).toContain("more than 10 groups");
+  });
+
+  it("reads at most MAX_ROWS rows: past it a 400 naming the setting, whatever the format's own limit", async () => {
+    const { get } = harness({ env: { ...env, MAX_ROWS: "1000" } });
+    const response = await get("/aggregate.csv?resource=edge&group_by=category&errors=status");
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: { message: string; parameter: string; setting: string } };
+    expect(body.error.setting).toBe("MAX_ROWS");
+    expect(body.error.message).toContain("More than 1000 rows match");
+  });
+});
+
+describe("aggregate links, guarded as exports are", () => {
+  it("with LINK_SIGNING_KEY: refused unsigned, signed by POST /links, served signed; CORS exposes X-Aggregated-By", async () => {
+    const h = harness({ env: { ...env, LINK_SIGNING_KEY: "key-SECRET-1", ADMIN_TOKEN: "admin-SECRET-2" } });
+    const link = "/aggregate.csv?resource=edge&group_by=category";
+    expect((await h.get(`${link}&errors=status`)).status).toBe(403);
+    const refused = await h.get("/links", { method: "POST", headers: { authorization: "Bearer admin-SECRET-2" }, body: JSON.stringify({ link: `${link}&measures=nope` }) });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { parameter: string } }).error.parameter).toBe("measures");
+    const signed = (await (await h.get("/links", { method: "POST", headers: { authorization: "Bearer admin-SECRET-2" }, body: JSON.stringify({ link }) })).json()) as { link: string };
+    const response = await h.get(signed.link.replace("http://worker.test", ""), { headers: { origin: "https://dash.example" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("access-control-expose-headers")).toContain("X-Aggregated-By");
+    expect((await response.text()).split("\r\n")[0]).toBe("category,count");
   });
 });
 

@@ -72,6 +72,14 @@ describe("GET /resources/<alias>", () => {
       await answer.body?.cancel();
     }
     expect(body.examples.map((e) => e.url)).toContain("http://worker.test/export.csv?resource=sample&filter.category=alpha&limit=10");
+    // Aggregates too: rows per few-valued column, a numeric column per month, its totals.
+    expect(body.examples.map((e) => e.url)).toEqual(
+      expect.arrayContaining([
+        "http://worker.test/aggregate.csv?resource=sample&group_by=category",
+        "http://worker.test/aggregate.csv?resource=sample&group_by=month(created)&measures=count,sum(amount)",
+        "http://worker.test/aggregate.json?resource=sample&measures=count,sum(amount),avg(amount),min(amount),max(amount)",
+      ]),
+    );
   });
 
   it("passes on the data dictionary's label and notes", async () => {

@@ -172,8 +172,9 @@ describe("the fault matrix", () => {
       text += decoder.decode(read.value, { stream: true });
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
-    // Cut short: the runtime is told only that (the edge cache's copy read on, whole).
+    // Cut short: the runtime is told only that (the edge cache's copy read on, whole); the log says why.
     expect(failure).toMatchObject({ name: "DownloadCut" });
+    expect(logged.some((line) => line.includes('"event":"client_stopped"') && line.includes("slower than 4096 bytes a second"))).toBe(true);
     expect(text.trimEnd().split("\n").length).toBeLessThan(200);
     const other = await h.get("/export.csv?resource=sample&limit=5", { headers: { "cf-connecting-ip": "192.0.2.6" } });
     expect(other.status).toBe(200);

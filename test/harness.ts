@@ -1,7 +1,9 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env as testEnv } from "cloudflare:workers";
+import { inject } from "vitest";
 import { createApp } from "../src/app.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
+import { remoteSqlEngine } from "../emulator/sql-remote.ts";
 import type { Env } from "../src/config/env.ts";
 import type { RunResult } from "../src/snapshot/procedure.ts";
 import { setActiveWorker } from "./active-worker.ts";
@@ -40,7 +42,10 @@ let sites = 0;
  */
 export function harness(options: HarnessOptions = {}) {
   // CKAN 2.10 unless a spec says otherwise: what the specs were written against, whatever the demo runs.
-  const emulator = createEmulator({ token: TOKEN, version: "2.10", ...options.emulator });
+  // `emulator: { sql: true }`: datastore_search_sql on, its PostgreSQL the one Node serves the specs
+  // (test/http/sql-engine-server.mts), since PGlite cannot run inside workerd.
+  const sqlEngine = async () => remoteSqlEngine(inject("sqlEngineUrl"));
+  const emulator = createEmulator({ token: TOKEN, version: "2.10", sqlEngine, ...options.emulator });
   const calls: UpstreamCall[] = [];
   let warming = false;
   const upstreamFetch = async (request: Request): Promise<Response> => {
@@ -143,3 +148,10 @@ export const isProbe = (body: Record<string, unknown>): boolean => body.sort ===
 
 /** The upstream calls that fetched pages (the probe left out). */
 export const pageCalls = (calls: UpstreamCall[]): UpstreamCall[] => calls.filter((c) => !isProbe(c.body));
+
+declare module "vitest" {
+  /** What the workers specs' global setup provides (test/http/sql-engine-server.mts). */
+  export interface ProvidedContext {
+    sqlEngineUrl: string;
+  }
+}

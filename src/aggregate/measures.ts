@@ -1,6 +1,6 @@
 import { addDecimal, decimalText, divideDecimal, wholeDecimal, type Decimal } from "./decimal.ts";
 import { float8Text } from "./float-text.ts";
-import { cellComparator, isNull, numberValue, unquoted, type Kind } from "./values.ts";
+import { cellComparator, detached, isNull, numberValue, unquoted, type Kind } from "./values.ts";
 import type { MeasureFunction } from "./spec.ts";
 
 // One accumulator per measure and group, fed each row's cell as pages arrive (nulls skipped, as
@@ -10,6 +10,8 @@ import type { MeasureFunction } from "./spec.ts";
 export interface Accumulator {
   add(cell: string | undefined): void;
   result(): string;
+  /** After a page: let go of what still points into it. */
+  settle?(): void;
 }
 
 /** PostgreSQL's result type of a measure over a column of this kind (and type name). */
@@ -48,31 +50,63 @@ class CountValues implements Accumulator {
   }
 }
 
-/** The running sum of numbers of any kind but float, exact, with PostgreSQL's NaN and infinities. */
+/**
+ * A plain decimal of at most 15 digits (`-1234.56`) read as whole units and its scale, into
+ * `fastValue` (units are exact in a double); false for anything else (more digits, NaN, quoted).
+ */
+const fastValue = { units: 0, scale: 0 };
+function readFast(cell: string): boolean {
+  let i = cell.charCodeAt(0) === 45 ? 1 : 0;
+  const negative = i === 1;
+  let units = 0;
+  let digits = 0;
+  let scale = -1;
+  for (; i < cell.length; i++) {
+    const c = cell.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      units = units * 10 + (c - 48);
+      digits++;
+      if (scale >= 0) scale++;
+    } else if (c === 46 && scale < 0) {
+      scale = 0;
+    } else {
+      return false;
+    }
+  }
+  if (digits === 0 || digits > 15) return false;
+  fastValue.units = negative ? -units : units;
+  fastValue.scale = scale < 0 ? 0 : scale;
+  return true;
+}
+
+/**
+ * The running sum of numbers of any kind but float, exact, with PostgreSQL's NaN and infinities.
+ * Most values are short decimals of one scale: they add as whole units in a double while that is
+ * exact (below 2^53), and go into the BigInt sum when it would not be, or when the scale changes.
+ */
 class ExactSum {
   n = 0;
-  /** Small whole numbers (int4) add as doubles while they stay exact, then as BigInt. */
-  small = 0;
+  /** Whole units at `fastScale`, exact. */
+  fast = 0;
+  fastScale = -1;
   sum: Decimal = { units: 0n, scale: 0 };
   nan = false;
   plusInfinity = false;
   minusInfinity = false;
-  readonly kind: Kind;
   readonly column: string;
-  constructor(kind: Kind, column: string) {
-    this.kind = kind;
+  constructor(column: string) {
     this.column = column;
   }
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
     this.n++;
-    if (this.kind === "int") {
-      const value = Number(cell);
-      if (Number.isSafeInteger(value)) {
-        this.small += value;
-        if (Math.abs(this.small) > 2 ** 52) this.flush();
-        return;
+    if (readFast(cell)) {
+      if (fastValue.scale !== this.fastScale || Math.abs(this.fast) > 2 ** 52) {
+        this.flush();
+        this.fastScale = fastValue.scale;
       }
+      this.fast += fastValue.units;
+      return;
     }
     const value = numberValue(cell, this.column);
     if ("special" in value) {
@@ -81,13 +115,11 @@ class ExactSum {
       else this.minusInfinity = true;
       return;
     }
-    // Most cells have the scale of the sum so far (a column's usual decimals): added in place.
-    if (value.finite.scale === this.sum.scale) this.sum.units += value.finite.units;
-    else this.sum = addDecimal(this.sum, value.finite);
+    this.sum = addDecimal(this.sum, value.finite);
   }
   private flush(): void {
-    this.sum = addDecimal(this.sum, wholeDecimal(this.small));
-    this.small = 0;
+    if (this.fastScale >= 0) this.sum = addDecimal(this.sum, { units: BigInt(this.fast), scale: this.fastScale });
+    this.fast = 0;
   }
   /** The special value the sum is, if any (numeric's rules: NaN wins, both infinities are NaN). */
   specialResult(): string | undefined {
@@ -104,8 +136,8 @@ class ExactSum {
 
 class Sum implements Accumulator {
   private readonly exact: ExactSum;
-  constructor(kind: Kind, column: string) {
-    this.exact = new ExactSum(kind, column);
+  constructor(column: string) {
+    this.exact = new ExactSum(column);
   }
   add(cell: string | undefined): void {
     this.exact.add(cell);
@@ -119,8 +151,8 @@ class Sum implements Accumulator {
 
 class Avg implements Accumulator {
   private readonly exact: ExactSum;
-  constructor(kind: Kind, column: string) {
-    this.exact = new ExactSum(kind, column);
+  constructor(column: string) {
+    this.exact = new ExactSum(column);
   }
   add(cell: string | undefined): void {
     this.exact.add(cell);
@@ -171,7 +203,17 @@ class Extreme implements Accumulator {
   }
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
-    if (this.best === undefined || this.sign * this.compare(cell, this.best) <= 0) this.best = cell;
+    if (this.best === undefined || this.sign * this.compare(cell, this.best) <= 0) {
+      this.best = cell;
+      this.fresh = true;
+    }
+  }
+  /** The extreme of a page, copied once the page is folded (a new maximum on every row is common). */
+  fresh = false;
+  settle(): void {
+    if (!this.fresh || this.best === undefined) return;
+    this.best = detached(this.best);
+    this.fresh = false;
   }
   result(): string {
     return this.best ?? "null";
@@ -185,9 +227,9 @@ export function accumulatorFactory(fn: MeasureFunction, column: string | undefin
     case "count":
       return column === undefined ? () => new CountRows() : () => new CountValues();
     case "sum":
-      return kind === "float" ? () => new FloatSum(false, name) : () => new Sum(kind ?? "numeric", name);
+      return kind === "float" ? () => new FloatSum(false, name) : () => new Sum(name);
     case "avg":
-      return kind === "float" ? () => new FloatSum(true, name) : () => new Avg(kind ?? "numeric", name);
+      return kind === "float" ? () => new FloatSum(true, name) : () => new Avg(name);
     case "min":
     case "max": {
       const compare = cellComparator(kind ?? "text", name);

@@ -37,6 +37,18 @@ export interface AggregatePlan {
 
 const DATE_LIKE = /^(-?\d{4,})-(\d\d)-(\d\d)(?:[T ](\d\d))?/;
 
+/** Characters of a CKAN date or timestamp cell (`"2020-03-15T10:11:12.500"`, quotes included) that name its bucket. */
+const BUCKET_PREFIX: Record<Bucket, number> = { year: 5, month: 8, day: 11, hour: 14 };
+
+/**
+ * The text that tells a row's bucket apart, cut from the cell without building its value: the
+ * common four-digit-year form by position, anything else by its bucket's value.
+ */
+function bucketKey(bucket: Bucket, value: (cell: string) => string): (cell: string) => string {
+  const end = BUCKET_PREFIX[bucket];
+  return (cell) => (cell.charCodeAt(5) === 45 && cell.length >= end ? cell.slice(0, end) : value(cell));
+}
+
 /** The first instant of the bucket a date or timestamp falls in, written as its column's type. */
 function bucketValue(bucket: Bucket, kind: Kind, column: string): (cell: string) => string {
   return (cell) => {
@@ -92,7 +104,7 @@ export function planAggregate(spec: AggregateSpec, fields: Column[]): AggregateP
     columns.push(labelled(column, item.name, kind, item.bucket));
     kinds.push(kind);
     const value = bucketValue(item.bucket, kind, column.id);
-    return { item, index: indexOf(column), key: value, value };
+    return { item, index: indexOf(column), key: bucketKey(item.bucket, value), value };
   });
 
   const measures = spec.measures.map((measure): PlannedMeasure => {

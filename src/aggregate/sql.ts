@@ -18,6 +18,7 @@ import { kindOf, type Kind } from "./values.ts";
 // - functions are CKAN's default allow-list's: count, sum, avg, min, max, date_trunc, plainto_tsquery.
 //   No `IN (...)` and no FILTER clause: CKAN's check reads any word before a parenthesis as a
 //   function (it refuses FILTER with a 403).
+// Sums and averages of floats add in `_id` order, the order the worker reads rows in.
 // Every result is cast to text: CKAN writes numbers through Python floats (a numeric sum loses its
 // digits, a NaN float makes it answer HTTP 500), and the text is then written as CKAN's
 // datastore_search writes the column's type, so both ways give the same cells.
@@ -135,7 +136,10 @@ export function aggregateStatement(query: AggregateQuery, plan: AggregatePlan, o
     const kind = column === undefined ? undefined : kindOf(column.type);
     const argument = column === undefined ? "*" : quoteIdentifier(column.id);
     const collated = kind === "text" && (fn === "min" || fn === "max") ? `${argument} COLLATE "C"` : argument;
-    const expression = `${fn}(${collated})`;
+    // Floats add up differently in another order: in `_id` order, as the worker reads the pages
+    // (PostgreSQL would otherwise add in whatever order its plan meets the rows, sorted for a GroupAggregate).
+    const ordered = kind === "float" && (fn === "sum" || fn === "avg") ? `${collated} ORDER BY "_id"` : collated;
+    const expression = `${fn}(${ordered})`;
     expressions.push(expression);
     sortable.push(expression);
     writers.push(cellWriter(plan.kinds[groupCount + i]!, false, before212));

@@ -28,6 +28,12 @@ export const isOrderedKind = (kind: Kind): boolean => isNumberKind(kind) || kind
 
 export const isNull = (cell: string | undefined): cell is undefined => cell === undefined || cell === "null";
 
+/**
+ * A copy of a cell that holds nothing else: a cell cut from a page's text keeps the whole page
+ * alive while it is referenced, and a group or an extreme outlives its page.
+ */
+export const detached = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
+
 /** A JSON string's text (`"a\"b"` -> `a"b`), or the cell itself when it is a bare token. */
 export function unquoted(cell: string): string {
   if (cell.charCodeAt(0) !== 34) return cell;

@@ -4,8 +4,10 @@ import type { CkanSite } from "../ckan/site.ts";
 import { openTable } from "../ckan/table.ts";
 import type { SearchRequest } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
+import { HttpError, RowLimitExceeded, SubrequestBudgetExceeded } from "../errors.ts";
 import { rowLimitOf } from "../query/row-limit.ts";
 import type { Column, Row } from "../rows/types.ts";
+import { csvPages } from "./csv-pages.ts";
 import { GroupTable } from "./groups.ts";
 import type { AggregatePlan } from "./plan.ts";
 import type { AggregateQuery } from "./query.ts";
@@ -35,19 +37,45 @@ export interface Folded {
 export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePlan, config: Config, site: CkanSite, signal: AbortSignal): Promise<Folded> {
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
-  const table = await openTable(
-    site,
-    { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
-    { pageSize: config.pageSize, rowLimit: rowLimitOf("csv", config.maxRows), subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal },
-  );
   const groups = new GroupTable(plan, config.maxGroups);
+  const pages = csvPages((row) => groups.addRow(row));
   try {
-    for await (const batch of table.pages) {
-      // Without a pass-through reader every page comes as rows.
-      if (Array.isArray(batch)) groups.addRows(batch);
+    // The rows read count against MAX_ROWS whatever the format: only the groups are written.
+    const table = await openTable(
+      site,
+      { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
+      { pageSize: config.pageSize, rowLimit: rowLimitOf("csv", config.maxRows), subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal, ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}) },
+    );
+    try {
+      for await (const batch of table.pages) {
+        // The first page comes as rows; later ones as CSV, folded by csvPages as they were read.
+        if (Array.isArray(batch)) groups.addRows(batch);
+        else groups.endPage();
+      }
+    } finally {
+      await table.pages.return();
     }
-  } finally {
-    await table.pages.return();
+  } catch (error) {
+    throw readLimit(error, config);
   }
   return { rows: groups.results(), read: groups.rows };
+}
+
+/** An export's limits said for an aggregate: its `limit` is of groups, so the way out is fewer rows. */
+function readLimit(error: unknown, config: Config): unknown {
+  if (error instanceof RowLimitExceeded) {
+    return new HttpError(
+      400,
+      `More than ${config.maxRows} rows match: the worker reads at most MAX_ROWS rows for one aggregate. Narrow the rows with filters or q (on a portal with datastore_search_sql on, PostgreSQL computes it whatever the rows).`,
+      { parameter: "filters", setting: "MAX_ROWS", cause: error },
+    );
+  }
+  if (error instanceof SubrequestBudgetExceeded) {
+    return new HttpError(
+      400,
+      `Reading these rows needs more requests to CKAN than one request to this worker may make (SUBREQUEST_LIMIT). Narrow the rows with filters or q.`,
+      { parameter: "filters", setting: "SUBREQUEST_LIMIT", cause: error },
+    );
+  }
+  return error;
 }

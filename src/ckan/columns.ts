@@ -1,4 +1,5 @@
-import { BadParameter, UpstreamFailure } from "../errors.ts";
+import { UpstreamFailure } from "../errors.ts";
+import { ColumnRefusal } from "./refusals.ts";
 import type { Column, Row } from "../rows/types.ts";
 import type { SearchResult } from "./types.ts";
 import type { TableQuery } from "../query/table-query.ts";
@@ -20,7 +21,7 @@ export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[
   if (query.fields === undefined) return fields.filter((f) => !isHiddenColumn(f.id)).map(column);
   return query.fields.map((id) => {
     const field = fields.find((f) => f.id === id);
-    if (field === undefined) throw new BadParameter("fields", `CKAN rejected fields: invalid value "${id}".`);
+    if (field === undefined) throw new ColumnRefusal("fields", `CKAN rejected fields: invalid value "${id}".`);
     return column(field);
   });
 }

@@ -23,7 +23,7 @@ export interface Config {
   /** SNAPSHOT_JOBS as given: snapshot/jobs.ts validates it against the rest of this configuration. */
   snapshotJobs: unknown;
   snapshotPartBytes: number;
-  /** Bytes one step of a snapshot run writes before it hands on (see snapshot/steps.ts). */
+  /** Bytes one step of a snapshot run writes before it hands on (see snapshot/format-steps.ts). */
   snapshotStepBytes: number;
   adminToken: string | undefined;
   linkSigningKey: string | undefined;

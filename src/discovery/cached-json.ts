@@ -1,4 +1,4 @@
-import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
+import { contentEtag } from "../protocol/conditional.ts";
 import { cacheKey } from "../protocol/cache-key.ts";
 import type { Config } from "../config/config.ts";
 import { redactorOf } from "../log/redact.ts";
@@ -11,7 +11,6 @@ import { redactorOf } from "../log/redact.ts";
  * An answer that `carriesError` is neither stored nor cacheable downstream.
  */
 export async function cachedJson(
-  request: Request,
   url: URL,
   config: Config,
   build: () => Promise<unknown>,
@@ -27,11 +26,6 @@ export async function cachedJson(
     if (hit !== undefined) {
       const headers = new Headers(hit.headers);
       headers.set("x-cache", "HIT");
-      const conditional = conditionalAnswer(request, headers);
-      if (conditional !== undefined) {
-        await hit.body?.cancel();
-        return conditional;
-      }
       return new Response(hit.body, { headers });
     }
   }
@@ -51,5 +45,6 @@ export async function cachedJson(
     headers.set("x-cache", "MISS");
     await caches.default.put(key, new Response(body, { headers }));
   }
-  return conditionalAnswer(request, headers) ?? new Response(body, { headers });
+  // Its ETag answers If-None-Match in the route's pipeline (the route is conditional).
+  return new Response(body, { headers });
 }

@@ -2,12 +2,10 @@ import { CkanClient } from "../ckan/client.ts";
 import { sortColumns } from "../query/sort.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { BadParameter, HttpError } from "../errors.ts";
-import { SortRefused } from "../ckan/refusals.ts";
+import { BadParameter } from "../errors.ts";
+import { ColumnRefusal, SortRefused } from "../ckan/refusals.ts";
 import type { TableQuery } from "../query/table-query.ts";
 import { tableInfo } from "./table-info.ts";
-
-const COLUMN_PARAMETERS = /^(fields|sort|filters|filter\..*)$/;
 
 /**
  * When CKAN refuses a column (fields, sort or a filter naming one it does not know), the 400 names
@@ -16,7 +14,7 @@ const COLUMN_PARAMETERS = /^(fields|sort|filters|filter\..*)$/;
  * Any other error, or a failure finding the columns, passes through unchanged.
  */
 export async function withColumnHint(error: unknown, query: TableQuery & { alias: string | undefined }, config: Config, upstreamFetch: UpstreamFetch): Promise<never> {
-  if (!(error instanceof HttpError) || error.status !== 400 || !COLUMN_PARAMETERS.test(error.parameter ?? "")) throw error;
+  if (!(error instanceof ColumnRefusal)) throw error;
   let hint: string | undefined;
   try {
     const named = [...(query.fields ?? []), ...Object.keys(query.filters), ...(query.sort === undefined ? [] : sortColumns(query.sort))];
@@ -35,5 +33,5 @@ export async function withColumnHint(error: unknown, query: TableQuery & { alias
     hint = undefined;
   }
   if (hint === undefined) throw error;
-  throw new BadParameter(error.parameter as string, hint, { cause: error });
+  throw new BadParameter(error.parameter, hint, { cause: error });
 }

@@ -89,7 +89,26 @@ async function examples(deps: DiscoveryDeps, alias: string, columns: ColumnInfo[
     const value = String(picked.values[0]);
     list.push([`Rows where ${picked.id} is ${value}, first 10`, "csv", [[`filter.${picked.id}`, value], ["limit", "10"]]]);
   }
-  return Promise.all(list.map(async ([title, format, params]) => ({ title, url: await deps.link(exportPath(format, alias, params)) })));
+  const paths = list.map(([title, format, params]): [string, string] => [title, exportPath(format, alias, params)]);
+  paths.push(...aggregateExamples(alias, columns, picked));
+  return Promise.all(paths.map(async ([title, path]) => ({ title, url: await deps.link(path) })));
+}
+
+/** Aggregates a dashboard would start from: rows per few-valued column, a numeric column per month, its totals. */
+function aggregateExamples(alias: string, columns: ColumnInfo[], picked: ColumnInfo | undefined): [string, string][] {
+  const path = (params: [string, string][]): string => exportPath("csv", alias, params).replace("/export.", "/aggregate.");
+  const out: [string, string][] = [];
+  const group = picked ?? columns.find((c) => c.type === "text");
+  const numeric = columns.find((c) => /^(numeric|int4|int8|float8|int|integer|bigint)$/.test(c.type) && c.id !== "id");
+  const when = columns.find((c) => c.type === "date" || c.type.startsWith("timestamp"));
+  if (group !== undefined) out.push([`Rows per ${group.id} (an aggregate)`, path([["group_by", group.id]])]);
+  if (numeric !== undefined && when !== undefined) {
+    out.push([`Rows and the sum of ${numeric.id} per month of ${when.id}`, path([["group_by", `month(${when.id})`], ["measures", `count,sum(${numeric.id})`]])]);
+  }
+  if (numeric !== undefined) {
+    out.push([`Count, sum, average, min and max of ${numeric.id}`, path([["measures", `count,sum(${numeric.id}),avg(${numeric.id}),min(${numeric.id}),max(${numeric.id})`]]).replace("/aggregate.csv", "/aggregate.json")]);
+  }
+  return out;
 }
 
 /** GET /resources/<alias>: columns with the data dictionary, values of the few-valued ones, count, examples. */

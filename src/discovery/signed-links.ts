@@ -1,5 +1,6 @@
 import type { Config } from "../config/config.ts";
 import { badRequest, HttpError } from "../errors.ts";
+import { parseAggregateQuery } from "../aggregate/query.ts";
 import { parseExportQuery } from "../query/export-query.ts";
 import { isFormatName } from "../query/formats.ts";
 import { signedPath } from "../security/signature.ts";
@@ -14,10 +15,10 @@ const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
 export function checkLinkToSign(url: URL, config: Config): void {
   url.searchParams.delete("sig");
   url.searchParams.delete("exp");
-  const exportFormat = /^\/export\.([a-z]+)$/.exec(url.pathname)?.[1];
-  if (exportFormat !== undefined && isFormatName(exportFormat)) parseExportQuery(url.searchParams, exportFormat, config);
+  const [, kind, format] = /^\/(export|aggregate)\.([a-z]+)$/.exec(url.pathname) ?? [];
+  if (format !== undefined && isFormatName(format)) (kind === "aggregate" ? parseAggregateQuery : parseExportQuery)(url.searchParams, format, config);
   else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
-    throw badRequest("link", "Only export links (/export.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
+    throw badRequest("link", "Only export and aggregate links (/export.<format>?..., /aggregate.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
   }
 }
 

@@ -11,6 +11,9 @@ import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks }
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 
+/** The settings the pipeline reads: page sizes, the upstream budget, which pass-throughs are on. */
+export type ExportSettings = Pick<Config, "pageSize" | "subrequestLimit" | "upstreamConcurrency" | "csvPassthrough" | "jsonPassthrough" | "stallSeconds">;
+
 /** Live counters of one export, final once its byte stream has ended. */
 export interface ExportProgress {
   rows: number;
@@ -36,7 +39,7 @@ export interface OpenExport {
  * of rows costs several times its bytes in heap); JSON and NDJSON take CKAN's CSV pages too and write
  * each record from their bytes; the decimal comma, XLSX and Parquet encode rows.
  */
-function passthroughFor(query: ExportQuery, config: Config): { passthrough: PassthroughFactory } | undefined {
+function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
     return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: jsonCsvReader(incoming, dropFrom, ndjson) }) };
@@ -53,7 +56,7 @@ function passthroughFor(query: ExportQuery, config: Config): { passthrough: Pass
  */
 export async function openExport(
   query: ExportQuery,
-  config: Config,
+  config: ExportSettings,
   site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<OpenExport> {
@@ -75,7 +78,7 @@ export async function openExport(
  */
 export async function streamTable(
   query: ExportQuery,
-  config: Config,
+  config: ExportSettings,
   table: Table,
   admission: Admission,
   abort: AbortController,
@@ -115,7 +118,7 @@ export async function streamTable(
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
-function pagingOptions(query: ExportQuery, config: Config): PagingOptions {
+function pagingOptions(query: ExportQuery, config: ExportSettings): PagingOptions {
   return {
     pageSize: config.pageSize,
     rowLimit: query.rowLimit,
@@ -143,7 +146,7 @@ export interface ExportPart {
  * encoder goes on from the rows already written; a part that stops early writes no end. Its
  * requests are few (a part's pages), so the whole export's subrequest budget does not apply.
  */
-export async function openExportPart(query: ExportQuery, config: Config, site: CkanSite, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
+export async function openExportPart(query: ExportQuery, config: ExportSettings, site: CkanSite, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
   const table = await openTable(site, query, {
@@ -180,7 +183,7 @@ export async function openExportPart(query: ExportQuery, config: Config, site: C
 }
 
 /** What `openExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
-export const describeExport = (query: ExportQuery, config: Config, site: CkanSite): Promise<Pick<Table, "columns" | "total">> =>
+export const describeExport = (query: ExportQuery, config: Pick<Config, "pageSize" | "subrequestLimit">, site: CkanSite): Promise<Pick<Table, "columns" | "total">> =>
   describeTable(site, query, { rowLimit: query.rowLimit, pageSize: config.pageSize, subrequestLimit: config.subrequestLimit });
 
 /** The chunks; each one tells the isolate's admission the export moves. */

@@ -1,7 +1,8 @@
 import { boundedTee } from "./bounded-tee.ts";
-import { conditionalAnswer, etagOf } from "../protocol/conditional.ts";
+import { etagOf } from "../protocol/conditional.ts";
 import type { ExportProgress } from "../export/pipeline.ts";
 import { watchedReader, type StallWatch } from "../export/byte-stream.ts";
+import type { HttpError } from "../errors.ts";
 
 /** Where the ETag of an export stored while streaming is kept: it is known only once the bytes are. */
 export const etagKey = (key: string): string => `${key}&~etag`;
@@ -46,9 +47,10 @@ function refreshOnce(key: string, refresh: () => Promise<void>, waitUntil: (prom
 }
 
 /**
- * The cached answer for this key, if any, as this request should get it (200, HEAD or 304): zero
- * upstream requests. A stale one (past the TTL, inside the stale window) is served as it is, says
- * so (`X-Cache: STALE`), and starts `refresh` unless this isolate already runs it.
+ * The cached answer for this key, if any, as this request should get it (200, or HEAD's headers; its
+ * ETag answers preconditions in the route's pipeline): zero upstream requests. A stale one (past the
+ * TTL, inside the stale window) is served as it is, says so (`X-Cache: STALE`), and starts `refresh`
+ * unless this isolate already runs it.
  */
 export async function cachedExport(
   key: string,
@@ -77,11 +79,6 @@ export async function cachedExport(
   headers.set("x-cache", stale ? "STALE" : "HIT");
   if (stale) refreshOnce(key, refresh, waitUntil);
   if (tag !== undefined && tagFill === fill && !headers.has("etag")) headers.set("etag", tag);
-  const conditional = conditionalAnswer(request, headers);
-  if (conditional !== undefined) {
-    await cached.body?.cancel();
-    return conditional;
-  }
   if (request.method === "HEAD") {
     await cached.body?.cancel();
     return new Response(null, { status: 200, headers });
@@ -105,12 +102,13 @@ export function storeWhileStreaming(
   policy: CachePolicy,
   waitUntil: (promise: Promise<unknown>) => void,
   watch?: StallWatch,
+  onClientStopped?: (error: HttpError) => void,
 ): ReadableStream<Uint8Array> {
   const [client, store] = boundedTee(stream, CACHE_LEAD_BYTES);
   waitUntil(fillWhileStreaming(key, store, storedHeaders(headers, policy), progress));
   // The cache's reader keeps the export going while the client lags (up to CACHE_LEAD_BYTES): the
   // client's own branch is timed, so a client that stalls or trickles lets go of what is held for it.
-  return watch === undefined ? client : watchedReader(client, watch);
+  return watch === undefined ? client : watchedReader(client, watch, onClientStopped);
 }
 
 /**

@@ -2,9 +2,11 @@ import { siteFor, type CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
 import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
 import { clientOf } from "../security/rate-limit.ts";
+import { log } from "../log/log.ts";
+import type { HttpError } from "../errors.ts";
 import { MIN_BYTES_PER_SECOND } from "../export/byte-stream.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import { conditionalAnswer, contentEtag } from "../protocol/conditional.ts";
+import { contentEtag } from "../protocol/conditional.ts";
 import type { Config } from "../config/config.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 import { describeExport, openExport, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
@@ -40,8 +42,6 @@ interface FromCkan<Q extends ExportQuery> {
   /** Undefined: caching is off. */
   key: string | undefined;
   policy: CachePolicy;
-  /** The client's request, whose preconditions a whole body is judged against; none for a background refresh. */
-  request: Request | undefined;
   report: (fields: Record<string, unknown>) => void;
 }
 
@@ -60,7 +60,7 @@ export async function serveExport<Q extends ExportQuery>(request: Request, query
   if (key !== undefined && !wantsFresh(request)) {
     // A stale entry is refreshed in the background: the export read to its end stores itself.
     const refresh = async (): Promise<void> => {
-      const response = await exportFromCkan({ query, key, policy, request: undefined, report: () => {} }, deps, pipeline);
+      const response = await exportFromCkan({ query, key, policy, report: () => {} }, deps, pipeline);
       await response.body?.pipeTo(new WritableStream());
     };
     const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
@@ -81,7 +81,7 @@ export async function serveExport<Q extends ExportQuery>(request: Request, query
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
   void completion.then(slot.release);
-  const response = await exportFromCkan({ query, key, policy, request, report }, deps, pipeline).catch((error: unknown) => {
+  const response = await exportFromCkan({ query, key, policy, report }, deps, pipeline).catch((error: unknown) => {
     slot.release();
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
@@ -121,12 +121,13 @@ async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: E
       headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
       return new Response(freedOnceWritten(body.stream), { status: 200, headers });
     }
-    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND }), { free: false }), { status: 200, headers });
+    const watch = { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
+    // The export itself may end whole (the cache's copy read on): the client's own cut is logged apart.
+    const clientStopped = (error: HttpError): void => log({ event: "client_stopped", id: deps.info.id, status: error.status, error: error.message }, (text) => text);
+    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, watch, clientStopped), { free: false }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
   if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
-  const conditional = asked.request && conditionalAnswer(asked.request, headers);
-  if (conditional !== undefined) return conditional;
   return new Response(body.whole, { status: 200, headers });
 }

@@ -13,20 +13,11 @@ export interface RequestInfo {
   completion?: Promise<Record<string, unknown>>;
 }
 
-const infos = new WeakMap<object, RequestInfo>();
-
-export function requestInfo(request: object): RequestInfo {
-  let info = infos.get(request);
-  if (info === undefined) {
-    info = { id: crypto.randomUUID(), started: Date.now() };
-    infos.set(request, info);
-  }
-  return info;
-}
+/** A request's log entry, made when it arrives: the route context carries it to whoever adds to it. */
+export const newRequestInfo = (): RequestInfo => ({ id: crypto.randomUUID(), started: Date.now() });
 
 /** The one request log line: written when the response leaves, or when its streamed body ends. */
-export function logRequest(request: Request, status: number, redact: Redact): void {
-  const info = requestInfo(request);
+export function logRequest(request: Request, info: RequestInfo, status: number, redact: Redact): void {
   const write = (late: Record<string, unknown>): void =>
     log(
       {

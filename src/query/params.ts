@@ -14,8 +14,13 @@ export type { Parameter, ParameterSchema } from "./parameter.ts";
  * parameter table through `npm run docs`, the OpenAPI description and, through /openapi.json, the
  * link-builder page's reference), which formats take it, and how its value is read and checked
  * (the builders of query/parameter.ts give the common kinds their schema and checks from the same
- * fields). export-query.ts only combines the checked values; a second route family (aggregates)
- * takes TABLE_PARAMETERS and OUTPUT_PARAMETERS and adds its own.
+ * fields). export-query.ts only combines the checked values.
+ *
+ * A second route family (aggregates) declares its own entries with the same builders (text, choice,
+ * flag, count, or `read` of its own), checks a link's names with `checkNames(params, [...its
+ * entries], format)`, reads `{ ...TABLE_PARAMETERS, ...its own }` with `readParameters`, turns the
+ * table part into CKAN's TableQuery with export-query.ts's `tableQueryOf`, and describes its
+ * parameters in OpenAPI with routes/openapi-parts.ts's `queryParameter`.
  */
 
 export const DELIMITERS = [",", ";", "|"] as const;

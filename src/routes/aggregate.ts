@@ -1,16 +1,11 @@
 import { describeAggregate, runAggregate } from "../aggregate/run.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
-import { HttpError, toHttpError } from "../errors.ts";
+import { HttpError } from "../errors.ts";
 import { serveExport, type Pipeline } from "../http/export-route.ts";
-import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
-import { log } from "../log/log.ts";
-import { redactor } from "../log/redact.ts";
-import { errorModeOf } from "../query/export-query.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
-import { parameter } from "./exports.ts";
-import { guardLink } from "./guards.ts";
-import { errors, type Json, type Operations } from "./openapi-parts.ts";
+import { answerInline } from "./exports.ts";
+import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
@@ -24,7 +19,7 @@ function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
     summary: `${method === "head" ? "Headers of" : "Groups of a CKAN table (count, sum, avg, min, max) as"} ${format.toUpperCase()}`,
     tags: ["aggregates"],
     parameters: parametersFor(format, "aggregate").map((p) => {
-      const described = parameter(p);
+      const described = queryParameter(p);
       return p.aggregateMeaning === undefined ? described : { ...described, description: `On aggregates: ${p.aggregateMeaning}.` };
     }),
     responses: {
@@ -49,24 +44,17 @@ function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
 export const aggregateRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/aggregate.:format",
-  async handle(context) {
-    const { request, url, env, config, deps, info } = context;
+  guards: ["signed link", "rate limit"],
+  conditional: true,
+  async handle({ request, url, config, deps, info, waitUntil }) {
     const format = request.params.format ?? "";
-    const errorMode = errorModeOf(url.searchParams, format);
-    try {
-      await guardLink(context);
-      if (!isFormatName(format)) {
-        throw new HttpError(404, `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/aggregate.${f}`).join(", ")}.`);
-      }
-      const query = parseAggregateQuery(url.searchParams, format, config);
-      return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil: context.waitUntil }, AGGREGATES);
-    } catch (error) {
-      // A spreadsheet that shows no error body gets the message as its one cell (errors=inline).
-      if (!wantsInlineError(request.method, errorMode, request.headers.get("user-agent"))) throw error;
-      log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
-      return inlineErrorResponse(error, format, redactor(env));
+    if (!isFormatName(format)) {
+      throw new HttpError(404, `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/aggregate.${f}`).join(", ")}.`);
     }
+    const query = parseAggregateQuery(url.searchParams, format, config);
+    return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil }, AGGREGATES);
   },
+  answerError: answerInline,
   openapi: () =>
     Object.fromEntries(
       (Object.keys(FORMATS) as FormatName[]).map((format): [string, Operations] => [

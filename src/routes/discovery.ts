@@ -2,8 +2,7 @@ import { cachedJson } from "../discovery/cached-json.ts";
 import { describeResource, listResources } from "../discovery/resources.ts";
 import { badRequest, HttpError } from "../errors.ts";
 import { wantsFresh } from "../http/edge-cache.ts";
-import { enforceRateLimit } from "../security/rate-limit.ts";
-import { guardDiscovery } from "./guards.ts";
+import { discoveryDeps } from "./guards.ts";
 import { errors, json, pathParameter, ref } from "./openapi-parts.ts";
 import { openApiDocument } from "./openapi.ts";
 import type { Route } from "./route.ts";
@@ -27,10 +26,12 @@ const listsAnError = (answer: unknown): boolean =>
 export const resourcesRoute: Route = {
   methods: ["GET"],
   path: "/resources",
+  guards: ["operators when signing", "rate limit"],
+  conditional: true,
   async handle(context) {
-    const discovery = await guardDiscovery(context);
+    const discovery = discoveryDeps(context);
     refuseParameters(context.url);
-    return cachedJson(context.request, context.url, discovery.config, () => listResources(discovery), wantsFresh(context.request), listsAnError);
+    return cachedJson(context.url, discovery.config, () => listResources(discovery), wantsFresh(context.request), listsAnError);
   },
   openapi: () => ({
     "/resources": {
@@ -43,8 +44,10 @@ export const resourcesRoute: Route = {
 export const resourceRoute: Route = {
   methods: ["GET"],
   path: "/resources/:alias",
+  guards: ["operators when signing", "rate limit"],
+  conditional: true,
   async handle(context) {
-    const discovery = await guardDiscovery(context);
+    const discovery = discoveryDeps(context);
     refuseParameters(context.url);
     let alias: string;
     try {
@@ -52,7 +55,7 @@ export const resourceRoute: Route = {
     } catch {
       throw new HttpError(404, "No resource has that name: the name in the link is not valid URL encoding.", { parameter: "resource" });
     }
-    return cachedJson(context.request, context.url, discovery.config, () => describeResource(alias, discovery), wantsFresh(context.request));
+    return cachedJson(context.url, discovery.config, () => describeResource(alias, discovery), wantsFresh(context.request));
   },
   openapi: () => ({
     "/resources/{alias}": {
@@ -71,8 +74,8 @@ export const resourceRoute: Route = {
 export const openApiRoute: Route = {
   methods: ["GET"],
   path: "/openapi.json",
-  async handle({ request, env, config, url, routes }) {
-    await enforceRateLimit(request, env, config);
+  guards: ["rate limit"],
+  handle({ url, routes }) {
     return Response.json(openApiDocument(routes, url.origin), { headers: { "cache-control": "public, max-age=300" } });
   },
   openapi: () => ({

@@ -2,7 +2,7 @@ import { siteFacts } from "../ckan/site.ts";
 import { upstreamHealth } from "../discovery/health.ts";
 import { redactor } from "../log/redact.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
-import { guardDiscovery } from "./guards.ts";
+import { discoveryDeps } from "./guards.ts";
 import { errors, json } from "./openapi-parts.ts";
 import type { Route, RouteContext } from "./route.ts";
 
@@ -32,8 +32,9 @@ async function check({ config, env, deps }: RouteContext): Promise<Record<string
 export const healthRoute: Route = {
   methods: ["GET"],
   path: "/health",
+  guards: ["operators when signing", "rate limit"],
   async handle(context) {
-    const discovery = await guardDiscovery(context);
+    const discovery = discoveryDeps(context);
     // The settings that shape the answer, never the token itself.
     const key = JSON.stringify([discovery.config.datastoreSearchUrl, [...discovery.config.resources], discovery.config.apiToken !== undefined, context.env.SNAPSHOTS !== undefined]);
     let entry = recent.get(key);

@@ -30,6 +30,7 @@ async function indexPage({ request, env }: RouteContext): Promise<Response> {
 export const indexRoute: Route = {
   methods: ["GET"],
   path: "/",
+  guards: [],
   handle: indexPage,
   openapi: () => ({
     "/": {

@@ -1,5 +1,4 @@
 import { signLinkRoute } from "../discovery/signed-links.ts";
-import { requireAdmin } from "../security/admin.ts";
 import { ADMIN, error, errors, json } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
@@ -7,8 +6,8 @@ import type { Route } from "./route.ts";
 export const linksRoute: Route = {
   methods: ["POST"],
   path: "/links",
-  async handle({ request, config }) {
-    await requireAdmin(request, config);
+  guards: ["admin token"],
+  handle({ request, config }) {
     return signLinkRoute(request, config);
   },
   openapi: () => ({

@@ -2,7 +2,7 @@ import { noteServedAt } from "../ckan/client.ts";
 import { configFor, type Config } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
 import { BadParameter, errorResponse, HttpError, toHttpError } from "../errors.ts";
-import { logRequest, requestInfo } from "../http/request-log.ts";
+import { logRequest, newRequestInfo, type RequestInfo } from "../http/request-log.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
 import { parameterAnchor, parameterEntry } from "../query/params.ts";
@@ -12,9 +12,24 @@ import type { Method, Route, RoutedRequest } from "./route.ts";
 /** A URL longer than this is refused before anything else reads it. */
 export const MAX_URL_LENGTH = 8192;
 
-/** Before any route: the request's log entry, the URL's length, and the configuration (503 naming a missing setting). */
-export function admit(request: RoutedRequest, env: Env): void {
-  requestInfo(request);
+/**
+ * The one pipeline around every request: admission, the route (its own policy applied by
+ * routes/pipeline.ts), any error in the one JSON shape, then CORS, the request id and the log line.
+ */
+export async function answer(request: RoutedRequest, env: Env, route: (info: RequestInfo) => Promise<Response>): Promise<Response> {
+  const info = newRequestInfo();
+  let response: Response;
+  try {
+    admit(request, env);
+    response = await route(info);
+  } catch (error) {
+    response = renderError(error, request, env, info);
+  }
+  return finish(response, request, env, info);
+}
+
+/** Before any route: the URL's length, and the configuration (503 naming a missing setting). */
+function admit(request: RoutedRequest, env: Env): void {
   noteServedAt(new URL(request.url));
   if (request.url.length > MAX_URL_LENGTH) {
     throw new BadParameter("url", `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`);
@@ -23,11 +38,11 @@ export function admit(request: RoutedRequest, env: Env): void {
 }
 
 /** Every error, whatever threw it, becomes the one JSON shape; a 5xx with a cause is logged. */
-export function renderError(error: unknown, request: RoutedRequest, env: Env): Response {
+function renderError(error: unknown, request: RoutedRequest, env: Env, info: RequestInfo): Response {
   const httpError = toHttpError(error);
   const redact = redactor(env);
   if (httpError.status >= 500 && httpError.cause !== undefined) {
-    log({ event: "error", id: requestInfo(request).id, message: httpError.message, cause: String(httpError.cause) }, redact);
+    log({ event: "error", id: info.id, message: httpError.message, cause: String(httpError.cause) }, redact);
   }
   const documented = documentedParameter(httpError);
   const entry = documented === undefined ? undefined : parameterEntry(documented);
@@ -42,7 +57,7 @@ function documentedParameter(error: HttpError): string | undefined {
 }
 
 /** After every route: CORS, the request id, the one log line. */
-export function finish(response: Response, request: RoutedRequest, env: Env): Response {
+function finish(response: Response, request: RoutedRequest, env: Env, info: RequestInfo): Response {
   let config: Config | undefined;
   try {
     config = configFor(env);
@@ -50,8 +65,8 @@ export function finish(response: Response, request: RoutedRequest, env: Env): Re
     config = undefined;
   }
   for (const [name, value] of Object.entries(corsHeaders(request, config))) response.headers.set(name, value);
-  response.headers.set("x-request-id", requestInfo(request).id);
-  logRequest(request, response.status, redactor(env));
+  response.headers.set("x-request-id", info.id);
+  logRequest(request, info, response.status, redactor(env));
   return response;
 }
 

@@ -1,3 +1,4 @@
+import { parameterAnchor, type Parameter } from "../query/params.ts";
 
 // The pieces each route's OpenAPI description is built from: shared responses and schemas.
 
@@ -20,6 +21,22 @@ const ERRORS: Record<string, string> = {
   "503": "The worker is not configured (`setting` names the setting), CKAN is rate-limiting it, or the isolate is busy (see Retry-After).",
   "504": "CKAN did not answer in time.",
 };
+/** A link parameter as OpenAPI describes it, from its entry in the parameter table (any route family's). */
+export function queryParameter(p: Parameter): Json {
+  const { default: fallback, ...rest } = p.schema;
+  const schema: Json = { ...rest, ...(fallback === undefined ? {} : { default: fallback }) };
+  return {
+    name: p.name,
+    in: "query",
+    required: false,
+    description: p.meaning + (p.pattern ? " (the name is a pattern: replace the part in angle brackets)" : ""),
+    schema: p.repeatable ? { type: "array", items: schema } : schema,
+    ...(p.repeatable ? { style: "form", explode: true } : {}),
+    "x-example-link": p.example,
+    "x-anchor": parameterAnchor(p),
+  };
+}
+
 export const errors = (...codes: string[]): Json => Object.fromEntries(codes.map((code) => [code, error(ERRORS[code] ?? "Error.")]));
 
 /** What both the list and one resource say of a resource: its names, description and row count. */

@@ -14,6 +14,15 @@ export interface AppDeps {
   upstreamFetch: UpstreamFetch;
 }
 
+/**
+ * A check a route declares, run in the declared order before its handler (routes/pipeline.ts):
+ * - `signed link`: a valid `sig` when LINK_SIGNING_KEY is set;
+ * - `operators when signing`: the admin token when LINK_SIGNING_KEY is set (what would reveal what exists);
+ * - `admin token`: the admin token, always;
+ * - `rate limit`: the Workers rate limiter, keyed by the verified link or the address.
+ */
+export type Guard = "signed link" | "operators when signing" | "admin token" | "rate limit";
+
 /** What a handler gets: the request, its parsed configuration, and the worker around it. */
 export interface RouteContext {
   request: RoutedRequest;
@@ -35,6 +44,12 @@ export interface Route {
   methods: readonly Method[];
   /** itty-router's pattern: `/resources/:alias`, `/export.:format`. */
   path: string;
+  /** Checked in this order before `handle`; none: the route is open. */
+  guards: readonly Guard[];
+  /** The response's validators (ETag, Last-Modified) answer the request's preconditions: 304 or 412 instead of the body. */
+  conditional?: boolean;
+  /** An error of this route answered its own way (the export's `#ERROR` table); rethrown for the one JSON shape otherwise. */
+  answerError?: (error: unknown, context: RouteContext) => Response;
   handle(context: RouteContext): Promise<Response> | Response;
   /** The OpenAPI paths this route serves (a pattern may serve several, one per format), by method. */
   openapi: () => Record<string, Operations>;

@@ -1,11 +1,10 @@
 import { HttpError } from "../errors.ts";
 import { redactor } from "../log/redact.ts";
-import { requireAdmin } from "../security/admin.ts";
 import { runInline, type SnapshotDeps } from "../snapshot/procedure.ts";
 import { cancelRun, runningRun, startRunNow } from "../snapshot/runs.ts";
 import { bucketOf, findJob, listSnapshots, snapshotObject } from "../snapshot/serve.ts";
 import type { Runs } from "../snapshot/workflow.ts";
-import { guardLink, guardOperatorsWhenSigning, linkMaker } from "./guards.ts";
+import { linkMaker } from "./guards.ts";
 import { ADMIN, error, errors, json, pathParameter, type Json } from "./openapi-parts.ts";
 import type { Route, RouteContext } from "./route.ts";
 import { snapshotFileResponse } from "./snapshot-file.ts";
@@ -28,8 +27,8 @@ export const snapshotDeps = ({ env, config, deps }: Pick<RouteContext, "env" | "
 export const snapshotListRoute: Route = {
   methods: ["GET"],
   path: "/snapshots",
+  guards: ["operators when signing"],
   async handle(context) {
-    await guardOperatorsWhenSigning(context);
     const { config, env, url } = context;
     return Response.json(await listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context)), { headers: { "cache-control": "no-cache" } });
   },
@@ -56,9 +55,9 @@ const admin = (operationId: string, summary: string, responses: Json): Json => (
 export const snapshotRunRoute: Route = {
   methods: ["POST", "GET", "DELETE"],
   path: "/snapshots/:name/run",
+  guards: ["admin token"],
   async handle(context) {
     const { request, config, env } = context;
-    await requireAdmin(request, config);
     const job = findJob(config, request.params.name ?? "");
     const runs = runsOf(context);
     const bucket = bucketOf(env.SNAPSHOTS);
@@ -114,8 +113,10 @@ const fileOperation = (method: "get" | "head"): Json => ({
 export const snapshotFileRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/snapshots/:name/:file",
+  guards: ["signed link", "rate limit"],
+  // serve.ts answers the preconditions itself too, before reading R2: a 304 costs no read.
+  conditional: true,
   async handle(context) {
-    await guardLink(context);
     const { request, config, env } = context;
     const job = findJob(config, request.params.name ?? "");
     const file = request.params.file ?? "";

@@ -1,7 +1,7 @@
 import { siteFor } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
-import { openExport, openExportPart } from "../export/pipeline.ts";
+import { openQuery, openQueryPart } from "../aggregate/either.ts";
 import { ENCODERS } from "../format/index.ts";
 import type { Redact } from "../log/redact.ts";
 import { contentDisposition } from "../query/filename.ts";
@@ -85,7 +85,7 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
   let next: Omit<FormatState, "upload" | "format" | "step" | "entry">;
   if (inSteps(run.job, run.format)) {
     let produced = 0;
-    const part = await openExportPart(query, config, site, prev.resume ?? undefined, () => produced >= config.snapshotStepBytes);
+    const part = await openQueryPart(query, config, site, prev.resume ?? undefined, () => produced >= config.snapshotStepBytes, deps.upstreamFetch);
     if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
       await part.chunks.return();
       throw new ColumnsChanged();
@@ -110,7 +110,7 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
     };
   } else {
     // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
-    const exported = await openExport(query, { ...config, stallSeconds: 0 }, site);
+    const exported = await openQuery(query, { ...config, stallSeconds: 0 }, site, deps.upstreamFetch);
     const reader = storedBody(exported.body, storedEncoding(run.job, run.format)).getReader();
     let stored = 0;
     try {

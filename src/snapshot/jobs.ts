@@ -5,6 +5,7 @@ import { log } from "../log/log.ts";
 import type { Redact } from "../log/redact.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parseExportQuery, type ExportQuery } from "../query/export-query.ts";
+import { parseAggregateQuery } from "../aggregate/query.ts";
 
 /** A validated snapshot job: one export query per format, written to R2 under `<name>/`. */
 export interface SnapshotJob {
@@ -30,7 +31,7 @@ export interface SnapshotJobs {
   problems: JobProblem[];
 }
 
-const JOB_KEYS = new Set(["name", "resource", "resource_id", "q", "filters", "fields", "sort", "limit", "formats", "cron", "keep", "compress"]);
+const JOB_KEYS = new Set(["name", "resource", "resource_id", "q", "filters", "fields", "sort", "limit", "formats", "cron", "keep", "compress", "aggregate"]);
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
 
 class JobError extends Error {}
@@ -52,6 +53,18 @@ function asParams(job: Record<string, unknown>): URLSearchParams {
     else throw new JobError('"fields" must be a list of column names');
   }
   if (job.limit !== undefined) params.set("limit", String(job.limit));
+  // An aggregate job: its group_by and measures as a link writes them; sort and limit are then of groups.
+  if (job.aggregate !== undefined) {
+    const aggregate = job.aggregate as Record<string, unknown> | null;
+    if (aggregate === null || typeof aggregate !== "object" || Array.isArray(aggregate) || Object.keys(aggregate).some((k) => k !== "group_by" && k !== "measures")) {
+      throw new JobError('"aggregate" must be {"group_by": "...", "measures": "..."}');
+    }
+    for (const key of ["group_by", "measures"]) {
+      if (aggregate[key] === undefined) continue;
+      if (typeof aggregate[key] !== "string") throw new JobError(`"aggregate.${key}" must be text, as in a link`);
+      params.set(key, aggregate[key]);
+    }
+  }
   return params;
 }
 
@@ -78,14 +91,15 @@ function parseJob(raw: unknown, config: Config, seen: Set<string>): SnapshotJob 
   const queries: Record<string, ExportQuery> = {};
   for (const format of new Set(formats as FormatName[])) {
     try {
-      queries[format] = { ...parseExportQuery(params, format, config), filename: `${name}.${format}` };
+      const parse = job.aggregate === undefined ? parseExportQuery : parseAggregateQuery;
+      queries[format] = { ...parse(params, format, config), filename: `${name}.${format}` };
     } catch (error) {
       if (error instanceof HttpError) throw new JobError(error.message);
       throw error;
     }
   }
   const description: Record<string, unknown> = {};
-  for (const key of ["resource", "resource_id", "q", "filters", "fields", "sort", "limit", "compress"]) {
+  for (const key of ["resource", "resource_id", "q", "filters", "fields", "sort", "limit", "compress", "aggregate"]) {
     if (job[key] !== undefined) description[key] = job[key];
   }
   seen.add(name);

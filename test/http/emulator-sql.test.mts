@@ -6,7 +6,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { SITE_URL } from "../../emulator/error-answers.ts";
 import { createEmulator, EMULATOR_RESOURCES, type CkanVersion, type EmulatorOptions } from "../../emulator/index.ts";
+import { findResource } from "../../emulator/resources.ts";
 import { pyDumps } from "../../emulator/py-json.ts";
+import { functionNames, isSingleStatement } from "../../emulator/sql-parse.ts";
 
 interface Recording {
   request: { method: "GET" | "POST"; action: string; body: { sql: string } };
@@ -111,5 +113,132 @@ describe("side by side with real CKAN 2.12's datastore_search_sql answers", () =
     expect(response.status).toBe(500);
     expect(response.headers.get("content-type")).toBe(recording.content_type);
     expect(text).toContain("<title>Error [500] - CKAN</title>");
+  });
+});
+
+describe("the emulator's PostgreSQL holds the tables datastore_search serves", () => {
+  interface Answer {
+    result: { records: Record<string, unknown>[]; total?: number };
+  }
+  async function post(emulator: ReturnType<typeof createEmulator>, action: string, body: unknown): Promise<{ status: number; json: Answer }> {
+    const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/${action}`, { method: "POST", body: JSON.stringify(body) }));
+    return { status: response.status, json: (await response.json()) as Answer };
+  }
+
+  it("rows_max_truncated: past rows_max rows, rows_max records and records_truncated, in CKAN's key order", async () => {
+    const recording = RECORDED["rows_max_truncated"]!;
+    // The recording's 40,000 rows over rows_max 32,000; the edge table's 4,321 over a rows_max of 100.
+    const { response, text } = await ask(recording, { ...ON, rowsMax: 100 });
+    const body = JSON.parse(text) as { result: { records: unknown[] } & Record<string, unknown> };
+    const recorded = recording.body as { result: Record<string, unknown> };
+    expect(response.status).toBe(200);
+    expect(Object.keys(body.result)).toEqual(Object.keys(recorded.result).filter((key) => key !== "records_shown"));
+    expect(body.result["records_truncated"]).toBe(true);
+    expect(body.result.records).toHaveLength(100);
+    expect(body.result.records.slice(0, 5)).toEqual((recorded.result["records"] as unknown[]).slice(0, 5));
+    expect(body.result["fields"]).toEqual(recorded.result["fields"]);
+  });
+
+  it("every row of the edge table, value for value, as datastore_search serves it", async () => {
+    const emulator = createEmulator({ ...ON });
+    const sql = await post(emulator, "datastore_search_sql", { sql: `SELECT * FROM "${edge}" ORDER BY _id` });
+    const search = await post(emulator, "datastore_search", { resource_id: edge, limit: 32000 });
+    expect(sql.status).toBe(200);
+    const rows = sql.json.result.records;
+    const served = search.json.result.records;
+    expect(rows).toHaveLength(served.length);
+    // Timestamps: Python's isoformat (microseconds) against datastore_search's 2.12 milliseconds.
+    const normal = (record: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(record).filter(([key]) => key !== "_full_text").map(([key, value]) => [key, key === "created" && typeof value === "string" ? value.slice(0, 23).padEnd(23, ".000") : value]));
+    for (let i = 0; i < rows.length; i++) expect(normal(rows[i]!)).toEqual(normal(served[i]!));
+  });
+
+  it("the 100,000-row sample table, loaded in batches, sums to what its generated cells sum to", async () => {
+    const emulator = createEmulator({ ...ON });
+    const table = findResource(EMULATOR_RESOURCES.sample)!.table;
+    const [amount, name] = [table.columnIndex("amount")!, table.columnIndex("name")!];
+    // Exact decimal arithmetic: every amount as an integer count of 1e-30.
+    const scaled = (text: string): bigint => {
+      const [whole = "0", fraction = ""] = text.replace("-", "").split(".");
+      const units = BigInt(whole + fraction.padEnd(30, "0"));
+      return text.startsWith("-") ? -units : units;
+    };
+    let sum = 0n;
+    let [amounts, names] = [0, 0];
+    for (let row = 0; row < table.rows; row++) {
+      const value = table.cell(amount, row);
+      if (typeof value === "string") {
+        sum += scaled(value);
+        amounts++;
+      }
+      if (table.cell(name, row) !== null) names++;
+    }
+    const sql = await post(emulator, "datastore_search_sql", {
+      sql: `SELECT count(*) AS n, count(amount) AS amounts, count(name) AS names, sum(amount)::text AS total, max(_id) AS last FROM "${EMULATOR_RESOURCES.sample}"`,
+    });
+    const { total, ...counts } = sql.json.result.records[0] as { total: string };
+    expect(counts).toEqual({ n: table.rows, amounts, names, last: table.rows });
+    expect(scaled(total)).toBe(sum);
+  });
+
+  it("writes each type as psycopg2 and Python's json do: numerics and integers whole, floats as repr, isoformat, json re-written", async () => {
+    const emulator = createEmulator({ ...ON });
+    const response = await emulator.fetch(
+      new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, {
+        method: "POST",
+        body: JSON.stringify({ sql: `SELECT id, amount, ratio, created, day, active, tags, meta, 1234567890123456789::int8 * 5 AS big, amount / 1e12 AS tiny FROM edge WHERE id IN (1, 4, 5, 7) ORDER BY id` }),
+      }),
+    );
+    const text = await response.text();
+    expect(text).toContain('{"id": 1, "amount": -82469.50, "ratio": 24044285744692.574, "created": "2020-01-01T00:16:17.500000", "day": "2000-01-01", "active": false, "tags": ["alpha", "beta"], "meta": {"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}, "big": 6172839450617283945, "tiny": -8.2469500000000000E-8}');
+    expect(text).toContain('"amount": 12345678901234567890.123456789, "ratio": 0.05991945753341821');
+    expect(text).toContain('"amount": -0.50, "ratio": -3.407019206677593e+17, "created": "2020-01-01T01:21:25"');
+    expect(text).toContain('"created": "0099-01-02T03:04:05", "day": "2000-01-07", "active": null, "tags": ["quote\'single", "semi;colon", "new\\nline"]');
+    expect(text).toContain('{"id": "meta", "type": "nested"}');
+  });
+
+  it("q's condition finds the rows datastore_search's q finds, for words", async () => {
+    const emulator = createEmulator({ ...ON });
+    for (const word of ["glacier", "canyon", "note", "alpha", "zürich"]) {
+      const sql = await post(emulator, "datastore_search_sql", { sql: `SELECT count(*) AS n FROM edge WHERE _full_text @@ plainto_tsquery('english', '${word}')` });
+      const search = await post(emulator, "datastore_search", { resource_id: edge, q: word, limit: 0 });
+      expect(sql.json.result.records[0]?.["n"], word).toBe(search.json.result.total);
+    }
+  });
+});
+
+describe("what CKAN reads from a statement before PostgreSQL does (sqlparse's reading)", () => {
+  it("counts statements as sqlparse.split does: quotes, comments and a final semicolon are one statement", () => {
+    expect(isSingleStatement("SELECT 1")).toBe(true);
+    expect(isSingleStatement("SELECT 1;  ")).toBe(true);
+    expect(isSingleStatement("SELECT ';' AS semicolon, \"a;b\" FROM t -- ; not a statement")).toBe(true);
+    expect(isSingleStatement("SELECT 1; SELECT 2")).toBe(false);
+    expect(isSingleStatement("SELECT 1 /* ; */; DROP TABLE t")).toBe(false);
+  });
+
+  it("names a call wherever a name meets a parenthesis, FILTER and CAST included, but not keywords, strings or comments", () => {
+    expect(functionNames("SELECT count(*) FILTER (WHERE ratio = 'NaN') AS n FROM t")).toEqual(["count", "FILTER"]);
+    expect(functionNames("SELECT CAST(amount AS text), amount::numeric(20, 2) FROM t")).toEqual(["CAST", "numeric"]);
+    expect(functionNames("SELECT date_trunc('month', created), sum (amount) FROM t WHERE category IN ('a') AND EXISTS (SELECT 1)")).toEqual(["date_trunc", "sum"]);
+    expect(functionNames("SELECT 'pg_sleep(1)' AS s, \"pg_sleep\"(1) FROM t -- pg_sleep(2)")).toEqual([]);
+    expect(functionNames("SELECT * FROM (SELECT pg_catalog.pg_sleep(1)) AS blah LIMIT 32001 ;")).toEqual(["pg_sleep"]);
+  });
+
+  it("refuses system tables, _table_metadata (a view over pg_class) included", async () => {
+    const emulator = createEmulator({ ...ON });
+    for (const sql of ["SELECT * FROM _table_metadata", "SELECT table_name FROM information_schema.tables", "SELECT relname FROM pg_class"]) {
+      const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql }) }));
+      expect(response.status, sql).toBe(403);
+      expect(await response.text(), sql).toContain('"message": "Access denied: Not authorized to access system tables"');
+    }
+  });
+
+  it("a statement with a cast function off the allow-list is refused before it runs", async () => {
+    const emulator = createEmulator({ ...ON });
+    const response = await emulator.fetch(
+      new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql: `SELECT CAST(amount AS text) FROM edge` }) }),
+    );
+    expect(response.status).toBe(403);
+    expect(await response.text()).toContain("Not authorized to call function CAST");
   });
 });

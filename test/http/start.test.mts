@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { freePort, getRaw, isolatedEnv } from "./harness.mts";
 
-// `npm start -- --port N --emulator-port M --ckan 2.11`: our switches are taken out of what goes to
+// `npm start -- --port N --emulator-port M --ckan 2.11 --sql on`: our switches are taken out of what goes to
 // wrangler (which refuses a second --port), the emulator listens where it is told and answers as the
 // CKAN release asked for. An empty --env-file of the spec's own keeps the developer's .dev.vars out.
 
@@ -27,7 +27,7 @@ describe("npm start's switches", () => {
     await writeFile(empty, "");
     child = spawn(
       process.execPath,
-      [join(ROOT, "scripts", "start.ts"), "--port", String(port), `--emulator-port=${emulatorPort}`, "--ckan", "2.11",
+      [join(ROOT, "scripts", "start.ts"), "--port", String(port), `--emulator-port=${emulatorPort}`, "--ckan", "2.11", "--sql", "on",
         "--env-file", empty, "--persist-to", folder, "--inspector-port", String(await freePort()), "--show-interactive-dev-session=false"],
       { cwd: ROOT, env: isolatedEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
@@ -66,6 +66,23 @@ describe("npm start's switches", () => {
     expect(output).toContain(`answering as CKAN 2.11`);
     // Before 2.12 the demo's largest-amounts link sorts ascending: no range filter to leave nulls out.
     expect(output).toContain(`http://127.0.0.1:${port}/export.csv?resource=sample&q=glacier&fields=id,name,amount&sort=amount&limit=20`);
+  });
+
+  it("with --sql on, the emulator answers datastore_search_sql from PostgreSQL", async () => {
+    const sql = 'SELECT category, count(*) AS n FROM "edge" GROUP BY 1 ORDER BY 1 LIMIT 1';
+    const answer = await getRaw(`http://127.0.0.1:${emulatorPort}/data/en/api/3/action/datastore_search_sql?${new URLSearchParams({ sql })}`, { timeoutMs: 50_000 });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body.toString())).toMatchObject({ success: true, result: { records: [{ category: "alpha", n: 864 }] } });
+    expect(output).toContain("datastore_search_sql: on");
+  });
+
+  it("refuses --sql other than on or off, naming the switch", async () => {
+    const bad = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--sql", "yes"], { cwd: ROOT, env: isolatedEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    bad.stderr.on("data", (chunk: Buffer) => void (err += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => bad.once("exit", resolve));
+    expect(code).toBe(2);
+    expect(err.trim()).toBe("npm start: --sql must be on or off, not yes");
   });
 
   it("refuses a port that is not one, naming the switch", async () => {

@@ -1,0 +1,39 @@
+import type { CkanSite } from "../ckan/site.ts";
+import type { Resume } from "../ckan/table.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
+import type { Config } from "../config/config.ts";
+import { encodeTable } from "../export/byte-stream.ts";
+import { openExport, openExportPart, type ExportPart, type OpenExport } from "../export/pipeline.ts";
+import { encoderFor } from "../format/index.ts";
+import type { ExportQuery } from "../query/export-query.ts";
+import type { AggregateQuery } from "./query.ts";
+import { computeAggregate, resultTable, runAggregate } from "./run.ts";
+
+// A sink that writes what a query asks for (a snapshot job: rows, or an aggregate's groups) calls
+// these instead of the export's own, and needs to know nothing else of aggregates.
+
+export const isAggregate = (query: ExportQuery): query is AggregateQuery => "aggregate" in query;
+
+/** openExport, or the aggregate's pipeline for an aggregate query. */
+export const openQuery = (query: ExportQuery, config: Config, site: CkanSite, fetcher?: UpstreamFetch): Promise<OpenExport> =>
+  isAggregate(query) ? runAggregate(query, config, site, undefined, fetcher) : openExport(query, config, site);
+
+/**
+ * openExportPart, or for an aggregate its whole file as one part: the groups are computed before
+ * the first byte and are few, so the first part is the last.
+ */
+export async function openQueryPart(
+  query: ExportQuery,
+  config: Config,
+  site: CkanSite,
+  resume: Resume | undefined,
+  full: () => boolean,
+  fetcher?: UpstreamFetch,
+): Promise<ExportPart> {
+  if (!isAggregate(query)) return openExportPart(query, config, site, resume, full);
+  const result = await computeAggregate(query, config, site, new AbortController().signal, fetcher);
+  const table = resultTable(result);
+  const progress = { rows: 0, chars: 0 };
+  const chunks = encodeTable(table, encoderFor(query, table.columns), progress);
+  return { chunks, progress, ended: () => true, resumeAt: () => table.resumeAt(), columns: table.columns };
+}
