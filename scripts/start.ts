@@ -74,9 +74,8 @@ const wrangler = spawn(
 
 const origin = `http://127.0.0.1:${workerPort}`;
 // CKAN sorts nulls first in a descending sort and takes no NULLS LAST, so the 20 largest amounts of
-// a `desc` sort would be 20 nulls: a range filter (CKAN 2.12) leaves them out; before 2.12 the
-// ascending sort shows amounts (nulls come last there).
-const largest = version === "2.12" ? "sort=amount%20desc&filter.amount%5Bgt%5D=0" : "sort=amount";
+// a plain `desc` sort would be 20 nulls: the worker's `nulls last` moves them after the values.
+const largest = "sort=amount%20desc%20nulls%20last";
 let announced = false;
 wrangler.stdout.on("data", (data: Buffer) => {
   process.stdout.write(data);

@@ -1,13 +1,17 @@
-import { sortColumns } from "../query/sort.ts";
+import { ckanSort, sortColumns } from "../query/sort.ts";
 import type { TableQuery } from "../query/table-query.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
 // The datastore_search requests of an export, and the `_id` read back from an answer.
 
-/** The user's order made total by `_id`, so offset paging neither repeats nor skips rows. */
+/**
+ * The user's order made total by `_id`, so offset paging neither repeats nor skips rows; without the
+ * `nulls first|last` CKAN does not take (nulls-last.ts moves them).
+ */
 function pagingSort(sort: string | undefined): string {
   if (sort === undefined) return "_id";
-  return sortColumns(sort).includes("_id") ? sort : `${sort}, _id`;
+  const ckan = ckanSort(sort);
+  return sortColumns(sort).includes("_id") ? ckan : `${ckan}, _id`;
 }
 
 /** The request every call of an export starts from: table, search, filters and a total order. */

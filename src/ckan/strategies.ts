@@ -1,6 +1,7 @@
 import type { TableQuery } from "../query/table-query.ts";
 import type { CkanClient } from "./client.ts";
 import type { PageSizer } from "./page-budget.ts";
+import { segmentStretches, type Segment } from "./nulls-last.ts";
 import { idStretches, offsetStretches, type StretchPlanner } from "./paging.ts";
 import { baseRequest, lastIdOf } from "./requests.ts";
 import type { SearchRequest } from "./types.ts";
@@ -10,9 +11,11 @@ import type { SearchRequest } from "./types.ts";
  * - `offset`: rows from an offset (CKAN before 2.12, a user's sort, or an `_id` among the user's
  *   fields), side by side when CKAN's count is exact, one at a time when it is an estimate;
  * - `id-ranges`: rows in `_id` ranges after the first page's last `_id` (CKAN 2.12's range filters:
- *   no deep offsets), side by side, sized by the table's density between there and its largest `_id`.
+ *   no deep offsets), side by side, sized by the table's density between there and its largest `_id`;
+ * - `nulls-last`: offset stretches through segments of CKAN's order (nulls-last.ts: the rows that
+ *   stay, then the nulls moved after them), side by side, their counts exact.
  */
-export type PagingStrategy = "offset" | "id-ranges";
+export type PagingStrategy = "offset" | "id-ranges" | "nulls-last";
 
 /** What a strategy plans from: the export, its first page, and the counts judged from it. */
 export interface PlanInput {
@@ -36,6 +39,8 @@ export interface PlanInput {
   from: number;
   /** `id-ranges`: the first page's last `_id`. */
   after: number;
+  /** `nulls-last`: the stretches of CKAN's order in the user's order, the first page at the first one's start. */
+  segments?: Segment[];
 }
 
 /** The stretches to fetch after the first page, and how many in flight at once. */
@@ -65,6 +70,7 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     });
     return { window, stretches };
   },
+  "nulls-last": (input) => ({ window: Math.max(1, input.concurrency), stretches: segmentStretches(input.segments ?? [], input.wanted, input.sizer) }),
 };
 
 /** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */

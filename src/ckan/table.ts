@@ -1,11 +1,13 @@
 import { UpstreamFailure } from "../errors.ts";
 import { checkRowLimit, type RowLimit } from "../query/row-limit.ts";
+import { movedNulls } from "../query/sort.ts";
 import type { TableQuery } from "../query/table-query.ts";
-import type { Batch, PassthroughFactory, RecordsReader } from "../rows/batch.ts";
+import type { Batch, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { openFirstPage } from "./first-page.ts";
 import { checkCount, checkSubrequests, pageTarget } from "./limits.ts";
+import { segmentsFrom, splitAtNulls, type Segment } from "./nulls-last.ts";
 import { PageSizer } from "./page-budget.ts";
 import { readPages, type Page, type Position } from "./paging.ts";
 import { explainRefusal } from "./refusals.ts";
@@ -91,23 +93,31 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize, pageTarget(options));
-  const firstLimit = Math.min(sizer.rows, wanted);
-  const { result: first, keyset } = await openFirstPage(site, query, resume, firstLimit, signal);
+  const moved = await movedRows(site, query, done, signal);
+  // With nulls moved, the first page is the first segment's start (its rows counted exactly, so never cut short).
+  const firstLimit = Math.min(sizer.rows, wanted, moved?.segments[0]?.count ?? Number.POSITIVE_INFINITY);
+  const { result: first, keyset } =
+    moved === undefined
+      ? await openFirstPage(site, query, resume, firstLimit, signal)
+      : await openFirstPage(site, { ...query, offset: moved.segments[0]?.offset ?? moved.split.rows }, undefined, firstLimit, signal);
 
   const columns = outputColumns(query, first.fields);
-  const count = countOf(query, resume ?? first, options.rowLimit, done);
+  // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
+  const count = countOf(query, moved !== undefined ? { total: moved.split.rows, total_was_estimated: false } : (resume ?? first), options.rowLimit, done);
   const later = laterPages(query, first, columns, keyset, resume, options.passthrough);
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
   const after = later.byId && full ? lastIdOf(first) : undefined;
   const rows = count.available === undefined ? wanted : Math.min(count.available, wanted);
-  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, options) : 0;
+  // The split's requests come out of the same budget.
+  const budget = moved === undefined ? options : { ...options, subrequestLimit: options.subrequestLimit - moved.split.requests };
+  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget) : 0;
 
-  const strategy: PagingStrategy = after === undefined ? "offset" : "id-ranges";
+  const strategy: PagingStrategy = moved !== undefined ? "nulls-last" : after === undefined ? "offset" : "id-ranges";
   // Resumed after an `_id`, offsets count from there (the later pages' filters hold the bound).
   const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
   const { available, exact } = count;
-  const plan = STRATEGIES[strategy]({ client: site.client, query, signal, sizer, wanted, concurrency: options.concurrency, available, exact, firstRows: firstRows.length, pagesPlanned, from, after: after ?? 0 });
+  const plan = STRATEGIES[strategy]({ client: site.client, query, signal, sizer, wanted, concurrency: options.concurrency, available, exact, firstRows: firstRows.length, pagesPlanned, from, after: after ?? 0, ...(moved !== undefined ? { segments: moved.segments } : {}) });
   const position: Position = { rows: 0, lastId: undefined };
   const pages = readPages({
     client: site.client,
@@ -126,6 +136,7 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     firstLastId: after,
     position,
     ...(later.reader !== undefined ? { reader: later.reader } : {}),
+    ...(later.stream !== undefined ? { stream: later.stream } : {}),
   });
   const { total, estimated } = count;
   return {
@@ -136,6 +147,20 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     pages,
     resumeAt: () => ({ rows: done + position.rows, afterId: later.byId ? position.lastId : undefined, total, estimated }),
   };
+}
+
+/**
+ * A sort whose first key wants its nulls where PostgreSQL does not put them: CKAN's order split
+ * (nulls-last.ts), and the segments of it that give the rows from the link's offset and the rows done.
+ */
+async function movedRows(site: CkanSite, query: TableQuery, done: number, signal: AbortSignal) {
+  const key = movedNulls(query.sort);
+  if (key === undefined) return undefined;
+  const split = await splitAtNulls(site.client, query, key, signal).catch((error: unknown) => {
+    throw explainRefusal(error, query, site.rangeFilters === false);
+  });
+  const segments: Segment[] = segmentsFrom(split, query.offset + done);
+  return { split, segments };
 }
 
 /**
@@ -167,7 +192,7 @@ function laterPages(
   keyset: boolean,
   resume: Resume | undefined,
   passthroughFactory: PassthroughFactory | undefined,
-): { base: SearchRequest; byId: boolean; pageOf: (result: SearchResult) => Page; reader: RecordsReader | undefined } {
+): { base: SearchRequest; byId: boolean; pageOf: (result: SearchResult) => Page; reader: RecordsReader | undefined; stream: (() => RecordsStream) | undefined } {
   const idColumn = first.fields.find((f) => f.id === "_id");
   const incoming = keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
@@ -189,5 +214,5 @@ function laterPages(
     if (typeof result.records === "string") throw new UpstreamFailure(502, "CKAN's CSV records could not be read.");
     return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };
   };
-  return { base, byId, pageOf, reader: passthrough?.read };
+  return { base, byId, pageOf, reader: passthrough?.read, stream: passthrough?.stream };
 }

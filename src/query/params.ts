@@ -31,7 +31,14 @@ export type ErrorMode = (typeof ERROR_MODES)[number];
 
 const CSV_TSV: readonly FormatName[] = ["csv", "tsv"];
 
-const sortText = text({ name: "sort", meaning: "CKAN's sort syntax; a descending sort puts nulls first (PostgreSQL's order), so filter them out to see the largest values", example: "/export.csv?resource=sample&sort=amount desc, name&filter.amount[gt]=0", maxLength: BOUNDS.sort, blankIsAbsent: true });
+const sortText = text({
+  name: "sort",
+  meaning:
+    "CKAN's sort syntax, `column [asc|desc]` comma-separated; nulls come last ascending and first descending (PostgreSQL's order) unless the first column says `nulls last` or `nulls first`",
+  example: "/export.csv?resource=sample&sort=amount desc nulls last, name",
+  maxLength: BOUNDS.sort,
+  blankIsAbsent: true,
+});
 
 /** Which table, which rows, in what order: what every route reading a CKAN table takes. */
 export const TABLE_PARAMETERS = {

@@ -1,3 +1,4 @@
+import Papa from "papaparse";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -64,8 +65,14 @@ describe("npm start's switches", () => {
     expect(csv.status).toBe(200);
     expect(csv.body.toString().split("\r\n")[0]).toBe("id,amount");
     expect(output).toContain(`answering as CKAN 2.11`);
-    // Before 2.12 the demo's largest-amounts link sorts ascending: no range filter to leave nulls out.
-    expect(output).toContain(`http://127.0.0.1:${port}/export.csv?resource=sample&q=glacier&fields=id,name,amount&sort=amount&limit=20`);
+    // The demo's largest-amounts link: descending, nulls after the values, on a CKAN without NULLS LAST.
+    const largest = `http://127.0.0.1:${port}/export.csv?resource=sample&q=glacier&fields=id,name,amount&sort=amount%20desc%20nulls%20last&limit=20`;
+    expect(output).toContain(largest);
+    const rows = Papa.parse<string[]>((await getRaw(largest)).body.toString().trimEnd()).data.slice(1);
+    expect(rows).toHaveLength(20);
+    const amounts = rows.map((row) => row[2] ?? "");
+    expect(amounts.every((amount) => amount !== "")).toBe(true);
+    expect(amounts.map(Number)).toEqual(amounts.map(Number).sort((a, b) => b - a));
   });
 
   it("with --sql on, the emulator answers datastore_search_sql from PostgreSQL", async () => {
