@@ -89,7 +89,7 @@ function exportParams({ preview = false } = {}) {
   const params = tableParams();
   if (state.fields.length > 0) params.splice(1, 0, ["fields", state.fields.join(",")]);
   const sort = $("sort-column").value;
-  if (sort) params.push(["sort", $("sort-direction").value ? `${sort} desc` : sort]);
+  if (sort) params.push(["sort", $("sort-direction").value ? `${sort} ${$("sort-direction").value}` : sort]);
   const limit = $("limit").value.trim();
   const offset = $("offset").value.trim();
   if (preview) params.push(["limit", String(Math.min(PREVIEW_ROWS, limit === "" ? PREVIEW_ROWS : Number(limit)))]);
@@ -255,8 +255,15 @@ function renderSortNote() {
   $("summary-direction").disabled = $("summary-sort").value === "";
   const picked = state.resource.columns.find((c) => c.id === column);
   const note = $("sort-note");
-  note.hidden = !(state.mode === "rows" && picked && $("sort-direction").value === "desc");
-  if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
+  const direction = $("sort-direction").value;
+  note.hidden = !(state.mode === "rows" && picked && direction !== "");
+  // Descending is `nulls last` unless asked otherwise: the largest values first, not the empty ones.
+  if (!note.hidden) {
+    const name = picked.label ?? picked.id;
+    note.textContent = direction === "desc"
+      ? `Descending with empty values first (PostgreSQL's order): rows whose ${name} is empty come before the largest values.`
+      : `Descending with empty values last (sort=… desc nulls last): the largest ${name} first, rows where it is empty at the end.`;
+  }
   const output = [...summaryGroups(), ...summaryMeasures()].find((o) => o.name === $("summary-sort").value);
   const summaryNote = $("summary-sort-note");
   summaryNote.hidden = !(state.mode === "summary" && output && $("summary-direction").value === "desc");
