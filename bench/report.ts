@@ -165,7 +165,7 @@ const modeName = (mode: Version): string => (mode === "2.12" ? "2.12 (keyset)" :
 
 function dumpTable(report: Report): string {
   const header = ["CKAN", "cores", "rows", "export", "worker wall s", "TTFB ms", "dump wall s", "worker / dump", "up req", "CKAN work s", "of it fixed / rows / offset / count s", "CKAN busy s", "CKAN idle s", "most req at once", "queued s", "worker CPU s", "peak RSS MB"];
-  const rows = report.exports.filter((e) => e.cost === "ckan" && e.latencyMs === 0).map((e) => {
+  const rows = report.exports.filter((e) => e.cost === "ckan" && e.latencyMs === 0 && !e.proc.startsWith("latency-")).map((e) => {
     const dump = dumpFor(report, e);
     const p = e.upstreamParts;
     return [
@@ -178,10 +178,10 @@ function dumpTable(report: Report): string {
   return markdownTable(header, rows);
 }
 
-/** Where each 1,000,000-row cost export's time went, in a line per export (the biggest share first). */
+/** Where each of the largest cost exports' time went, a line per export. */
 function whereTimeGoes(report: Report): string {
   const lines = report.exports
-    .filter((e) => e.cost === "ckan" && e.latencyMs === 0 && ok(e) && e.rows === Math.max(...report.exports.map((x) => x.rows)))
+    .filter((e) => e.cost === "ckan" && e.latencyMs === 0 && !e.proc.startsWith("latency-") && ok(e) && e.rows === Math.max(...report.exports.map((x) => x.rows)))
     .map((e) => {
       const p = e.upstreamParts;
       const work = p.fixed + p.rows + p.skipped + p.counted;
@@ -189,7 +189,7 @@ function whereTimeGoes(report: Report): string {
       const dump = dumpFor(report, e);
       return `- CKAN ${e.mode}, ${e.cores} cores, ${e.format.toUpperCase()}: ${fixed(e.wallMs / 1000, 2)} s${dump ? ` (the dump ${fixed(dump.wallMs / 1000, 2)} s)` : ""}. CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests: rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}. CKAN had a request in service for ${fixed(e.upstreamBusyS, 2)} s and none for ${fixed(e.wallMs / 1000 - e.upstreamBusyS, 2)} s (the first page, the worker's CPU, ${fixed(e.cpuSeconds, 2)} s here, and gaps between pages).`;
     });
-  return lines.length ? `Where the time goes, 1,000,000 rows:\n\n${lines.join("\n")}` : "";
+  return lines.length ? `Where the time goes, ${thousands(Math.max(...report.exports.map((x) => x.rows)))} rows:\n\n${lines.join("\n")}` : "";
 }
 
 /** Each export with latency added, beside the same export without and what one page at a time would add. */
@@ -197,7 +197,7 @@ export function latencyRows(report: Pick<Report, "exports">): { e: ExportResult;
   return report.exports
     .filter((e) => e.cost === "ckan" && e.latencyMs > 0 && ok(e))
     .flatMap((e) => {
-      const base = report.exports.find((b) => b.cost === "ckan" && b.latencyMs === 0 && b.mode === e.mode && b.cores === e.cores && b.rows === e.rows && b.format === e.format && ok(b));
+      const base = report.exports.find((b) => b.cost === "ckan" && b.latencyMs === 0 && b.proc === e.proc && b.mode === e.mode && b.cores === e.cores && b.rows === e.rows && b.format === e.format && ok(b));
       return base ? [{ e, base, added: (e.wallMs - base.wallMs) / 1000, serial: (e.upstreamRequests * e.latencyMs) / 1000 }] : [];
     });
 }

@@ -294,9 +294,13 @@ async function costRuns(up: Upstream): Promise<{ exports: ExportResult[]; dumps:
       }
       // Latency hidden: the same export with every page 150 ms further away, at the measured CPU.
       if (options.latencyMs > 0 && mode !== "2.11") {
+        // Paired: the export without the delay right before the one with it (a busy machine drifts).
         const rows = Math.min(...options.costRows);
+        const pair = { table: "base", format: "csv", rows, alias: baseAlias(rows), proc: `latency-${mode}`, heap: "128 MB" } as const;
+        up.model = fit(mode, { workers: options.workers, cores: options.cores[0] });
+        exports.push(await measure(up, worker, pair, "cold", baselineMb));
         up.model = fit(mode, { workers: options.workers, cores: options.cores[0], latencyMs: options.latencyMs });
-        exports.push(await measure(up, worker, { table: "base", format: "csv", rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" }, "cold", baselineMb));
+        exports.push(await measure(up, worker, pair, "cold", baselineMb));
       }
     } finally {
       await worker.stop();

@@ -53,7 +53,7 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   const missing = (name: string): void => void targets.push({ name, detail: "Not measured (an export failed or was not run; see the tables).", met: false });
 
   // 1. The worker against the upstream's own dump, with CKAN's costs: 0.6x on 2.12 and 2.11, 0.8x on 2.10.
-  for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0)) {
+  for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0 && !x.proc.startsWith("latency-"))) {
     const limit = e.mode === "2.10" ? 0.8 : 0.6;
     const name = `${e.format.toUpperCase()} export of ${thousands(e.rows)} rows <= ${limit}x CKAN ${e.mode}'s dump of them (CKAN on ${e.cores} cores)`;
     const dump = dumpFor(report, e);
@@ -146,7 +146,7 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
 
   // Notes: how the worker asked, and what could skew the figures.
   for (const mode of ["2.12", "2.11", "2.10"] as const) {
-    for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0 && x.cores === report.exports.find((y) => y.cost === "ckan")?.cores && x.mode === mode && x.rows === Math.min(...report.exports.filter((y) => y.cost === "ckan").map((y) => y.rows)))) {
+    for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0 && !x.proc.startsWith("latency-") && x.cores === report.exports.find((y) => y.cost === "ckan")?.cores && x.mode === mode && x.rows === Math.min(...report.exports.filter((y) => y.cost === "ckan").map((y) => y.rows)))) {
       notes.push(`Upstream requests of the ${thousands(e.rows)}-row ${e.format.toUpperCase()} export on CKAN ${mode} (status, records_format, limit, extras): ${requestPattern(e.requestLog)}.`);
     }
   }
