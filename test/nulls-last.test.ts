@@ -93,6 +93,23 @@ describe("sort=... nulls last beside the rest of the export", () => {
     expect(calls.at(-1)?.body).toMatchObject({ offset: 3882, limit: 300, sort: "amount desc, _id" });
   });
 
+  it("holds MAX_ROWS and SUBREQUEST_LIMIT over both parts, the split's requests included", async () => {
+    const limited = harness({ env: { MAX_ROWS: "19500" } });
+    const tooMany = await limited.get(`${ALPHA}&sort=amount desc nulls last`);
+    expect(tooMany.status).toBe(400);
+    expect(((await tooMany.json()) as { error: { parameter: string; message: string } }).error).toMatchObject({ parameter: "limit", message: expect.stringContaining("20000") });
+
+    // The least budget the plain sort fits in: the split's one probe more is refused before the first byte.
+    const within = async (limit: number, sort: string): Promise<Response> => harness({ env: { SUBREQUEST_LIMIT: String(limit) } }).get(`${ALPHA}&sort=${sort}`);
+    let needed = 30;
+    expect((await within(needed, "amount desc")).status).toBe(200);
+    while ((await within(needed - 1, "amount desc")).status === 200) needed--;
+    const refused = await within(needed, "amount desc nulls last");
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("SUBREQUEST_LIMIT");
+    expect((await within(needed + 1, "amount desc nulls last")).status).toBe(200);
+  });
+
   it("describes the export for HEAD, and writes JSON in the same order", async () => {
     const { get } = harness({ emulator: { version: "2.10" } });
     const head = await get(`${ALPHA}&sort=amount desc nulls last`, { method: "HEAD" });
