@@ -178,6 +178,20 @@ function dumpTable(report: Report): string {
   return markdownTable(header, rows);
 }
 
+/** Where each 1,000,000-row cost export's time went, in a line per export (the biggest share first). */
+function whereTimeGoes(report: Report): string {
+  const lines = report.exports
+    .filter((e) => e.cost === "ckan" && e.latencyMs === 0 && ok(e) && e.rows === Math.max(...report.exports.map((x) => x.rows)))
+    .map((e) => {
+      const p = e.upstreamParts;
+      const work = p.fixed + p.rows + p.skipped + p.counted;
+      const share = (x: number): string => `${fixed((100 * x) / work, 0)}%`;
+      const dump = dumpFor(report, e);
+      return `- CKAN ${e.mode}, ${e.cores} cores, ${e.format.toUpperCase()}: ${fixed(e.wallMs / 1000, 2)} s${dump ? ` (the dump ${fixed(dump.wallMs / 1000, 2)} s)` : ""}. CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests: rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}. CKAN had a request in service for ${fixed(e.upstreamBusyS, 2)} s and none for ${fixed(e.wallMs / 1000 - e.upstreamBusyS, 2)} s (the first page, the worker's CPU, ${fixed(e.cpuSeconds, 2)} s here, and gaps between pages).`;
+    });
+  return lines.length ? `Where the time goes, 1,000,000 rows:\n\n${lines.join("\n")}` : "";
+}
+
 /** Each export with latency added, beside the same export without and what one page at a time would add. */
 export function latencyRows(report: Pick<Report, "exports">): { e: ExportResult; base: ExportResult; added: number; serial: number }[] {
   return report.exports
@@ -264,7 +278,9 @@ rows skipped by offset, include_total's count(*). "CKAN busy" is the wall time C
 idle" the rest of the export's wall time (the worker's first page, its CPU, gaps between pages). "most req at once" counts
 requests in service or queued (${report.models[0]?.workers ?? 3} CKAN workers).
 
-${dumpTable(report)}${latencyRows(report).length ? `
+${dumpTable(report)}
+
+${whereTimeGoes(report)}${latencyRows(report).length ? `
 
 Latency hidden: the same export with every \`datastore_search\` answer ${report.exports.find((e) => e.latencyMs > 0)?.latencyMs} ms later (a distant CKAN; the delay holds no CKAN
 worker), beside what fetching its pages one at a time would add (requests x the delay).

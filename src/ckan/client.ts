@@ -141,9 +141,44 @@ export class CkanClient {
    * as usual.
    */
   async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
+    return (await this.#retrying(body, signal, reader, false)) as SearchResult;
+  }
+
+  /**
+   * One `datastore_search` whose answer is read as it arrives (ckan/streamed-page.ts): retried and
+   * refused as `search` until CKAN answers 200, then the response with its body unread (the time-out
+   * and `signal` still end its reading). `finished` makes the result once the body is read.
+   */
+  async open(body: SearchRequest, signal?: AbortSignal): Promise<Response> {
+    return (await this.#retrying(body, signal, undefined, true)) as Response;
+  }
+
+  /** The result of an answer `open` gave, read to its end: its envelope (records null), or its whole bytes. */
+  finished(response: Response, answer: { envelope: string } | { whole: Uint8Array }, bytes: number, reader?: RecordsReader): SearchResult {
+    this.stats.bytes += bytes;
+    if ("envelope" in answer) {
+      const result = this.#unwrap(response, () => JSON.parse(answer.envelope));
+      result.responseBytes = bytes;
+      return result;
+    }
+    const whole = own(answer.whole);
+    const deferred = reader !== undefined ? deferRecords(whole, reader) : undefined;
+    let result: SearchResult;
+    try {
+      result = this.#unwrap(response, () => (deferred === undefined ? parseAnswer(whole) : JSON.parse(deferred.envelope)));
+    } finally {
+      if (deferred === undefined) release(whole);
+    }
+    if (deferred !== undefined) result.copy = deferred.copy;
+    result.responseBytes = bytes;
+    return result;
+  }
+
+  async #retrying(body: SearchRequest, signal: AbortSignal | undefined, reader: RecordsReader | undefined, streamed: boolean): Promise<SearchResult | Response> {
     const { upstreamRetries, retryBaseMs } = this.#config;
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.#attempt(body, signal, reader);
+      const outcome = await this.#attempt(body, signal, reader, streamed);
+      if ("response" in outcome) return outcome.response;
       if (!("retry" in outcome)) return outcome.result;
       const backoff = retryBaseMs * 2 ** attempt * (0.5 + Math.random());
       const wait = outcome.retryAfterMs ?? backoff;
@@ -157,7 +192,8 @@ export class CkanClient {
     body: SearchRequest,
     signal: AbortSignal | undefined,
     reader: RecordsReader | undefined,
-  ): Promise<{ result: SearchResult } | { retry: true; error: HttpError; retryAfterMs?: number }> {
+    streamed = false,
+  ): Promise<{ result: SearchResult } | { response: Response } | { retry: true; error: HttpError; retryAfterMs?: number }> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#config.apiToken !== undefined) headers.authorization = this.#config.apiToken;
     const timeout = AbortSignal.timeout(this.#config.upstreamTimeoutMs);
@@ -177,6 +213,8 @@ export class CkanClient {
       // Raced against the signal too: a fetch implementation that ignores it must not hang an export.
       const aborted = abortion(request.signal);
       response = await Promise.race([this.#fetch(request), aborted]);
+      // Read as it arrives, by the caller: only an answer to read as before is read here.
+      if (streamed && response.status === 200) return { response };
       bytes = own(new Uint8Array(await Promise.race([response.arrayBuffer(), aborted])));
     } catch (error) {
       signal?.throwIfAborted();

@@ -3,12 +3,25 @@ import { HttpError } from "../errors.ts";
 /** Rows of the first page: small, so the first byte leaves early and its size calibrates the rest. */
 export const FIRST_PAGE_ROWS = 1000;
 /**
- * Upstream answer bytes per page to aim for when pages are copied as bytes: wide rows get fewer
- * per page. A page in flight holds its answer, then its output (JSON's is 2-3 times a CSV answer)
- * until the runtime has written it; at 2 MB one export's ArrayBuffers stay near 20 MB (measured:
- * bench:memory), at 4 MB JSON's passed 50 MB.
+ * Upstream answer bytes per page to aim for when pages are copied as bytes, which are read as they
+ * arrive (streamed-page.ts): a page holds a batch of rows at a time, never its answer, so pages are
+ * as large as CKAN serves (32,000 rows, its rows_max) unless rows are wider than 1 KB. Fewer pages
+ * cost CKAN less: a fixed cost per request, and on offset paging the rows skipped grow with the
+ * number of pages (see bench/RESULTS.md).
  */
-export const TARGET_PAGE_BYTES = 2 * 1024 * 1024;
+export const TARGET_PAGE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * What a page in flight costs the isolate when its answer is read whole (pages of rows): its answer,
+ * then the rows or output made from it (at 2 MB answers one export's ArrayBuffers stayed near 20 MB).
+ */
+export const WHOLE_PAGE_COST = 2 * 1024 * 1024;
+
+/**
+ * The same for a page read as it arrives: its answer waits in the connection until its turn, then
+ * a batch of rows (SEGMENT_BYTES) and its output are held at a time.
+ */
+export const STREAMED_PAGE_COST = 1024 * 1024;
 
 /**
  * The same for pages read as rows (XLSX, the decimal comma): a row costs several times its bytes in

@@ -1,7 +1,8 @@
 import { UpstreamFailure } from "../errors.ts";
-import { batchRows, leadingRows, type Batch, type RecordsReader } from "../rows/batch.ts";
+import { batchRows, leadingRows, type Batch, type CopiedRecords, type RecordsReader, type RecordsStream } from "../rows/batch.ts";
 import type { CkanClient } from "./client.ts";
-import { ISOLATE_PAGE_BUDGET, TARGET_PAGE_BYTES, type PageSizer } from "./page-budget.ts";
+import { ISOLATE_PAGE_BUDGET, STREAMED_PAGE_COST, WHOLE_PAGE_COST, type PageSizer } from "./page-budget.ts";
+import { streamedPage } from "./streamed-page.ts";
 import type { Filters } from "../query/table-query.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
@@ -41,6 +42,8 @@ export interface PagePlan {
   pageOf: (result: SearchResult) => Page;
   /** Reads later pages' records straight from the answers' bytes (see CkanClient.search). */
   reader?: RecordsReader;
+  /** With `reader`: reads them as each answer arrives instead (see streamed-page.ts). */
+  stream?: () => RecordsStream;
   /**
    * Stretches to fetch after the first page, planned as they are needed (see `offsetStretches` and
    * `idStretches`); a promise while a probe runs, awaited only after the first page is yielded.
@@ -77,10 +80,23 @@ interface Fetched {
 }
 
 /**
- * Fetches a stretch's page; what the page holds is read only when the returned function is called,
- * once the page's turn comes: pages waiting in flight keep their answers, not what is made from them.
+ * A page whose answer is read as it arrives, once its turn comes: until then CKAN's answer waits
+ * unread (in the connection, not in this isolate), then its rows are handed on batch by batch.
  */
-async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<() => Fetched> {
+interface Streaming {
+  stretch: Stretch;
+  pages: AsyncGenerator<CopiedRecords, SearchResult, undefined>;
+}
+
+/** A stretch asked for, its answer to read when its turn comes: whole (a function) or as it arrives. */
+type Pending = (() => Fetched) | Streaming;
+
+/**
+ * Fetches a stretch's page; what the page holds is read only when the page's turn comes: pages
+ * waiting in flight keep their answers (or, read as they arrive, not even those), not what is made
+ * from them.
+ */
+async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> {
   const body: SearchRequest =
     "offset" in stretch
       ? { ...plan.base, offset: stretch.offset, limit: stretch.count }
@@ -89,14 +105,21 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<() => Fet
           limit: stretch.count,
           filters: { ...plan.filters, _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo } },
         };
+  if (plan.stream !== undefined && plan.reader !== undefined) {
+    const opened = plan.client.open(body, plan.signal);
+    // In flight until CKAN starts answering: its errors and retries happen here, as for a whole page.
+    await opened;
+    return { stretch, pages: streamedPage({ client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader }, opened) };
+  }
   const result = await plan.client.search(body, plan.signal, plan.reader);
   return () => fetched(plan, stretch, result);
 }
 
-function fetched(plan: PagePlan, stretch: Stretch, result: SearchResult): Fetched {
+function fetched(plan: PagePlan, stretch: Stretch, result: SearchResult, streamed?: { rows: number; lastId: number | undefined }): Fetched {
   const { sizer } = plan;
-  const page = plan.pageOf(result);
-  const n = batchRows(page.batch);
+  // A streamed page's rows were handed on already: only how many, and the last `_id`, are left.
+  const page = streamed === undefined ? plan.pageOf(result) : { batch: [], lastId: streamed.lastId };
+  const n = streamed === undefined ? batchRows(page.batch) : streamed.rows;
   const applied = typeof result.limit === "number" ? Math.min(result.limit, stretch.count) : stretch.count;
   if (applied < stretch.count) sizer.capAt(applied);
   sizer.observe(result.responseBytes, n);
@@ -171,14 +194,14 @@ const paging = new Map<object, number>();
 const IDLE_MS = 30_000;
 
 /** Pages one export may have in flight: its own window, shrunk while other exports share the isolate. */
-function windowNow(own: number): number {
+function windowNow(own: number, pageCost: number): number {
   const now = Date.now();
   let moving = 0;
   for (const [export_, moved] of paging) {
     if (now - moved < IDLE_MS) moving++;
     else paging.delete(export_);
   }
-  return Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (Math.max(1, moving) * TARGET_PAGE_BYTES))));
+  return Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (Math.max(1, moving) * pageCost))));
 }
 
 /**
@@ -192,51 +215,102 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, plan.firstLimit) : plan.firstLimit;
   if (firstApplied < plan.firstLimit) sizer.capAt(firstApplied);
   sizer.observe(first.responseBytes, firstCount);
-  let current: Fetched = { page: { batch: firstRows, lastId: plan.firstLastId }, result: first, ended: firstCount < firstApplied, rest: undefined };
+  let current: Fetched | Streaming = { page: { batch: firstRows, lastId: plan.firstLastId }, result: first, ended: firstCount < firstApplied, rest: undefined };
   let planned = firstCount;
   let seen = 0;
-  const inflight: Promise<() => Fetched>[] = [];
-  const start = (stretch: Stretch): Promise<() => Fetched> => {
+  const inflight: Promise<Pending>[] = [];
+  const start = (stretch: Stretch): Promise<Pending> => {
     const fetching = fetchStretch(plan, stretch);
     // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
     fetching.catch(() => {});
     return fetching;
   };
+  // A page read as it arrives holds a batch of rows at a time, not its answer.
+  const pageCost = plan.stream !== undefined && plan.reader !== undefined ? STREAMED_PAGE_COST : WHOLE_PAGE_COST;
   let planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
-  const fill = (): void => {
-    while (planner !== undefined && inflight.length < windowNow(plan.window)) {
-      const stretch = planner(planned, inflight.length);
+  /**
+   * `arriving`: the page being written is still arriving. Its request counts as one of the window (a
+   * window of one still asks for the next page meanwhile, as it would for a page read whole), and
+   * to the planner as one in flight (a page past CKAN's count waits until this one came back full).
+   */
+  const fill = (arriving = 0): void => {
+    for (;;) {
+      const window = windowNow(plan.window, pageCost);
+      if (planner === undefined || inflight.length + (window > 1 ? arriving : 0) >= window) break;
+      const stretch = planner(planned, inflight.length + arriving);
       if (stretch === undefined) break;
       inflight.push(start(stretch));
       planned += stretch.count;
     }
   };
+  /** What the loop does once a page's size is known: the rest of its stretch next, more pages asked for. */
+  const following = (page: Fetched, count: number): boolean => {
+    const last = page.ended || seen + count >= wanted;
+    if (!last && page.rest !== undefined) {
+      // The rest of this stretch comes right after it, ahead of the stretches already in flight.
+      inflight.unshift(start(page.rest));
+      // An offset stretch's rest was planned with it; an `_id` range held more rows than foreseen.
+      if (!("offset" in page.rest)) planned += page.rest.count;
+    }
+    if (!last) fill();
+    return last;
+  };
+  /** Hands on a batch of rows: counted against the limits, the last one cut to the rows wanted. */
+  const handOn = (batch: Batch, lastId: number | undefined): Batch => {
+    const count = batchRows(batch);
+    plan.checkRows?.(seen + count);
+    // `_id` ranges side by side may bring more rows than the limit: the last page is cut.
+    const rows = seen + count > wanted ? leadingRows(batch, wanted - seen) : batch;
+    seen += batchRows(rows);
+    plan.position.rows = seen;
+    plan.position.lastId = lastId;
+    return rows;
+  };
   try {
     for (;;) {
       paging.set(plan, Date.now());
-      const count = batchRows(current.page.batch);
-      plan.checkRows?.(seen + count);
-      const last = current.ended || seen + count >= wanted;
-      if (!last && current.rest !== undefined) {
-        // The rest of this stretch comes right after it, ahead of the stretches already in flight.
-        inflight.unshift(start(current.rest));
-        // An offset stretch's rest was planned with it; an `_id` range held more rows than foreseen.
-        if (!("offset" in current.rest)) planned += current.rest.count;
+      let last: boolean;
+      if ("pages" in current) {
+        // Rows as they arrive; what the page says of the rest once it ends. The window is kept full
+        // meanwhile (this page's request among them): CKAN computes the next pages while this one is written.
+        fill(1);
+        const from = seen;
+        let lastId: number | undefined;
+        let result: SearchResult | undefined;
+        for (;;) {
+          const next = await current.pages.next();
+          if (next.done) {
+            result = next.value;
+            break;
+          }
+          lastId = plan.pageOf({ fields: [], records: [], copy: () => next.value }).lastId;
+          paging.set(plan, Date.now());
+          yield handOn(next.value.page, lastId);
+          if (seen >= wanted) break;
+        }
+        if (result === undefined) return;
+        // An answer that could not be read as it arrived was read whole: its rows go out now.
+        if (result.copy !== undefined || result.records.length > 0) {
+          const page = plan.pageOf(result);
+          lastId = page.lastId;
+          yield handOn(page.batch, lastId);
+        }
+        const page = fetched(plan, current.stretch, result, { rows: seen - from, lastId });
+        last = following(page, 0);
+      } else {
+        const count = batchRows(current.page.batch);
+        plan.checkRows?.(seen + count);
+        last = following(current, count);
+        yield handOn(current.page.batch, current.page.lastId);
       }
-      if (!last) fill();
-      // `_id` ranges side by side may bring more rows than the limit: the last page is cut.
-      const rows = seen + count > wanted ? leadingRows(current.page.batch, wanted - seen) : current.page.batch;
-      seen += batchRows(rows);
-      plan.position.rows = seen;
-      plan.position.lastId = current.page.lastId;
-      yield rows;
       if (!last && planner === undefined) {
         planner = await plan.stretches;
         fill();
       }
-      const following = inflight.shift();
-      if (last || following === undefined) return;
-      current = (await following)();
+      const next = inflight.shift();
+      if (last || next === undefined) return;
+      const pending = await next;
+      current = typeof pending === "function" ? pending() : pending;
     }
   } finally {
     paging.delete(plan);

@@ -1,6 +1,12 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
-import { parseAnswer } from "./raw-json.ts";
+import { csvRecordsReader } from "../format/csv-passthrough.ts";
+import { CsvRecordsStream } from "../format/csv-records.ts";
+import type { Column } from "../rows/types.ts";
+import { memberAt } from "../rows/json-bytes.ts";
+import { parseAnswer, StreamedAnswer } from "./raw-json.ts";
 
 type Answer = { success: boolean; result: { records: unknown; total?: number; fields: unknown[]; next_page?: unknown } };
 const utf8 = new TextEncoder();
@@ -62,5 +68,59 @@ describe("reading CKAN's answers without losing a digit", () => {
     expect((parseAnswer(bytes) as Answer).result.records).toEqual([['"a\ufffdb"', "1.50"]]);
     const bom = new Uint8Array([0xef, 0xbb, 0xbf, ...utf8.encode('{"result": {"records": [["é", 0.10]]}}')]);
     expect((parseAnswer(bom) as Answer).result.records).toEqual([['"é"', "0.10"]]);
+  });
+});
+
+describe("an answer read as it arrives", () => {
+  const fields = csvAnswer.body.result.fields as Column[];
+  const reader = () => csvRecordsReader(fields, fields.length, false);
+  const answer = utf8.encode(csvAnswer.raw_body_text);
+
+  /** The answer pushed in pieces cut at `cuts`: the rows' bytes as they came out, and how it ended. */
+  function streamed(bytes: Uint8Array, cuts: number[]): { csv: string; rows: number; ended: ReturnType<StreamedAnswer["end"]> } {
+    const stream = new StreamedAnswer(new CsvRecordsStream(reader()));
+    let csv = "";
+    let rows = 0;
+    let from = 0;
+    for (const to of [...[...new Set(cuts)].sort((a, b) => a - b).filter((c) => c > 0 && c < bytes.length), bytes.length]) {
+      const got = stream.push(bytes.slice(from, to));
+      from = to;
+      if (got) {
+        csv += new TextDecoder().decode(got.page.bytes);
+        rows += got.page.rows;
+      }
+    }
+    expect(stream.bytes).toBe(bytes.length);
+    return { csv, rows, ended: stream.end() };
+  }
+
+  it("gives real CKAN 2.12's CSV records as the whole answer's reader does, and the rest as JSON, wherever it is cut", () => {
+    const whole = reader()(answer, memberAt(answer, "result", "records"));
+    const want = new TextDecoder().decode(whole.page.bytes);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: answer.length }), { maxLength: 12 }), (cuts) => {
+        const { csv, rows, ended } = streamed(answer, cuts);
+        expect({ csv, rows }).toEqual({ csv: want, rows: 12 });
+        const envelope = JSON.parse((ended as { envelope: string }).envelope) as Answer;
+        expect(envelope.result.records).toBeNull();
+        expect(envelope.result.fields).toEqual(csvAnswer.body.result.fields);
+        expect(envelope.result.total).toBe(csvAnswer.body.result.total);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("gathers an answer whose records are not one string (lists, an error) whole, to be read as before", () => {
+    const lists = utf8.encode(listsAnswer.raw_body_text);
+    const { rows, ended } = streamed(lists, [10, 200, 2000]);
+    expect(rows).toBe(0);
+    expect((ended as { whole: Uint8Array }).whole).toEqual(lists);
+    const error = utf8.encode('{"help": "h", "success": false, "error": {"__type": "Not Found Error"}}');
+    expect((streamed(error, [5]).ended as { whole: Uint8Array }).whole).toEqual(error);
+  });
+
+  it("says so when the answer ends inside its records", () => {
+    const cut = answer.subarray(0, memberAt(answer, "result", "records") + 40);
+    expect(() => streamed(cut, [])).toThrow(/inside its records/);
   });
 });

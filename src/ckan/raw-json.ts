@@ -4,6 +4,8 @@
 // every number through a double. The bytes are walked with the one JSON scanner (rows/json-bytes.ts),
 // and each value is cut from the text decoded once at the UTF-16 offsets that scanner counts.
 
+import type { CopiedRecords, RecordsStream } from "../rows/batch.ts";
+import { ownedBytes, release } from "../rows/owned-bytes.ts";
 import {
   CLOSE_LIST,
   CLOSE_OBJECT,
@@ -11,6 +13,7 @@ import {
   COMMA,
   countUnitsFrom,
   extraBytes,
+  memberAt,
   NotTheJson,
   OPEN_LIST,
   OPEN_OBJECT,
@@ -155,3 +158,95 @@ export function parseAnswer(bytes: Uint8Array): unknown {
   envelope.result.records = span.records;
   return envelope;
 }
+
+/** Bytes of an answer before its records that are worth searching for them: past this, it is read whole. */
+const HEAD_LIMIT = 1024 * 1024;
+
+/**
+ * A `datastore_search` answer read as it arrives: the bytes before `result.records` gathered until
+ * the records string opens, the string handed to `records` chunk by chunk (whole rows come out as
+ * they complete), the small rest (fields, total, next_page) gathered after it. An answer whose
+ * records are not one string (lists, an error, anything unexpected) is gathered whole and read as
+ * before (`whole`).
+ */
+export class StreamedAnswer {
+  readonly #records: RecordsStream;
+  #gathered: Uint8Array<ArrayBuffer> = ownedBytes(16 * 1024);
+  #used = 0;
+  /** The answer's text before the records value, once found. */
+  #head: string | undefined;
+  #whole = false;
+  #bytes = 0;
+
+  constructor(records: RecordsStream) {
+    this.#records = records;
+  }
+
+  /** Answer bytes so far. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Whole rows the chunk completed, if any. */
+  push(chunk: Uint8Array): CopiedRecords | undefined {
+    this.#bytes += chunk.length;
+    if (this.#head !== undefined && !this.#records.ended) {
+      const got = this.#records.push(chunk);
+      if (got.after) this.#gather(got.after);
+      return got.records;
+    }
+    this.#gather(chunk);
+    if (this.#head !== undefined || this.#whole) return undefined;
+    const at = this.#recordsAt();
+    if (at < 0) {
+      if (this.#used > HEAD_LIMIT) this.#whole = true;
+      return undefined;
+    }
+    if (this.#gathered[at] !== QUOTE) {
+      this.#whole = true;
+      return undefined;
+    }
+    this.#head = utf8Text(this.#gathered.subarray(0, at));
+    const rest = this.#gathered.slice(at + 1, this.#used);
+    this.#used = 0;
+    const got = this.#records.push(rest);
+    if (got.after) this.#gather(got.after);
+    return got.records;
+  }
+
+  /**
+   * The answer ended: its envelope with `null` for the records (to JSON.parse: nothing in it to keep
+   * exact), or its whole bytes when it was not read as a stream.
+   */
+  end(): { envelope: string } | { whole: Uint8Array<ArrayBuffer> } {
+    if (this.#head === undefined) return { whole: this.#gathered.subarray(0, this.#used) };
+    if (!this.#records.ended) throw new NotTheJson("the answer ended inside its records");
+    const envelope = `${this.#head}null${utf8Text(this.#gathered.subarray(0, this.#used))}`;
+    release(this.#gathered);
+    return { envelope };
+  }
+
+  #gather(chunk: Uint8Array): void {
+    if (this.#used + chunk.length > this.#gathered.length) {
+      const bigger = ownedBytes(Math.max(this.#used + chunk.length, this.#gathered.length * 2));
+      bigger.set(this.#gathered.subarray(0, this.#used));
+      release(this.#gathered);
+      this.#gathered = bigger;
+    }
+    this.#gathered.set(chunk, this.#used);
+    this.#used += chunk.length;
+  }
+
+  /** Where the records value starts in the bytes gathered, or -1 while they do not reach it. */
+  #recordsAt(): number {
+    try {
+      const at = memberAt(this.#gathered.subarray(0, this.#used), "result", "records");
+      return at < this.#used ? at : -1;
+    } catch (error) {
+      if (error instanceof NotTheJson) return -1;
+      throw error;
+    }
+  }
+}
+
+const utf8Text = (bytes: Uint8Array): string => lenientUtf8.decode(bytes);

@@ -2,7 +2,7 @@ import { UpstreamFailure } from "../errors.ts";
 import { checkRowLimit, type RowLimit } from "../query/row-limit.ts";
 import { movedNulls } from "../query/sort.ts";
 import type { TableQuery } from "../query/table-query.ts";
-import type { Batch, PassthroughFactory, RecordsReader } from "../rows/batch.ts";
+import type { Batch, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { openFirstPage } from "./first-page.ts";
@@ -136,6 +136,7 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     firstLastId: after,
     position,
     ...(later.reader !== undefined ? { reader: later.reader } : {}),
+    ...(later.stream !== undefined ? { stream: later.stream } : {}),
   });
   const { total, estimated } = count;
   return {
@@ -191,7 +192,7 @@ function laterPages(
   keyset: boolean,
   resume: Resume | undefined,
   passthroughFactory: PassthroughFactory | undefined,
-): { base: SearchRequest; byId: boolean; pageOf: (result: SearchResult) => Page; reader: RecordsReader | undefined } {
+): { base: SearchRequest; byId: boolean; pageOf: (result: SearchResult) => Page; reader: RecordsReader | undefined; stream: (() => RecordsStream) | undefined } {
   const idColumn = first.fields.find((f) => f.id === "_id");
   const incoming = keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
@@ -213,5 +214,5 @@ function laterPages(
     if (typeof result.records === "string") throw new UpstreamFailure(502, "CKAN's CSV records could not be read.");
     return { batch: rowsOf(result, columns), lastId: byId ? lastIdOf(result) : undefined };
   };
-  return { base, byId, pageOf, reader: passthrough?.read };
+  return { base, byId, pageOf, reader: passthrough?.read, stream: passthrough?.stream };
 }

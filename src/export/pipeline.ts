@@ -5,6 +5,7 @@ import type { Config } from "../config/config.ts";
 import { ExportLimit, FormatSizeExceeded, type HttpError } from "../errors.ts";
 import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
+import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
@@ -42,11 +43,23 @@ export interface OpenExport {
 function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
-    return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: jsonCsvReader(incoming, dropFrom, ndjson) }) };
+    return {
+      passthrough: (incoming, dropFrom) => ({
+        recordsFormat: "csv",
+        read: jsonCsvReader(incoming, dropFrom, ndjson),
+        stream: () => new CsvRecordsStream(jsonCsvReader(incoming, dropFrom, ndjson)),
+      }),
+    };
   }
   if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".") return undefined;
   const { delimiter, formulaGuard } = query.options;
-  return { passthrough: (incoming, dropFrom) => ({ recordsFormat: "csv", read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter) }) };
+  return {
+    passthrough: (incoming, dropFrom) => ({
+      recordsFormat: "csv",
+      read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter),
+      stream: () => new CsvRecordsStream(csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter)),
+    }),
+  };
 }
 
 /**

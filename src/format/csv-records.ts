@@ -2,8 +2,9 @@
 // every non-ASCII character as `\uXXXX`) holding PostgreSQL's CSV (LF rows, quotes doubled, null an
 // empty unquoted cell). Read here cell by cell straight from the answer's bytes, for the readers
 // that write them as CSV (csv-passthrough.ts) or as JSON (json-from-csv.ts).
+import type { CopiedRecords, RecordsReader, RecordsStream, StreamedRecords } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
-import { ownedBytes } from "../rows/owned-bytes.ts";
+import { ownedBytes, release } from "../rows/owned-bytes.ts";
 
 // Module constants rather than rows/json-bytes.ts's imports: `readCell` compares each byte with them, and
 // imported bindings measured about 10% slower there (reading a 32,000-row page, in Node).
@@ -204,4 +205,116 @@ export function hex4(b: Uint8Array, at: number): number {
     value = (value << 4) | digit;
   }
   return value;
+}
+
+/** Bytes of whole rows a streamed page gathers before reading them: fewer, larger batches for the encoder. */
+export const SEGMENT_BYTES = 256 * 1024;
+
+/**
+ * CKAN's CSV records string read as its answer arrives: bytes in as the body gives them (cut
+ * anywhere, inside an escape or a quoted cell), whole rows out, each batch read by the same reader
+ * that reads a whole page (`read`, given a string of just those rows). A page in flight holds the
+ * row it is inside of and at most SEGMENT_BYTES of rows not yet read, never its whole answer.
+ *
+ * Rows end at the `\n` escape outside a quoted cell (a `\"` opens or closes one, a doubled quote
+ * is two); the string ends at the first bare quote.
+ */
+export class CsvRecordsStream implements RecordsStream {
+  readonly #read: RecordsReader;
+  /** Bytes pushed and not yet read: whole rows up to `#rowsEnd`, then part of a row. */
+  #pending: Uint8Array<ArrayBuffer> = ownedBytes(1024);
+  #used = 0;
+  #rowsEnd = 0;
+  #scanAt = 0;
+  #inQuotes = false;
+  #ended = false;
+
+  constructor(read: RecordsReader) {
+    this.#read = read;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Bytes of the records string, from just after its opening quote on. */
+  push(chunk: Uint8Array): StreamedRecords {
+    if (this.#ended) throw new NotTheJson("bytes after the records string ended");
+    const need = this.#used + chunk.length + 2;
+    if (need > this.#pending.length) {
+      const bigger = ownedBytes(Math.max(need, this.#pending.length * 2));
+      bigger.set(this.#pending.subarray(0, this.#used + 1));
+      release(this.#pending);
+      this.#pending = bigger;
+    }
+    // Index 0 is kept for the opening quote the reader expects: written when rows are read.
+    this.#pending.set(chunk, this.#used + 1);
+    const start = this.#used;
+    this.#used += chunk.length;
+    const end = this.#scan();
+    if (end >= 0) {
+      this.#ended = true;
+      // `end` is the closing quote's index in `#pending`, one past its index in the string's bytes.
+      const after = chunk.subarray(end - start);
+      this.#rowsEnd = end - 1;
+      return { records: this.#take(true), after };
+    }
+    return { records: this.#rowsEnd >= SEGMENT_BYTES ? this.#take(false) : undefined, after: undefined };
+  }
+
+  /** Scans the new bytes for row ends and the closing quote; returns the closing quote's index or -1. */
+  #scan(): number {
+    const b = this.#pending;
+    const end = this.#used + 1;
+    let i = Math.max(this.#scanAt, 1);
+    let inQuotes = this.#inQuotes;
+    let rowsEnd = this.#rowsEnd + 1;
+    while (i < end) {
+      const c = b[i]!;
+      if (c === QUOTE) {
+        this.#scanAt = i;
+        this.#inQuotes = inQuotes;
+        this.#rowsEnd = rowsEnd - 1;
+        return i;
+      }
+      if (c !== BACKSLASH) {
+        i++;
+        continue;
+      }
+      // An escape: its second byte may not have arrived yet.
+      if (i + 1 >= end) break;
+      const e = b[i + 1];
+      if (e === QUOTE) inQuotes = !inQuotes;
+      else if (e === 0x6e && !inQuotes) rowsEnd = i + 2;
+      i += 2;
+    }
+    this.#scanAt = i;
+    this.#inQuotes = inQuotes;
+    this.#rowsEnd = rowsEnd - 1;
+    return -1;
+  }
+
+  /** Reads the whole rows gathered (all of them when the string ended), keeping the incomplete row's bytes. */
+  #take(last: boolean): CopiedRecords | undefined {
+    const rows = this.#rowsEnd;
+    if (rows === 0 && !last) return undefined;
+    const b = this.#pending;
+    // The rows as a string of their own: quote, rows, quote (the byte after them is kept aside).
+    b[0] = QUOTE;
+    const kept = b[rows + 1]!;
+    b[rows + 1] = QUOTE;
+    let records: CopiedRecords;
+    try {
+      records = this.#read(b.subarray(0, rows + 2), 0);
+    } finally {
+      b[rows + 1] = kept;
+    }
+    const rest = this.#used - rows;
+    b.copyWithin(1, rows + 1, this.#used + 1);
+    this.#used = rest;
+    this.#scanAt = Math.max(1, this.#scanAt - rows);
+    this.#rowsEnd = 0;
+    if (last) release(this.#pending);
+    return records.page.rows > 0 || last ? records : undefined;
+  }
 }

@@ -24,11 +24,26 @@ export interface CopiedRecords {
 /** Reads the records value at `at` of CKAN's answer bytes into output bytes (throws NotTheJson for another shape). */
 export type RecordsReader = (answer: Uint8Array, at: number) => CopiedRecords;
 
+/** What a streamed records string gave for the bytes pushed so far. */
+export interface StreamedRecords {
+  /** Whole rows read, or undefined while none are ready (a row still incomplete, or too few gathered). */
+  records: CopiedRecords | undefined;
+  /** Set once the records string ended: the answer's bytes after its closing quote. */
+  after: Uint8Array | undefined;
+}
+
+/** A records string read as the answer arrives: its bytes pushed from just after its opening quote. */
+export interface RecordsStream {
+  push(chunk: Uint8Array): StreamedRecords;
+  readonly ended: boolean;
+}
+
 /**
  * How later pages skip the row encoder: the records format to ask for, and the reader that writes
- * its records as output bytes, for the columns as requested (those from `dropFrom` on left out).
+ * its records as output bytes, for the columns as requested (those from `dropFrom` on left out);
+ * `stream` reads the same records as the answer arrives (chunk by chunk, whole rows out).
  */
-export type PassthroughFactory = (incoming: Column[], dropFrom: number) => { recordsFormat: "csv" | "lists"; read: RecordsReader };
+export type PassthroughFactory = (incoming: Column[], dropFrom: number) => { recordsFormat: "csv" | "lists"; read: RecordsReader; stream?: () => RecordsStream };
 
 /** The first `rows` rows of a batch: the end of an export that was asked for more than it needs. */
 export function leadingRows(batch: Batch, rows: number): Batch {

@@ -28,6 +28,6 @@ describe("route policy", () => {
   });
 
   it("answers preconditions in the route pipeline, and ahead of an R2 read only in the snapshot file sink", () => {
-    expect(callers("conditionalAnswer").sort()).toEqual(["src/routes/pipeline.ts", "src/snapshot/serve.ts"]);
+    expect(callers("conditionalAnswer").sort()).toEqual(["src/routes/pipeline.ts", "src/routes/snapshot-file.ts"]);
   });
 });

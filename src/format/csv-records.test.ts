@@ -1,0 +1,104 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
+import type { CopiedRecords } from "../rows/batch.ts";
+import { memberAt } from "../rows/json-bytes.ts";
+import type { Column } from "../rows/types.ts";
+import { csvRecordsReader } from "./csv-passthrough.ts";
+import { CsvRecordsStream, SEGMENT_BYTES } from "./csv-records.ts";
+import { jsonCsvReader } from "./json-from-csv.ts";
+
+const utf8 = new TextEncoder();
+const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+
+/** Real CKAN 2.12: twelve edge-case rows (quotes, commas, line breaks, non-ASCII, nulls) as `records_format: "csv"`. */
+const answer = utf8.encode(csvAnswer.raw_body_text);
+const recordsAt = memberAt(answer, "result", "records");
+const fields = csvAnswer.body.result.fields as Column[];
+
+/** The answer's records string `times` over: a page of many rows, every edge case many times. */
+function bigRecords(times: number): Uint8Array {
+  const end = answer.indexOf(34, recordsAt + 1 + answer.subarray(recordsAt + 1).findIndex((_, k, b) => b[k] === 34 && b[k - 1] !== 92));
+  const rows = answer.subarray(recordsAt + 1, end);
+  const out = new Uint8Array(rows.length * times + 2);
+  out[0] = 34;
+  for (let k = 0; k < times; k++) out.set(rows, 1 + k * rows.length);
+  out[out.length - 1] = 34;
+  return out;
+}
+
+/** A records string (with its quotes) and what follows it, pushed in pieces cut at `cuts`. */
+function streamed(read: ReturnType<typeof csvRecordsReader>, records: Uint8Array, cuts: number[], after = utf8.encode(', "fields": []}}')): { text: string; rows: number; lastId: string | undefined; after: string } {
+  const body = new Uint8Array(records.length - 1 + after.length);
+  body.set(records.subarray(1));
+  body.set(after, records.length - 1);
+  const stream = new CsvRecordsStream(read);
+  const pages: CopiedRecords[] = [];
+  let rest = "";
+  const points = [...new Set(cuts.map((c) => Math.min(c, body.length)))].sort((a, b) => a - b);
+  let from = 0;
+  for (const to of [...points, body.length]) {
+    if (to <= from) continue;
+    const piece = body.slice(from, to);
+    from = to;
+    if (stream.ended) {
+      rest += text(piece);
+      continue;
+    }
+    const got = stream.push(piece);
+    if (got.records) pages.push(got.records);
+    if (got.after) rest += text(got.after);
+  }
+  expect(stream.ended).toBe(true);
+  return {
+    text: pages.map((p) => text(p.page.bytes)).join(""),
+    rows: pages.reduce((n, p) => n + p.page.rows, 0),
+    lastId: pages.findLast((p) => p.lastId !== undefined)?.lastId,
+    after: rest,
+  };
+}
+
+const whole = (read: ReturnType<typeof csvRecordsReader>, records: Uint8Array): { text: string; rows: number; lastId: string | undefined } => {
+  const { page, lastId } = read(records, 0);
+  return { text: text(page.bytes), rows: page.rows, lastId };
+};
+
+describe("CKAN's CSV records read as the answer arrives", () => {
+  // The columns as the answer has them (`_id` first): kept all, the last cell's digits read as the page's last `_id` would be.
+  const withId: Column[] = fields;
+
+  it("writes the same CSV, rows and last cell as the whole page, wherever the body's chunks are cut", () => {
+    const records = bigRecords(3);
+    const reader = (): ReturnType<typeof csvRecordsReader> => csvRecordsReader(withId, withId.length, true);
+    const want = whole(reader(), records);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: records.length + 20 }), { maxLength: 40 }), (cuts) => {
+        const got = streamed(reader(), records, cuts);
+        expect(got).toEqual({ ...want, after: ', "fields": []}}' });
+      }),
+      { numRuns: 300 },
+    );
+    // Every byte its own chunk: each escape and doubled quote cut in two.
+    expect(streamed(reader(), records, [...records.keys()])).toEqual({ ...want, after: ', "fields": []}}' });
+  });
+
+  it("gives JSON rows too, and reads a large page in batches of whole rows before it ends", () => {
+    const records = bigRecords(Math.ceil((3 * SEGMENT_BYTES) / answer.length) + 1);
+    const json = (): ReturnType<typeof csvRecordsReader> => jsonCsvReader(withId, withId.length, false);
+    const want = whole(json(), records);
+    const stream = new CsvRecordsStream(json());
+    const body = records.subarray(1);
+    let early = 0;
+    for (let at = 0; at < body.length - 2000; at += 1000) if (stream.push(body.slice(at, at + 1000)).records) early++;
+    expect(early).toBeGreaterThanOrEqual(2);
+    expect(streamed(json(), records, [7, 5000, 100_000])).toEqual({ ...want, after: ', "fields": []}}' });
+  });
+
+  it("reads an empty records string, and refuses bytes once it ended", () => {
+    const stream = new CsvRecordsStream(csvRecordsReader(withId, withId.length, false));
+    const got = stream.push(utf8.encode('", "fields": []}}'));
+    expect(got.records?.page.rows).toBe(0);
+    expect(text(got.after!)).toBe(', "fields": []}}');
+    expect(() => stream.push(utf8.encode("x"))).toThrow();
+  });
+});
