@@ -31,6 +31,12 @@ for (const version of ["2.10", "2.12"] as const) {
       expect(rows.slice(firstNull).every(isNull)).toBe(true);
     });
 
+    it("finds where the nulls end on a site that caps pages lower than it asks (rows_max 500)", async () => {
+      const { get } = harness({ emulator: { version, rowsMax: 500 } });
+      const ckanOrder = lines(await (await get(`${ALPHA}&sort=amount desc`)).text());
+      expect(lines(await (await get(`${ALPHA}&sort=amount desc nulls last`)).text())).toEqual(nullsLast(ckanOrder));
+    });
+
     it("applies offset and limit across the whole result, over the boundary between values and nulls", async () => {
       const { get } = harness({ emulator: { version } });
       const all = nullsLast(lines(await (await get(`${ALPHA}&sort=amount desc`)).text()));
