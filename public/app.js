@@ -40,7 +40,11 @@ const PREVIEW_ROWS = 20;
 const FORMAT_NAMES = { csv: "CSV", tsv: "TSV", xlsx: "XLSX", json: "JSON", ndjson: "NDJSON", parquet: "Parquet" };
 const RANGE_TYPES = /^(int|int2|int4|int8|numeric|float4|float8|date|timestamp|timestamptz)$/;
 const NUMERIC_TYPES = /^(int|int2|int4|int8|numeric|float4|float8)$/;
-const DATE_TYPES = /^(date|timestamp|timestamptz)$/;
+/** Columns a summary buckets by year, month or day (the worker's date and timestamp kinds). */
+const DATE_TYPES = /^(date|timestamp)$/;
+const TEXT_TYPES = /^(text|varchar|bpchar|char|name|citext|uuid)$/;
+/** What min and max take: numbers, text, dates and timestamps. */
+const ordered = (c) => NUMERIC_TYPES.test(c.type) || TEXT_TYPES.test(c.type) || DATE_TYPES.test(c.type);
 /** The summary fetches this many groups at most for its table and chart. */
 const CHART_ROWS = 200;
 /** What a measure computes, as the page words it; `of` the columns it takes (none for count). */
@@ -49,8 +53,8 @@ const MEASURES = {
   countf: { text: "count values", of: () => true },
   sum: { text: "sum", of: (c) => NUMERIC_TYPES.test(c.type) },
   avg: { text: "average", of: (c) => NUMERIC_TYPES.test(c.type) },
-  min: { text: "min", of: () => true },
-  max: { text: "max", of: () => true },
+  min: { text: "min", of: ordered },
+  max: { text: "max", of: ordered },
 };
 /** Columns a summary may group or measure: json (and arrays) have no order or sum. */
 const summable = (column) => !/^(json|jsonb)$/.test(column.type) && !column.type.startsWith("_");
@@ -85,7 +89,7 @@ function exportParams({ preview = false } = {}) {
   const params = tableParams();
   if (state.fields.length > 0) params.splice(1, 0, ["fields", state.fields.join(",")]);
   const sort = $("sort-column").value;
-  if (sort) params.push(["sort", $("sort-direction").value ? `${sort} desc` : sort]);
+  if (sort) params.push(["sort", $("sort-direction").value ? `${sort} ${$("sort-direction").value}` : sort]);
   const limit = $("limit").value.trim();
   const offset = $("offset").value.trim();
   if (preview) params.push(["limit", String(Math.min(PREVIEW_ROWS, limit === "" ? PREVIEW_ROWS : Number(limit)))]);
@@ -251,8 +255,15 @@ function renderSortNote() {
   $("summary-direction").disabled = $("summary-sort").value === "";
   const picked = state.resource.columns.find((c) => c.id === column);
   const note = $("sort-note");
-  note.hidden = !(state.mode === "rows" && picked && $("sort-direction").value === "desc");
-  if (!note.hidden) note.textContent = `Descending puts rows whose ${picked.label ?? picked.id} is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).`;
+  const direction = $("sort-direction").value;
+  note.hidden = !(state.mode === "rows" && picked && direction !== "");
+  // Descending is `nulls last` unless asked otherwise: the largest values first, not the empty ones.
+  if (!note.hidden) {
+    const name = picked.label ?? picked.id;
+    note.textContent = direction === "desc"
+      ? `Descending with empty values first (PostgreSQL's order): rows whose ${name} is empty come before the largest values.`
+      : `Descending with empty values last (sort=… desc nulls last): the largest ${name} first, rows where it is empty at the end.`;
+  }
   const output = [...summaryGroups(), ...summaryMeasures()].find((o) => o.name === $("summary-sort").value);
   const summaryNote = $("summary-sort-note");
   summaryNote.hidden = !(state.mode === "summary" && output && $("summary-direction").value === "desc");
@@ -452,13 +463,15 @@ const labelOf = (id) => columnOf(id)?.label ?? id;
 
 /** The complete group columns, named as the link and the answer's columns name them. */
 function summaryGroups() {
-  return state.groups
+  const complete = state.groups
     .filter((g) => g.column !== "" && columnOf(g.column))
     .map((g) => ({
       name: g.bucket ? `${g.bucket}(${g.column})` : g.column,
       label: g.bucket ? `${labelOf(g.column)} (${g.bucket})` : labelOf(g.column),
       kind: g.bucket || DATE_TYPES.test(columnOf(g.column).type) ? "date" : "text",
     }));
+  // A group picked twice is one group.
+  return [...new Map(complete.map((g) => [g.name, g])).values()];
 }
 
 /** The complete measures (count when none is), named as the answer's columns. */

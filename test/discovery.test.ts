@@ -203,6 +203,21 @@ describe("POST /links", () => {
     expect((await download.text()).trim().split("\r\n")).toHaveLength(6);
   });
 
+  it("signs an aggregate link the worker then serves, and refuses one its parser refuses", async () => {
+    const { get } = harness({ env });
+    const res = await post(get, { link: "/aggregate.csv?resource=sample&group_by=category&measures=count" });
+    expect(res.status).toBe(200);
+    const url = new URL(((await res.json()) as { link: string }).link);
+    const download = await get(url.pathname + url.search);
+    expect(download.status).toBe(200);
+    expect((await download.text()).split("\r\n")[0]).toBe("category,count");
+    url.searchParams.delete("sig");
+    expect((await get(url.pathname + url.search)).status).toBe(403);
+    const bad = await post(get, { link: "/aggregate.csv?resource=sample&measures=median(amount)" });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as ErrorBody).error.parameter).toBe("measures");
+  });
+
   it("refuses without the token, a bad link before it is handed out, and when links are not signed", async () => {
     const { get } = harness({ env });
     expect((await post(get, { link: "/export.csv?resource=sample" }, "wrong")).status).toBe(401);

@@ -31,6 +31,10 @@ function cellOf(kind: Kind): Cell {
       };
     case "bool":
       return (text) => (text === "t" ? "true" : text === "f" ? "false" : undefined);
+    // Dates and timestamps hold digits, dashes, colons, a T or a space and a dot: nothing to escape.
+    case "date":
+    case "timestamp":
+      return (text, quoted) => (text === "" && !quoted ? undefined : `"${text}"`);
     // Arrays come as their JSON text in CSV too (a null array as `null`).
     case "array":
       return (text, quoted) => (text === "" && !quoted ? undefined : text);

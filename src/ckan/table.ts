@@ -93,13 +93,7 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize, pageTarget(options));
-  const moved = await movedRows(site, query, done, signal);
-  // With nulls moved, the first page is the first segment's start (its rows counted exactly, so never cut short).
-  const firstLimit = Math.min(sizer.rows, wanted, moved?.segments[0]?.count ?? Number.POSITIVE_INFINITY);
-  const { result: first, keyset } =
-    moved === undefined
-      ? await openFirstPage(site, query, resume, firstLimit, signal)
-      : await openFirstPage(site, { ...query, offset: moved.segments[0]?.offset ?? moved.split.rows }, undefined, firstLimit, signal);
+  const { moved, firstLimit, first, keyset } = await openStart(site, query, resume, Math.min(sizer.rows, wanted), signal);
 
   const columns = outputColumns(query, first.fields);
   // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
@@ -161,6 +155,20 @@ async function movedRows(site: CkanSite, query: TableQuery, done: number, signal
   });
   const segments: Segment[] = segmentsFrom(split, query.offset + done);
   return { split, segments };
+}
+
+/**
+ * The export's first page, asked for `limit` rows: where the rows start, or, with nulls moved last,
+ * at the first segment's start (its rows counted exactly, so the page is never cut short).
+ */
+async function openStart(site: CkanSite, query: TableQuery, resume: Resume | undefined, limit: number, signal: AbortSignal) {
+  const moved = await movedRows(site, query, resume?.rows ?? 0, signal);
+  const firstLimit = Math.min(limit, moved?.segments[0]?.count ?? Number.POSITIVE_INFINITY);
+  const { result: first, keyset } =
+    moved === undefined
+      ? await openFirstPage(site, query, resume, firstLimit, signal)
+      : await openFirstPage(site, { ...query, offset: moved.segments[0]?.offset ?? moved.split.rows }, undefined, firstLimit, signal);
+  return { moved, firstLimit, first, keyset };
 }
 
 /**

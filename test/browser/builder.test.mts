@@ -200,10 +200,15 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       await build(page);
       expect(await page.isDisabled("#sort-direction")).toBe(true);
       await page.selectOption("#sort-column", "amount");
+      // Descending means the largest values first: empty ones last, unless asked otherwise; the page says which.
+      expect(await page.$$eval("#sort-direction option", (options) => options.map((o) => [o.getAttribute("value"), o.textContent]))).toEqual([["", "ascending"], ["desc nulls last", "descending, empty last"], ["desc", "descending, empty first"]]);
       await page.selectOption("#sort-direction", "desc");
-      expect(await page.textContent("#sort-note")).toBe("Descending puts rows whose Amount (CAD) is empty first (PostgreSQL's order). To leave them out, add a filter on it (for example ≥ its smallest value).");
-      expect(await page.isVisible("#sort-note")).toBe(true);
+      expect(await page.textContent("#sort-note")).toBe("Descending with empty values first (PostgreSQL's order): rows whose Amount (CAD) is empty come before the largest values.");
       expect(new URL(await page.inputValue("#link")).searchParams.get("sort")).toBe("amount desc");
+      await page.selectOption("#sort-direction", "desc nulls last");
+      expect(await page.textContent("#sort-note")).toBe("Descending with empty values last (sort=… desc nulls last): the largest Amount (CAD) first, rows where it is empty at the end.");
+      expect(await page.isVisible("#sort-note")).toBe(true);
+      expect(new URL(await page.inputValue("#link")).searchParams.get("sort")).toBe("amount desc nulls last");
 
       // The edge table's columns are held back until the spec lets them through; its preview too.
       let release = () => {};
@@ -258,6 +263,28 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(await page.getAttribute("#count", "data-total")).toBe(total);
       expect(previews.every((url) => new URL(url).searchParams.get("resource") === "edge")).toBe(true);
       expect(await page.inputValue("#sort-direction")).toBe("");
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("sorts descending with empty values last: the preview's first amounts are the largest, none empty", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      await build(page);
+      await page.check("#col-amount");
+      await page.selectOption("#sort-column", "amount");
+      await page.selectOption("#sort-direction", "desc nulls last");
+      await settledPreview(page);
+      const link = new URL(await page.inputValue("#link"));
+      expect(link.searchParams.get("sort")).toBe("amount desc nulls last");
+      const amounts = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => tr.querySelectorAll("td")[2]?.textContent ?? ""));
+      expect(amounts).toHaveLength(20);
+      expect(amounts.filter((a) => a === "")).toEqual([]);
+      expect(amounts.map(Number)).toEqual(amounts.map(Number).sort((a, b) => b - a));
+      // The same first rows as the worker's own export of that link.
+      const csv = Papa.parse<string[]>((await (await fetch(`${link.origin}/export.csv?resource=sample&fields=id,name,amount&filter.category=beta&sort=amount desc nulls last&limit=20`)).text()).trimEnd(), { newline: "\r\n" }).data;
+      expect(amounts).toEqual(csv.slice(1).map((row) => row[2]));
     } finally {
       await page.close();
     }
@@ -370,6 +397,19 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect((await signed.text()).split("\r\n")).toEqual(["id", "1", "2", "3", "4", "5", ""]);
       link.searchParams.delete("sig");
       expect((await fetch(link)).status).toBe(403);
+
+      // A summary is signed the same way: its preview, then its link.
+      await page.check("#mode-summary");
+      await page.click("#add-group");
+      await page.selectOption("#group-0-column", "category");
+      await settledPreview(page);
+      expect(await page.textContent("#count")).toBe("5 groups");
+      expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
+      await page.click("#sign");
+      await page.waitForFunction(() => (document.getElementById("link") as HTMLInputElement).value.includes("/aggregate.csv?"));
+      const summary = await fetch(await page.inputValue("#link"));
+      expect(summary.status).toBe(200);
+      expect((await summary.text()).split("\r\n")[0]).toBe("category,count");
     } finally {
       await page.close();
     }

@@ -103,11 +103,15 @@ export async function cleanUp(cleanups: Array<() => Promise<unknown>>): Promise<
   if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
 }
 
-/** Waits for the link builder's preview that follows the last change (it is debounced). */
+/**
+ * Waits for the link builder's preview of the current state. The page marks its count as loading
+ * from the change itself (synchronously, in the input's event) until the preview of the new state
+ * answers, so waiting for that mark to clear cannot catch an earlier preview, however fast or slow
+ * this one is.
+ */
 export async function settledPreview(page: Page): Promise<void> {
-  const before = await page.getAttribute("#preview", "data-ready");
-  await page.waitForFunction((old) => {
-    const ready = document.getElementById("preview")?.dataset.ready;
-    return ready !== undefined && ready !== old;
-  }, before, { timeout: 30_000 });
+  await page.waitForFunction(() => {
+    const state = document.getElementById("count")?.dataset.state;
+    return state === "done" || state === "failed";
+  }, undefined, { timeout: 30_000 });
 }

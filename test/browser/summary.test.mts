@@ -92,21 +92,6 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await page.selectOption("#chart-measure", "sum(amount)");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.map((r) => r.getAttribute("data-value")))).toEqual(expected.slice(1).map((row) => row[2]));
       await page.locator('section[aria-labelledby="preview-title"]').screenshot({ path: `${ARTIFACTS}summary-bars.png` });
-      // All five programs: a negative sum is drawn left of the zero axis, the others right of it.
-      await page.fill("#summary-limit", "");
-      await settledPreview(page);
-      const all = (await csv("/aggregate.csv?resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc")).slice(1);
-      expect(all.some((row) => row[2]!.startsWith("-"))).toBe(true);
-      const drawn = await page.$eval("#chart svg[data-kind=bar]", (svg) => ({
-        zero: Number(svg.querySelector("line.axis")?.getAttribute("x1")),
-        bars: [...svg.querySelectorAll("rect.bar")].map((r) => ({ value: r.getAttribute("data-value")!, x: Number(r.getAttribute("x")), end: Number(r.getAttribute("x")) + Number(r.getAttribute("width")) })),
-      }));
-      expect(drawn.bars.map((b) => b.value)).toEqual(all.map((row) => row[2]));
-      for (const bar of drawn.bars) {
-        if (bar.value.startsWith("-")) expect(bar.end).toBeCloseTo(drawn.zero, 5);
-        else expect(bar.x).toBeCloseTo(drawn.zero, 5);
-      }
-      await page.fill("#summary-limit", "3");
 
       // The snippets read the link: Sheets and pandas the CSV; Grafana, Vega-Lite and Plot the JSON.
       expect(await page.textContent("#snippet-sheets")).toBe(`=IMPORTDATA("${link}")`);
@@ -196,19 +181,34 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await summarize(page);
       // Sums and averages of number columns only; counts, min and max of any column but json.
       expect(await page.$$eval("#measure-1-column option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["", "id", "amount", "ratio"]);
-      await page.selectOption("#measure-1-fn", "max");
+      await page.selectOption("#measure-1-fn", "min");
       expect(await page.inputValue("#measure-1-column")).toBe("amount");
       expect(await page.isDisabled("#measure-0-column")).toBe(true);
       expect(await page.isDisabled("#group-0-bucket")).toBe(true);
       await settledPreview(page);
-      expect(new URL(await page.inputValue("#link")).searchParams.get("measures")).toBe("count,max(amount)");
+      expect(new URL(await page.inputValue("#link")).searchParams.get("measures")).toBe("count,min(amount)");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
-      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count", "max(amount)"]);
-      // The largest recipient's name is text: not charted, and typed as a string for Grafana.
+      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count", "min(amount)"]);
+      // The smallest amounts are repayments: their bars end at the zero axis, the counts' start there.
+      const mins = (await csv("/aggregate.csv?resource=sample&group_by=category&measures=count,min(amount)")).slice(1);
+      expect(mins.every((row) => row[2]!.startsWith("-"))).toBe(true);
+      const drawn = () =>
+        page.$eval("#chart svg[data-kind=bar]", (svg) => ({
+          zero: Number(svg.querySelector("line.axis")?.getAttribute("x1")),
+          bars: [...svg.querySelectorAll("rect.bar")].map((r) => ({ value: r.getAttribute("data-value")!, x: Number(r.getAttribute("x")), end: Number(r.getAttribute("x")) + Number(r.getAttribute("width")) })),
+        }));
+      const counts = await drawn();
+      expect(counts.bars.map((b) => b.value)).toEqual(mins.map((row) => row[1]));
+      for (const bar of counts.bars) expect(bar.x).toBeCloseTo(counts.zero, 5);
+      await page.selectOption("#chart-measure", "min(amount)");
+      const negative = await drawn();
+      expect(negative.bars.map((b) => b.value)).toEqual(mins.map((row) => row[2]));
+      for (const bar of negative.bars) expect(bar.end).toBeCloseTo(negative.zero, 5);
+      // The first recipient's name is text: not charted, and typed as a string for Grafana.
       await page.selectOption("#measure-1-column", "name");
       await settledPreview(page);
       expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count"]);
-      expect(JSON.parse((await page.textContent("#snippet-grafana"))!).columns[2]).toEqual({ selector: "max(name)", text: "Recipient (max)", type: "string" });
+      expect(JSON.parse((await page.textContent("#snippet-grafana"))!).columns[2]).toEqual({ selector: "min(name)", text: "Recipient (min)", type: "string" });
 
       const wide = await page.evaluate(() =>
         [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391 && !e.closest(".table-wrap")).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.getAttribute("class")}`),
@@ -224,9 +224,15 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       expect(await page.inputValue("#link")).toBe(`${worker.url}/aggregate.csv?resource=edge&measures=count`);
       expect(await page.$$eval("#measures .pick", (picks) => picks.length)).toBe(1);
       expect((await table(page)).rows).toEqual((await csv("/aggregate.csv?resource=edge&measures=count")).slice(1));
-      // json columns can be neither grouped nor measured.
+      // json and array columns can be neither grouped nor measured; min and max take no booleans.
+      const values = (selector: string) => page.$$eval(selector, (options) => options.map((o) => o.getAttribute("value")));
       await page.click("#add-group");
-      expect(await page.$$eval("#group-0-column option", (options) => options.map((o) => o.getAttribute("value")))).not.toContain("meta");
+      expect(await values("#group-0-column option")).toEqual(["", "id", "amount", "ratio", "category", "name", "note", "formula", "created", "day", "active"]);
+      await page.click("#add-measure");
+      await page.selectOption("#measure-1-fn", "min");
+      expect(await values("#measure-1-column option")).toEqual(["", "id", "amount", "ratio", "category", "name", "note", "formula", "created", "day"]);
+      await page.selectOption("#measure-1-fn", "countf");
+      expect(await values("#measure-1-column option")).toContain("active");
     } finally {
       await context.close();
     }
