@@ -31,6 +31,12 @@ for (const version of ["2.10", "2.12"] as const) {
       expect(rows.slice(firstNull).every(isNull)).toBe(true);
     });
 
+    it("finds where the nulls end on a site that caps pages lower than it asks (rows_max 500)", async () => {
+      const { get } = harness({ emulator: { version, rowsMax: 500 } });
+      const ckanOrder = lines(await (await get(`${ALPHA}&sort=amount desc`)).text());
+      expect(lines(await (await get(`${ALPHA}&sort=amount desc nulls last`)).text())).toEqual(nullsLast(ckanOrder));
+    });
+
     it("applies offset and limit across the whole result, over the boundary between values and nulls", async () => {
       const { get } = harness({ emulator: { version } });
       const all = nullsLast(lines(await (await get(`${ALPHA}&sort=amount desc`)).text()));
@@ -91,6 +97,23 @@ describe("sort=... nulls last beside the rest of the export", () => {
     expect(probes.length).toBeGreaterThan(1);
     expect(probes.length).toBeLessThanOrEqual(10);
     expect(calls.at(-1)?.body).toMatchObject({ offset: 3882, limit: 300, sort: "amount desc, _id" });
+  });
+
+  it("holds MAX_ROWS and SUBREQUEST_LIMIT over both parts, the split's requests included", async () => {
+    const limited = harness({ env: { MAX_ROWS: "19500" } });
+    const tooMany = await limited.get(`${ALPHA}&sort=amount desc nulls last`);
+    expect(tooMany.status).toBe(400);
+    expect(((await tooMany.json()) as { error: { parameter: string; message: string } }).error).toMatchObject({ parameter: "limit", message: expect.stringContaining("20000") });
+
+    // The least budget the plain sort fits in: the split's one probe more is refused before the first byte.
+    const within = async (limit: number, sort: string): Promise<Response> => harness({ env: { SUBREQUEST_LIMIT: String(limit) } }).get(`${ALPHA}&sort=${sort}`);
+    let needed = 30;
+    expect((await within(needed, "amount desc")).status).toBe(200);
+    while ((await within(needed - 1, "amount desc")).status === 200) needed--;
+    const refused = await within(needed, "amount desc nulls last");
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("SUBREQUEST_LIMIT");
+    expect((await within(needed + 1, "amount desc nulls last")).status).toBe(200);
   });
 
   it("describes the export for HEAD, and writes JSON in the same order", async () => {

@@ -40,6 +40,8 @@ const PROBE_ROWS = 2000;
  */
 export async function splitAtNulls(client: CkanClient, query: TableQuery, key: SortKey, signal: AbortSignal): Promise<NullSplit> {
   let requests = 0;
+  // Rows a probe holds: fewer when the site caps pages lower (rows_max); a shorter probe is the table's end.
+  let page = PROBE_ROWS;
   const base = { ...baseRequest(query), fields: [key.column], records_format: "lists" as const };
   const cells = async (offset: number, withTotal = false): Promise<{ result: SearchResult; values: string[] }> => {
     requests++;
@@ -56,42 +58,43 @@ export async function splitAtNulls(client: CkanClient, query: TableQuery, key: S
   /** Where in a page of cells from `offset` the moved rows end (the table's end counts): undefined, past it. */
   const movedEnd = (values: string[]): number | undefined => {
     const stays = values.findIndex((value) => !isMoved(value));
-    return stays >= 0 ? stays : values.length < PROBE_ROWS ? values.length : undefined;
+    return stays >= 0 ? stays : values.length < page ? values.length : undefined;
   };
 
   const first = await cells(0, true);
-  if (first.values.length < PROBE_ROWS) return { moved: movedEnd(first.values)!, rows: first.values.length, requests };
-  const total = typeof first.result.total === "number" ? first.result.total : PROBE_ROWS;
+  if (typeof first.result.limit === "number" && first.result.limit > 0) page = Math.min(page, first.result.limit);
+  if (first.values.length < page) return { moved: movedEnd(first.values)!, rows: first.values.length, requests };
+  const total = typeof first.result.total === "number" ? first.result.total : page;
   const counted = first.result.total_was_estimated === false || Object.keys(query.filters).length > 0 || query.q !== undefined;
   const rowsEnd = async (offset: number): Promise<number | undefined> => {
     const { values } = await cells(offset);
-    return values.length < PROBE_ROWS ? values.length : undefined;
+    return values.length < page ? values.length : undefined;
   };
-  const rows = counted ? Math.max(total, PROBE_ROWS) : await boundary(PROBE_ROWS, Number.POSITIVE_INFINITY, total - 1, rowsEnd);
-  const moved = movedEnd(first.values) ?? (await boundary(PROBE_ROWS, rows, undefined, async (offset) => movedEnd((await cells(offset)).values)));
+  const rows = counted ? Math.max(total, page) : await boundary(page, page, Number.POSITIVE_INFINITY, total - 1, rowsEnd);
+  const moved = movedEnd(first.values) ?? (await boundary(page, page, rows, undefined, async (offset) => movedEnd((await cells(offset)).values)));
   return { moved, rows, requests };
 }
 
 /**
- * The offset in [low, high] where a property that holds up to it stops holding, found a page at a
+ * The offset in [low, high] where a property that holds up to it stops holding, found `page` rows at a
  * time: `look(offset)` says where in the page from `offset` it stops (0: at or before `offset`),
  * undefined when it holds on the whole page. Tried first at `guess`, then by doubling past `low`
  * while there is no upper end, then by halving.
  */
-async function boundary(low: number, high: number, guess: number | undefined, look: (offset: number) => Promise<number | undefined>): Promise<number> {
-  let offset = Math.max(low, guess ?? Math.floor((low + high - PROBE_ROWS) / 2));
-  let step = PROBE_ROWS;
+async function boundary(page: number, low: number, high: number, guess: number | undefined, look: (offset: number) => Promise<number | undefined>): Promise<number> {
+  let offset = Math.max(low, guess ?? Math.floor((low + high - page) / 2));
+  let step = page;
   for (;;) {
     const stops = await look(offset);
     if (stops !== undefined && stops > 0) return offset + stops;
     if (stops === 0) high = offset;
-    else low = offset + PROBE_ROWS;
+    else low = offset + page;
     if (low >= high) return high;
     if (high === Number.POSITIVE_INFINITY) {
       offset = low + step;
       step *= 2;
     } else {
-      offset = Math.max(low, Math.floor((low + high - PROBE_ROWS) / 2));
+      offset = Math.max(low, Math.floor((low + high - page) / 2));
     }
   }
 }
