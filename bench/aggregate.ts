@@ -30,7 +30,12 @@ export interface AggregateRow {
 const MB = 1024 * 1024;
 const mb = (bytes: number): string => (bytes / MB).toFixed(1);
 
-async function runOnce(worker: Wrangler, path: string, what: AggregateRow["what"], rows: number): Promise<AggregateRow> {
+async function runOnce(
+  worker: Wrangler,
+  path: string,
+  what: AggregateRow["what"],
+  rows: number,
+): Promise<AggregateRow> {
   const sampler = await heapSampler(worker.inspectorPort);
   try {
     await settle(worker.workerPid);
@@ -44,8 +49,20 @@ async function runOnce(worker: Wrangler, path: string, what: AggregateRow["what"
     await settle(worker.workerPid);
     const after = sample(worker.workerPid);
     const by = String(d.headers["x-aggregated-by"] ?? "");
-    const row: AggregateRow = { what, rows, status: d.status, by, lines: await lines.count(), cpuSeconds: after.cpuSeconds - cpuBefore, seconds, peak, rssMb: after.peakMb };
-    console.log(`  ${what} ${rows} rows: HTTP ${d.status}${by ? ` by ${by}` : ""}, ${row.lines} lines, CPU ${row.cpuSeconds.toFixed(2)} s, ${seconds.toFixed(2)} s, heap ${mb(peak.heap)} MB, ArrayBuffers ${mb(peak.arrayBuffers)} MB`);
+    const row: AggregateRow = {
+      what,
+      rows,
+      status: d.status,
+      by,
+      lines: await lines.count(),
+      cpuSeconds: after.cpuSeconds - cpuBefore,
+      seconds,
+      peak,
+      rssMb: after.peakMb,
+    };
+    console.log(
+      `  ${what} ${rows} rows: HTTP ${d.status}${by ? ` by ${by}` : ""}, ${row.lines} lines, CPU ${row.cpuSeconds.toFixed(2)} s, ${seconds.toFixed(2)} s, heap ${mb(peak.heap)} MB, ArrayBuffers ${mb(peak.arrayBuffers)} MB`,
+    );
     if (d.status !== 200) console.error(`    ${d.tail.slice(0, 300)}`);
     return row;
   } finally {
@@ -57,7 +74,12 @@ async function runOnce(worker: Wrangler, path: string, what: AggregateRow["what"
  * Each run in a fresh worker (no run inherits another's heap or warm code), best CPU of `repeat`.
  * `alias(rows)` names the bench table with that many rows; `start` gives a worker under V8 flags.
  */
-export async function aggregateRuns(start: (v8Flags: string) => Promise<Wrangler>, up: Upstream, alias: (rows: number) => string, repeat = 2): Promise<AggregateRow[]> {
+export async function aggregateRuns(
+  start: (v8Flags: string) => Promise<Wrangler>,
+  up: Upstream,
+  alias: (rows: number) => string,
+  repeat = 2,
+): Promise<AggregateRow[]> {
   up.version = "2.12";
   up.model = undefined;
   const plan: [AggregateRow["what"], number, string][] = [
@@ -100,7 +122,11 @@ export async function sqlRuns(startAt: (vars: Record<string, string>) => Promise
   const rows: AggregateRow[] = [];
   for (const sql of [true, false]) {
     const emulator = await startEmulatorServer({ port: 0, version: "2.12", sql });
-    const worker = await startAt({ CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), UPSTREAM_TIMEOUT_SECONDS: "300" });
+    const worker = await startAt({
+      CKAN_BASE_URL: emulator.base,
+      RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+      UPSTREAM_TIMEOUT_SECONDS: "300",
+    });
     try {
       await download(`${worker.url}${path}&_warm=1`, {}, () => () => {});
       rows.push(await runOnce(worker, path, "aggregate, emulator", 100_000));
@@ -118,8 +144,9 @@ export function renderAggregate(rows: AggregateRow[]): string {
   const table = [
     "| run | rows | HTTP | computed by | lines | CPU s | wall s | peak heap MB | peak ArrayBuffers MB | peak heap + ArrayBuffers MB | workerd peak RSS MB |",
     "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    ...rows.map((r) =>
-      `| ${r.what} | ${r.rows.toLocaleString("en-US")} | ${r.status} | ${r.by || "-"} | ${r.lines} | ${r.cpuSeconds.toFixed(2)} | ${r.seconds.toFixed(2)} | ${mb(r.peak.heap)} | ${mb(r.peak.arrayBuffers)} | ${mb(r.peak.total)} | ${r.rssMb.toFixed(0)} |`,
+    ...rows.map(
+      (r) =>
+        `| ${r.what} | ${r.rows.toLocaleString("en-US")} | ${r.status} | ${r.by || "-"} | ${r.lines} | ${r.cpuSeconds.toFixed(2)} | ${r.seconds.toFixed(2)} | ${mb(r.peak.heap)} | ${mb(r.peak.arrayBuffers)} | ${mb(r.peak.total)} | ${r.rssMb.toFixed(0)} |`,
     ),
   ];
   const quarter = find("aggregate", 250_000);
@@ -128,11 +155,15 @@ export function renderAggregate(rows: AggregateRow[]): string {
   const notes: string[] = [];
   if (whole !== undefined && csv !== undefined) {
     const ratio = whole.cpuSeconds / csv.cpuSeconds;
-    notes.push(`- CPU: the aggregate of 1,000,000 rows took ${whole.cpuSeconds.toFixed(2)} s, the CSV export of the same rows ${csv.cpuSeconds.toFixed(2)} s: ${(ratio * 100).toFixed(0)} % of it (target: at most 50 %) ${ratio <= 0.5 ? "met" : "NOT met"}.`);
+    notes.push(
+      `- CPU: the aggregate of 1,000,000 rows took ${whole.cpuSeconds.toFixed(2)} s, the CSV export of the same rows ${csv.cpuSeconds.toFixed(2)} s: ${(ratio * 100).toFixed(0)} % of it (target: at most 50 %) ${ratio <= 0.5 ? "met" : "NOT met"}.`,
+    );
   }
   if (quarter !== undefined && whole !== undefined) {
     const growth = whole.peak.total - quarter.peak.total;
-    notes.push(`- Memory: peak heap + ArrayBuffers ${mb(quarter.peak.total)} MB at 250,000 rows, ${mb(whole.peak.total)} MB at 1,000,000 (${growth >= 0 ? "+" : ""}${mb(growth)} MB for four times the rows; target: flat, within 8 MB) ${Math.abs(growth) <= 8 * MB ? "met" : "NOT met"}.`);
+    notes.push(
+      `- Memory: peak heap + ArrayBuffers ${mb(quarter.peak.total)} MB at 250,000 rows, ${mb(whole.peak.total)} MB at 1,000,000 (${growth >= 0 ? "+" : ""}${mb(growth)} MB for four times the rows; target: flat, within 8 MB) ${Math.abs(growth) <= 8 * MB ? "met" : "NOT met"}.`,
+    );
   }
   return [
     "## Aggregate in the worker against the CSV export",

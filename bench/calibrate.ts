@@ -8,7 +8,19 @@
 // `node bench/calibrate.ts` runs it alone.
 import { request } from "node:http";
 import { fileURLToPath } from "node:url";
-import { costSeconds, DUMP_PAGE_ROWS, dumpSeconds, fit, isSearch, REAL_ROWS, realTimings, VERSIONS, workOf, type CostModel, type Version } from "./ckan/cost.ts";
+import {
+  costSeconds,
+  DUMP_PAGE_ROWS,
+  dumpSeconds,
+  fit,
+  isSearch,
+  REAL_ROWS,
+  realTimings,
+  VERSIONS,
+  workOf,
+  type CostModel,
+  type Version,
+} from "./ckan/cost.ts";
 import { BASE } from "./ckan/tables.ts";
 import { startUpstream } from "./upstream.ts";
 
@@ -28,11 +40,17 @@ const CHECK_ID = "ca1b0000-0000-4000-8000-000000000200";
 /** Reads an answer to its end with node:http (lighter than fetch), keeping nothing. */
 function call(url: string, body?: Record<string, unknown>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: body ? "POST" : "GET", headers: body ? { "content-type": "application/json" } : {} }, (res) => {
-      res.on("data", () => {});
-      res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`self-check: upstream answered ${res.statusCode}`))));
-      res.on("error", reject);
-    });
+    const req = request(
+      url,
+      { method: body ? "POST" : "GET", headers: body ? { "content-type": "application/json" } : {} },
+      (res) => {
+        res.on("data", () => {});
+        res.on("end", () =>
+          res.statusCode === 200 ? resolve() : reject(new Error(`self-check: upstream answered ${res.statusCode}`)),
+        );
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(body ? JSON.stringify(body) : undefined);
   });
@@ -61,14 +79,43 @@ export async function selfCheck(models: CostModel[] = VERSIONS.map((v) => fit(v)
       up.model = model;
       await call(`${up.url}/api/action/datastore_search`, { resource_id: CHECK_ID, limit: 1, records_format: "csv" });
       for (const { limit, offset } of REPLAYED) {
-        const real = timings.find((t) => isSearch(t) && t.ckan === model.version && t.records_format === "csv" && "offset" in t && t.offset === offset && t.limit === limit && t.include_total);
+        const real = timings.find(
+          (t) =>
+            isSearch(t) &&
+            t.ckan === model.version &&
+            t.records_format === "csv" &&
+            "offset" in t &&
+            t.offset === offset &&
+            t.limit === limit &&
+            t.include_total,
+        );
         if (real === undefined || !isSearch(real)) continue;
-        const measuredS = await timed(() => call(`${up.url}/api/action/datastore_search`, { resource_id: CHECK_ID, limit, offset, records_format: "csv", sort: "_id" }));
-        rows.push({ version: model.version, name: `csv, ${limit} rows at offset ${offset.toLocaleString("en-US")}, include_total`, ckanS: real.median_s, modelS: costSeconds(model, workOf(real)), measuredS });
+        const measuredS = await timed(() =>
+          call(`${up.url}/api/action/datastore_search`, {
+            resource_id: CHECK_ID,
+            limit,
+            offset,
+            records_format: "csv",
+            sort: "_id",
+          }),
+        );
+        rows.push({
+          version: model.version,
+          name: `csv, ${limit} rows at offset ${offset.toLocaleString("en-US")}, include_total`,
+          ckanS: real.median_s,
+          modelS: costSeconds(model, workOf(real)),
+          measuredS,
+        });
       }
       const dump = timings.find((t) => t.ckan === model.version && "dump_s" in t);
       const measuredS = await timed(() => call(`${up.url}/datastore/dump/${CHECK_ID}`));
-      rows.push({ version: model.version, name: "/datastore/dump CSV", ckanS: dump && "dump_s" in dump ? dump.dump_s : Number.NaN, modelS: dumpSeconds(model, REAL_ROWS), measuredS });
+      rows.push({
+        version: model.version,
+        name: "/datastore/dump CSV",
+        ckanS: dump && "dump_s" in dump ? dump.dump_s : Number.NaN,
+        modelS: dumpSeconds(model, REAL_ROWS),
+        measuredS,
+      });
     }
   } finally {
     await up.close();
@@ -78,7 +125,7 @@ export async function selfCheck(models: CostModel[] = VERSIONS.map((v) => fit(v)
 
 export function describeModel(model: CostModel): string {
   const r = model.rowUs;
-  return `CKAN ${model.version}: fixed ${model.fixedMs.toFixed(1)} ms a request; per row served ${r.csv.toFixed(2)} µs csv (lists charged alike), ${r.objects.toFixed(2)} µs objects, ${model.dumpRowUs.toFixed(2)} µs the dump's; offset ${model.skipUs.toFixed(3)} µs a skipped row; include_total ${model.countUs === 0 ? "nothing measurable (a cached total)" : `${(model.countUs * REAL_ROWS / 1000).toFixed(1)} ms for 200,000 rows (${model.countUs.toFixed(3)} µs a matching row)`}; dump pages by ${model.dumpByOffset ? "offset" : "keyset"}; fit within ${model.fitRmsMs.toFixed(1)} ms rms (worst ${model.fitWorstMs.toFixed(1)} ms) of its real timings`;
+  return `CKAN ${model.version}: fixed ${model.fixedMs.toFixed(1)} ms a request; per row served ${r.csv.toFixed(2)} µs csv (lists charged alike), ${r.objects.toFixed(2)} µs objects, ${model.dumpRowUs.toFixed(2)} µs the dump's; offset ${model.skipUs.toFixed(3)} µs a skipped row; include_total ${model.countUs === 0 ? "nothing measurable (a cached total)" : `${((model.countUs * REAL_ROWS) / 1000).toFixed(1)} ms for 200,000 rows (${model.countUs.toFixed(3)} µs a matching row)`}; dump pages by ${model.dumpByOffset ? "offset" : "keyset"}; fit within ${model.fitRmsMs.toFixed(1)} ms rms (worst ${model.fitWorstMs.toFixed(1)} ms) of its real timings`;
 }
 
 /** The exports of issue 28 measured against real CKAN: pages sized to answer bytes, CSV of the whole table. */
@@ -114,15 +161,34 @@ export function impliedCores(models: CostModel[]): CoresRow[] {
     const first = costSeconds(model, { format: "lists", rows: 1000, skipped: 0, counted: REAL_ROWS });
     let work = 0;
     let pages = 0;
-    for (let at = 1000; at < REAL_ROWS; at += per, pages++) work += costSeconds(model, { format: "csv", rows: Math.min(per, REAL_ROWS - at), skipped: version === "2.12" ? 0 : at, counted: undefined });
+    for (let at = 1000; at < REAL_ROWS; at += per, pages++)
+      work += costSeconds(model, {
+        format: "csv",
+        rows: Math.min(per, REAL_ROWS - at),
+        skipped: version === "2.12" ? 0 : at,
+        counted: undefined,
+      });
     const dump = dumpSeconds(model, REAL_ROWS);
-    return ratios.map((ratio) => ({ version, pageMiB, pages: pages + 1, workS: work + first, ratio, cores: work / (ratio * dump - first) }));
+    return ratios.map((ratio) => ({
+      version,
+      pageMiB,
+      pages: pages + 1,
+      workS: work + first,
+      ratio,
+      cores: work / (ratio * dump - first),
+    }));
   });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const models = VERSIONS.map((v) => fit(v));
   for (const model of models) console.log(describeModel(model));
-  for (const row of impliedCores(models)) console.log(`CKAN ${row.version}, ${row.pageMiB} MiB pages (${row.pages}), ${row.ratio}x the dump: ${row.cores.toFixed(2)} requests' worth at once`);
-  for (const row of await selfCheck(models)) console.log(`CKAN ${row.version} ${row.name}: real ${row.ckanS.toFixed(3)} s, model ${row.modelS.toFixed(3)} s, bench upstream ${row.measuredS.toFixed(3)} s`);
+  for (const row of impliedCores(models))
+    console.log(
+      `CKAN ${row.version}, ${row.pageMiB} MiB pages (${row.pages}), ${row.ratio}x the dump: ${row.cores.toFixed(2)} requests' worth at once`,
+    );
+  for (const row of await selfCheck(models))
+    console.log(
+      `CKAN ${row.version} ${row.name}: real ${row.ckanS.toFixed(3)} s, model ${row.modelS.toFixed(3)} s, bench upstream ${row.measuredS.toFixed(3)} s`,
+    );
 }

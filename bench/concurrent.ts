@@ -19,7 +19,9 @@ const HEAP_CAP = process.env.BENCH_V8_FLAGS ?? "--max-old-space-size=128";
 const RESOURCE_ID = "c0c00000-0000-4000-8000-000000000001";
 
 /** Reads a whole response, counting its lines, without keeping it. */
-function download(url: string): Promise<{ status: number; bytes: number; lines: number; complete: boolean; seconds: number }> {
+function download(
+  url: string,
+): Promise<{ status: number; bytes: number; lines: number; complete: boolean; seconds: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     request(url, (res) => {
@@ -48,7 +50,13 @@ try {
   const worker = await startWrangler({
     root,
     ...built,
-    vars: { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: JSON.stringify({ bench: RESOURCE_ID }), SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: "0" },
+    vars: {
+      CKAN_BASE_URL: up.url,
+      MAX_ROWS: "2000000",
+      RESOURCES: JSON.stringify({ bench: RESOURCE_ID }),
+      SNAPSHOT_JOBS: "[]",
+      CACHE_TTL_SECONDS: "0",
+    },
     persistTo: join(scratch, "state"),
     v8Flags: HEAP_CAP,
   });
@@ -58,16 +66,21 @@ try {
   const results = await Promise.all(EXPORTS.map((format) => download(`${worker.url}/export.${format}?resource=bench`)));
   clearInterval(watch);
   peak = Math.max(peak, sample(worker.workerPid).peakMb);
-  console.log(`${EXPORTS.length} exports of ${ROWS.toLocaleString("en")} rows at once, one isolate, V8 flags "${HEAP_CAP}"; RSS idle ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`);
+  console.log(
+    `${EXPORTS.length} exports of ${ROWS.toLocaleString("en")} rows at once, one isolate, V8 flags "${HEAP_CAP}"; RSS idle ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`,
+  );
   console.log("| export | status | complete | rows | MB | s |\n|---|---|---|---|---|---|");
   for (const [i, r] of results.entries()) {
     // CSV: a header line plus one line per row; JSON: "[", one line per record, "]".
     const rows = EXPORTS[i] === "csv" ? r.lines - 1 : r.lines - 2;
-    console.log(`| ${EXPORTS[i]} | ${r.status} | ${r.complete && rows === ROWS ? "yes" : "NO"} | ${rows.toLocaleString("en")} | ${(r.bytes / 1048576).toFixed(1)} | ${r.seconds.toFixed(2)} |`);
+    console.log(
+      `| ${EXPORTS[i]} | ${r.status} | ${r.complete && rows === ROWS ? "yes" : "NO"} | ${rows.toLocaleString("en")} | ${(r.bytes / 1048576).toFixed(1)} | ${r.seconds.toFixed(2)} |`,
+    );
   }
   await worker.stop();
   await up.close();
-  if (results.some((r, i) => !r.complete || (EXPORTS[i] === "csv" ? r.lines - 1 : r.lines - 2) !== ROWS)) process.exitCode = 1;
+  if (results.some((r, i) => !r.complete || (EXPORTS[i] === "csv" ? r.lines - 1 : r.lines - 2) !== ROWS))
+    process.exitCode = 1;
 } finally {
   killAllNow();
   rmSync(scratch, { recursive: true, force: true });

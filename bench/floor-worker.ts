@@ -17,7 +17,11 @@ const PAGE_SIZE = 32000;
 
 async function page(env: Env, body: Record<string, unknown>): Promise<{ text: string; ms: number }> {
   const started = Date.now();
-  const response = await fetch(`${env.CKAN_BASE_URL}/api/action/datastore_search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${env.CKAN_BASE_URL}/api/action/datastore_search`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   const text = await response.text();
   if (!response.ok) throw new Error(`upstream answered ${response.status}: ${text.slice(0, 200)}`);
   return { text, ms: Date.now() - started };
@@ -32,14 +36,31 @@ export default {
     const resourceId = (JSON.parse(env.RESOURCES) as Record<string, string>)[url.searchParams.get("resource") ?? ""];
     if (resourceId === undefined) return Response.json({ error: "unknown resource" }, { status: 400 });
     const started = Date.now();
-    const first = await page(env, { resource_id: resourceId, limit: Math.min(FIRST_PAGE, rows), offset: 0, sort: "_id", records_format: "lists", include_total: true });
+    const first = await page(env, {
+      resource_id: resourceId,
+      limit: Math.min(FIRST_PAGE, rows),
+      offset: 0,
+      sort: "_id",
+      records_format: "lists",
+      include_total: true,
+    });
     // The column names, without parsing the page's records (the worker scans them, the floor does not).
     const at = first.text.indexOf('"fields": ');
-    const fields = (JSON.parse(first.text.slice(at + 10, first.text.indexOf("]", at) + 1)) as { id: string }[]).map((f) => f.id).filter((id) => id !== "_id");
+    const fields = (JSON.parse(first.text.slice(at + 10, first.text.indexOf("]", at) + 1)) as { id: string }[])
+      .map((f) => f.id)
+      .filter((id) => id !== "_id");
     let pages = 1;
     let chars = first.text.length;
     for (let seen = Math.min(FIRST_PAGE, rows); seen < rows; seen += PAGE_SIZE) {
-      const next = await page(env, { resource_id: resourceId, limit: Math.min(PAGE_SIZE, rows - seen), offset: seen, sort: "_id", records_format: format, fields, include_total: false });
+      const next = await page(env, {
+        resource_id: resourceId,
+        limit: Math.min(PAGE_SIZE, rows - seen),
+        offset: seen,
+        sort: "_id",
+        records_format: format,
+        fields,
+        include_total: false,
+      });
       pages++;
       chars += next.text.length;
     }

@@ -60,13 +60,29 @@ function fresh(up: Upstream, vars: Record<string, string> = {}): Promise<Wrangle
   const persistTo = join(scratch, `state-${++serial}`);
   mkdirSync(persistTo, { recursive: true });
   built ??= buildWorker(root, scratch);
-  const all = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: JSON.stringify({ base: id }), SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: "0", ...vars };
+  const all = {
+    CKAN_BASE_URL: up.url,
+    MAX_ROWS: "2000000",
+    RESOURCES: JSON.stringify({ base: id }),
+    SNAPSHOT_JOBS: "[]",
+    CACHE_TTL_SECONDS: "0",
+    ...vars,
+  };
   return startWrangler({ root, ...built, vars: all, persistTo, v8Flags: HEAP_CAP });
 }
 
 /** The worker's last lines, for a failure's message (paths of this machine cut out). */
 const lastWords = (worker: Wrangler): string =>
-  worker.output.slice(-6).map((l) => l.replace(/\x1b\[[0-9;]*m/g, "").split(root).join("").slice(0, 240)).join(" | ");
+  worker.output
+    .slice(-6)
+    .map((l) =>
+      l
+        .replace(/\x1b\[[0-9;]*m/g, "")
+        .split(root)
+        .join("")
+        .slice(0, 240),
+    )
+    .join(" | ");
 
 /** One export in a fresh process; a failed one (a machine shared with other work) is tried once more. */
 async function exportRun(up: Upstream, format: string, n: number, retry = true): Promise<ExportRow> {
@@ -86,11 +102,25 @@ async function exportOnce(up: Upstream, format: string, n: number): Promise<Expo
     const baselineMb = sample(worker.workerPid).rssMb;
     const before = sample(worker.workerPid).cpuSeconds;
     const d = await download(`${worker.url}/export.${format}?resource=base&limit=${ROWS}`, {}, () => () => {});
-    if (d.status !== 200 || d.cutOff) throw new Error(`${format}: HTTP ${d.status} ${d.cutOff ?? ""} after ${d.bytes} bytes; worker: ${lastWords(worker)}`);
+    if (d.status !== 200 || d.cutOff)
+      throw new Error(
+        `${format}: HTTP ${d.status} ${d.cutOff ?? ""} after ${d.bytes} bytes; worker: ${lastWords(worker)}`,
+      );
     await settle(worker.workerPid);
     const after = sample(worker.workerPid);
-    const row = { format, n, wallS: d.wallMs / 1000, ttfbMs: d.ttfbMs, bytes: d.bytes, cpuS: after.cpuSeconds - before, peakMb: after.peakMb, baselineMb };
-    console.log(`  /export.${format} #${n}: ${row.wallS.toFixed(2)} s, ${(row.bytes / MB).toFixed(1)} MB, CPU ${row.cpuS.toFixed(2)} s, peak RSS ${row.peakMb.toFixed(0)} MB`);
+    const row = {
+      format,
+      n,
+      wallS: d.wallMs / 1000,
+      ttfbMs: d.ttfbMs,
+      bytes: d.bytes,
+      cpuS: after.cpuSeconds - before,
+      peakMb: after.peakMb,
+      baselineMb,
+    };
+    console.log(
+      `  /export.${format} #${n}: ${row.wallS.toFixed(2)} s, ${(row.bytes / MB).toFixed(1)} MB, CPU ${row.cpuS.toFixed(2)} s, peak RSS ${row.peakMb.toFixed(0)} MB`,
+    );
     return row;
   } finally {
     await worker.stop();
@@ -105,7 +135,9 @@ interface Listed {
 
 async function runEnded(worker: Wrangler, name: string): Promise<void> {
   for (;;) {
-    const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as { jobs: { name: string; last_run: { status: string; error?: string } | null; running?: unknown }[] };
+    const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as {
+      jobs: { name: string; last_run: { status: string; error?: string } | null; running?: unknown }[];
+    };
     const job = listing.jobs.find((j) => j.name === name);
     if (job?.last_run != null && !job.running) {
       if (job.last_run.status !== "ok") throw new Error(`snapshot ${name}: ${job.last_run.error ?? "failed"}`);
@@ -123,9 +155,13 @@ async function snapshotRuns(up: Upstream): Promise<{ cpu: Record<string, number>
       for (const job of JOBS) {
         await settle(worker.workerPid);
         const before = sample(worker.workerPid).cpuSeconds;
-        const res = await fetch(`${worker.url}/snapshots/${job.name}/run`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
+        const res = await fetch(`${worker.url}/snapshots/${job.name}/run`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${ADMIN}` },
+        });
         const text = await res.text();
-        if (res.status !== 200 && res.status !== 202) throw new Error(`snapshot ${job.name}: HTTP ${res.status} ${text.slice(0, 300)}`);
+        if (res.status !== 200 && res.status !== 202)
+          throw new Error(`snapshot ${job.name}: HTTP ${res.status} ${text.slice(0, 300)}`);
         // With the snapshot Workflow bound the run goes on in its instance (202): wait for its end.
         if (res.status === 202) await runEnded(worker, job.name);
         await settle(worker.workerPid);
@@ -134,9 +170,12 @@ async function snapshotRuns(up: Upstream): Promise<{ cpu: Record<string, number>
         console.log(`  snapshot ${job.name}: CPU ${used.toFixed(2)} s`);
       }
     }
-    const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as { jobs: { name: string; latest: Record<string, Listed> }[] };
+    const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as {
+      jobs: { name: string; latest: Record<string, Listed> }[];
+    };
     const sizes: Record<string, Listed> = {};
-    for (const job of listing.jobs) for (const [format, entry] of Object.entries(job.latest)) sizes[`${job.name}/${format}`] = entry;
+    for (const job of listing.jobs)
+      for (const [format, entry] of Object.entries(job.latest)) sizes[`${job.name}/${format}`] = entry;
     return { cpu, sizes };
   } finally {
     await worker.stop();
@@ -156,7 +195,12 @@ async function workerGzip(up: Upstream): Promise<GzipRow[]> {
   const exporter = await fresh(up);
   const persistTo = join(scratch, `state-${++serial}`);
   mkdirSync(persistTo, { recursive: true });
-  const gzipper = await startWrangler({ root, config: "bench/wrangler.gzip.toml", vars: { EXPORT_URL: exporter.url }, persistTo });
+  const gzipper = await startWrangler({
+    root,
+    config: "bench/wrangler.gzip.toml",
+    vars: { EXPORT_URL: exporter.url },
+    persistTo,
+  });
   const rows: GzipRow[] = [];
   try {
     for (const format of ["csv", "tsv", "json", "ndjson"]) {
@@ -176,7 +220,9 @@ async function workerGzip(up: Upstream): Promise<GzipRow[]> {
         }
       }
       const row = { format, input: sizes.input, output: sizes.output, plainCpuS: cpu["0"], gzipCpuS: cpu["1"] };
-      console.log(`  gzip ${format} in workerd: ${(row.input / MB).toFixed(1)} -> ${(row.output / MB).toFixed(1)} MB, CPU ${row.plainCpuS.toFixed(2)} s read, ${row.gzipCpuS.toFixed(2)} s read and gzipped`);
+      console.log(
+        `  gzip ${format} in workerd: ${(row.input / MB).toFixed(1)} -> ${(row.output / MB).toFixed(1)} MB, CPU ${row.plainCpuS.toFixed(2)} s read, ${row.gzipCpuS.toFixed(2)} s read and gzipped`,
+      );
       rows.push(row);
     }
   } finally {
@@ -191,7 +237,11 @@ async function nodeGzip(up: Upstream): Promise<{ cpuS: number; inBytes: number; 
   const worker = await fresh(up);
   const chunks: Buffer[] = [];
   try {
-    const d = await download(`${worker.url}/export.csv?resource=base&limit=${ROWS}`, {}, () => (chunk) => void chunks.push(chunk));
+    const d = await download(
+      `${worker.url}/export.csv?resource=base&limit=${ROWS}`,
+      {},
+      () => (chunk) => void chunks.push(chunk),
+    );
     if (d.status !== 200) throw new Error(`csv for gzip: HTTP ${d.status}`);
   } finally {
     await worker.stop();
@@ -206,7 +256,9 @@ async function nodeGzip(up: Upstream): Promise<{ cpuS: number; inBytes: number; 
       },
     });
     let outBytes = 0;
-    const reader = source.pipeThrough(new CompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>).getReader();
+    const reader = source
+      .pipeThrough(new CompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>)
+      .getReader();
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
@@ -216,17 +268,28 @@ async function nodeGzip(up: Upstream): Promise<{ cpuS: number; inBytes: number; 
     const cpuS = (used.user + used.system) / 1e6;
     if (cpuS < best.cpuS) best = { cpuS, inBytes: chunks.reduce((n, c) => n + c.length, 0), outBytes };
   }
-  console.log(`  node CompressionStream gzip: ${best.cpuS.toFixed(2)} s CPU, ${(best.inBytes / MB).toFixed(1)} -> ${(best.outBytes / MB).toFixed(1)} MB`);
+  console.log(
+    `  node CompressionStream gzip: ${best.cpuS.toFixed(2)} s CPU, ${(best.inBytes / MB).toFixed(1)} -> ${(best.outBytes / MB).toFixed(1)} MB`,
+  );
   return best;
 }
 
 const fixed = (n: number, d = 2): string => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
 const mb = (n: number): string => fixed(n / MB, 1);
 
-function report(exports: ExportRow[], gzip: GzipRow[], snaps: Awaited<ReturnType<typeof snapshotRuns>>, node: Awaited<ReturnType<typeof nodeGzip>>, seconds: number): string {
+function report(
+  exports: ExportRow[],
+  gzip: GzipRow[],
+  snaps: Awaited<ReturnType<typeof snapshotRuns>>,
+  node: Awaited<ReturnType<typeof nodeGzip>>,
+  seconds: number,
+): string {
   const per = ROWS / 1_000_000;
   const median = (format: string, pick: (r: ExportRow) => number): number => {
-    const values = exports.filter((r) => r.format === format).map(pick).sort((a, b) => a - b);
+    const values = exports
+      .filter((r) => r.format === format)
+      .map(pick)
+      .sort((a, b) => a - b);
     return values[Math.floor((values.length - 1) / 2)] ?? Number.NaN;
   };
   const csvBytes = median("csv", (r) => r.bytes);
@@ -237,16 +300,19 @@ function report(exports: ExportRow[], gzip: GzipRow[], snaps: Awaited<ReturnType
     "",
     `${ROWS.toLocaleString("en")} rows of the bench's "base" table (12 columns: int, numeric, float8, text, timestamp, bool, nulls) from the`,
     "zero-cost bench upstream as CKAN 2.10; each export in a fresh `wrangler dev` (workerd, the 128 MB heap cap of `npm run bench`,",
-    "the edge cache off). CPU and peak RSS are the workerd process that runs the worker; \"above idle\" subtracts its RSS before the export.",
+    'the edge cache off). CPU and peak RSS are the workerd process that runs the worker; "above idle" subtracts its RSS before the export.',
     "MB = MiB.",
     "",
     "## Exports",
     "",
     "| export | run | wall s | TTFB ms | MB | vs CSV | CPU s | peak RSS MB | above idle MB |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ...exports.map((r) => `| /export.${r.format} | ${r.n} | ${fixed(r.wallS)} | ${fixed(r.ttfbMs, 0)} | ${mb(r.bytes)} | ${fixed(r.bytes / csvBytes)}x | ${fixed(r.cpuS)} | ${fixed(r.peakMb, 0)} | ${fixed(r.peakMb - r.baselineMb, 0)} |`),
+    ...exports.map(
+      (r) =>
+        `| /export.${r.format} | ${r.n} | ${fixed(r.wallS)} | ${fixed(r.ttfbMs, 0)} | ${mb(r.bytes)} | ${fixed(r.bytes / csvBytes)}x | ${fixed(r.cpuS)} | ${fixed(r.peakMb, 0)} | ${fixed(r.peakMb - r.baselineMb, 0)} |`,
+    ),
     "",
-    `Parquet costs ${fixed(median("parquet", (r) => r.cpuS) / median("csv", (r) => r.cpuS), 1)}x CSV's CPU (medians) and sends ${fixed(median("parquet", (r) => r.bytes) / csvBytes * 100, 0)}% of its bytes.`,
+    `Parquet costs ${fixed(median("parquet", (r) => r.cpuS) / median("csv", (r) => r.cpuS), 1)}x CSV's CPU (medians) and sends ${fixed((median("parquet", (r) => r.bytes) / csvBytes) * 100, 0)}% of its bytes.`,
     "",
     "## Snapshots, plain and gzipped",
     "",
@@ -257,18 +323,21 @@ function report(exports: ExportRow[], gzip: GzipRow[], snaps: Awaited<ReturnType
     ...Object.entries(snaps.sizes).map(([key, e]) => {
       const [job = "", format = ""] = key.split("/");
       const decoded = e.decoded_bytes ?? e.bytes;
-      return `| ${job} | ${format}${e.encoding ? ` (${e.encoding})` : ""} | ${mb(e.bytes)} | ${mb(decoded)} | ${fixed(e.bytes / decoded * 100, 0)}% | ${fixed(snaps.cpu[job] ?? Number.NaN)} |`;
+      return `| ${job} | ${format}${e.encoding ? ` (${e.encoding})` : ""} | ${mb(e.bytes)} | ${mb(decoded)} | ${fixed((e.bytes / decoded) * 100, 0)}% | ${fixed(snaps.cpu[job] ?? Number.NaN)} |`;
     }),
     "",
     "## What gzip costs a worker",
     "",
-    "A second worker in workerd (bench/gzip-worker.ts) reads each export over loopback, once as it is and once through `CompressionStream(\"gzip\")`; the difference is gzip's own CPU (best of two each).",
+    'A second worker in workerd (bench/gzip-worker.ts) reads each export over loopback, once as it is and once through `CompressionStream("gzip")`; the difference is gzip\'s own CPU (best of two each).',
     "",
     "| export | MB | gzip MB | gzip / plain | CPU s read | CPU s read + gzip | gzip CPU s per million rows | ms per MB |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ...gzip.map((g) => `| /export.${g.format} | ${mb(g.input)} | ${mb(g.output)} | ${fixed(g.output / g.input * 100, 0)}% | ${fixed(g.plainCpuS)} | ${fixed(g.gzipCpuS)} | ${fixed((g.gzipCpuS - g.plainCpuS) / per)} | ${fixed((g.gzipCpuS - g.plainCpuS) / (g.input / MB) * 1000, 1)} |`),
+    ...gzip.map(
+      (g) =>
+        `| /export.${g.format} | ${mb(g.input)} | ${mb(g.output)} | ${fixed((g.output / g.input) * 100, 0)}% | ${fixed(g.plainCpuS)} | ${fixed(g.gzipCpuS)} | ${fixed((g.gzipCpuS - g.plainCpuS) / per)} | ${fixed(((g.gzipCpuS - g.plainCpuS) / (g.input / MB)) * 1000, 1)} |`,
+    ),
     "",
-    `- In Node, CompressionStream("gzip") alone over the same ${mb(node.inBytes)} MB of CSV: ${fixed(node.cpuS)} s CPU (${fixed(node.cpuS / per)} s per million rows), ${mb(node.outBytes)} MB out (${fixed(node.outBytes / node.inBytes * 100, 0)}%).`,
+    `- In Node, CompressionStream("gzip") alone over the same ${mb(node.inBytes)} MB of CSV: ${fixed(node.cpuS)} s CPU (${fixed(node.cpuS / per)} s per million rows), ${mb(node.outBytes)} MB out (${fixed((node.outBytes / node.inBytes) * 100, 0)}%).`,
     "- At Cloudflare's edge (a Compression Rule for text/csv, text/tab-separated-values, application/x-ndjson; JSON is compressed by default): none of the worker's CPU; it cannot be measured here.",
     "",
   ];
@@ -283,7 +352,8 @@ const up = await startUpstream({ resources: [{ id, shape: BASE, rows: ROWS }], v
 try {
   console.log(`bench:formats, ${ROWS} rows`);
   const exports: ExportRow[] = [];
-  for (let n = 1; n <= REPEAT; n++) for (const format of ["csv", "parquet"]) exports.push(await exportRun(up, format, n));
+  for (let n = 1; n <= REPEAT; n++)
+    for (const format of ["csv", "parquet"]) exports.push(await exportRun(up, format, n));
   const gzip = await workerGzip(up);
   const snaps = await snapshotRuns(up);
   const node = await nodeGzip(up);

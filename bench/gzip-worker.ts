@@ -13,7 +13,8 @@ export default {
     const url = new URL(request.url);
     if (url.pathname !== "/gzip") return Response.json({ gzip: true });
     const response = await fetch(`${env.EXPORT_URL}${url.searchParams.get("path") ?? "/"}`);
-    if (!response.ok || response.body === null) return Response.json({ error: `export answered ${response.status}` }, { status: 502 });
+    if (!response.ok || response.body === null)
+      return Response.json({ error: `export answered ${response.status}` }, { status: 502 });
     let input = 0;
     const counted = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
@@ -23,7 +24,10 @@ export default {
         },
       }),
     );
-    const body = url.searchParams.get("compress") === "1" ? counted.pipeThrough(new CompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>) : counted;
+    const body =
+      url.searchParams.get("compress") === "1"
+        ? counted.pipeThrough(new CompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>)
+        : counted;
     let output = 0;
     const reader = body.getReader();
     for (;;) {

@@ -14,7 +14,11 @@ export interface Download {
 }
 
 /** Reads a response to the end, handing each chunk to the sink `open` makes for it, keeping none of it. */
-export function download(url: string, headers: Record<string, string>, open: (response: IncomingMessage) => (chunk: Buffer) => void): Promise<Download> {
+export function download(
+  url: string,
+  headers: Record<string, string>,
+  open: (response: IncomingMessage) => (chunk: Buffer) => void,
+): Promise<Download> {
   return new Promise((resolve) => {
     const begun = performance.now();
     const request = get(url, { agent: false, headers }, (response) => {
@@ -26,7 +30,15 @@ export function download(url: string, headers: Record<string, string>, open: (re
       const finish = (cutOff?: string): void => {
         if (done) return;
         done = true;
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, bytes, ttfbMs, wallMs: performance.now() - begun, tail: last.subarray(-300).toString(), ...(cutOff ? { cutOff } : {}) });
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          bytes,
+          ttfbMs,
+          wallMs: performance.now() - begun,
+          tail: last.subarray(-300).toString(),
+          ...(cutOff ? { cutOff } : {}),
+        });
       };
       response.on("data", (chunk: Buffer) => {
         if (bytes === 0) ttfbMs = performance.now() - begun;
@@ -41,7 +53,15 @@ export function download(url: string, headers: Record<string, string>, open: (re
     });
     // No answer at all (the worker crashed or never listened) is also a result to report.
     request.on("error", (error) =>
-      resolve({ status: 0, headers: {}, bytes: 0, ttfbMs: Number.NaN, wallMs: performance.now() - begun, tail: "", cutOff: error.message }),
+      resolve({
+        status: 0,
+        headers: {},
+        bytes: 0,
+        ttfbMs: Number.NaN,
+        wallMs: performance.now() - begun,
+        tail: "",
+        cutOff: error.message,
+      }),
     );
   });
 }
@@ -78,7 +98,6 @@ export function lineCounter(compressed: boolean): { write(chunk: Buffer): void; 
   });
   return { write: (chunk) => void gunzip.write(chunk), count: async () => (gunzip.end(), await ended, lines) };
 }
-
 
 /** CSV records in a body: line ends outside quotes (cells may hold line breaks). Uncompressed only. */
 export function csvRecordCounter(): { write(chunk: Buffer): void; count(): Promise<number> } {

@@ -31,17 +31,23 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** Samples every `everyMs` (one request in flight at a time: a busy isolate answers between tasks). */
 export async function heapSampler(inspectorPort: number, everyMs = 5): Promise<HeapSampler> {
-  const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as { webSocketDebuggerUrl?: string; title?: string }[];
+  const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as {
+    webSocketDebuggerUrl?: string;
+    title?: string;
+  }[];
   // wrangler lists the user worker first; its own proxy worker is not listed.
   const target = targets.find((t) => t.webSocketDebuggerUrl !== undefined);
-  if (target?.webSocketDebuggerUrl === undefined) throw new Error(`no inspector target on port ${inspectorPort}: ${JSON.stringify(targets)}`);
+  if (target?.webSocketDebuggerUrl === undefined)
+    throw new Error(`no inspector target on port ${inspectorPort}: ${JSON.stringify(targets)}`);
   // wrangler's proxy refuses a client that sends a User-Agent without an Origin (a browser page
   // elsewhere); Node's WebSocket takes extra headers as an option beside the protocols.
   const WithHeaders = WebSocket as unknown as new (url: string, init: { headers: Record<string, string> }) => WebSocket;
   const socket = new WithHeaders(target.webSocketDebuggerUrl, { headers: { origin: "http://localhost" } });
   await new Promise<void>((resolve, reject) => {
     socket.addEventListener("open", () => resolve(), { once: true });
-    socket.addEventListener("error", () => reject(new Error("the inspector's WebSocket failed to open")), { once: true });
+    socket.addEventListener("error", () => reject(new Error("the inspector's WebSocket failed to open")), {
+      once: true,
+    });
   });
   let nextId = 0;
   const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();

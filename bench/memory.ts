@@ -56,7 +56,8 @@ function completeness(format: MemoryFormat): { write(chunk: Buffer): void; compl
   return { write: lines.write, complete: async (rows) => (await lines.count()) - framing === rows };
 }
 
-const heapDied = (lines: string[]): boolean => lines.some((l) => /heap limit|out of memory|exceeded its memory limit/i.test(l));
+const heapDied = (lines: string[]): boolean =>
+  lines.some((l) => /heap limit|out of memory|exceeded its memory limit/i.test(l));
 
 /** Exports `formats` at once (each `rows` rows of the resource), sampling the isolate throughout. */
 async function runOnce(worker: Wrangler, formats: MemoryFormat[], rows: number, heapCapMb: number): Promise<MemoryRow> {
@@ -72,7 +73,11 @@ async function runOnce(worker: Wrangler, formats: MemoryFormat[], rows: number, 
         const check = completeness(format);
         // Exports at once come from as many clients: one client may run only 3 (MAX_EXPORTS_PER_CLIENT).
         const client = { "cf-connecting-ip": `198.51.100.${i + 1}` };
-        const d = await download(`${worker.url}/export.${format}?resource=base&limit=${rows}`, client, () => check.write);
+        const d = await download(
+          `${worker.url}/export.${format}?resource=base&limit=${rows}`,
+          client,
+          () => check.write,
+        );
         return { format, d, complete: d.status === 200 && d.cutOff === undefined && (await check.complete(rows)) };
       }),
     );
@@ -85,12 +90,32 @@ async function runOnce(worker: Wrangler, formats: MemoryFormat[], rows: number, 
     const failed = results.filter((r) => !r.complete);
     let outcome = "ok";
     if (died) outcome = "died";
-    else if (failed.length > 0) outcome = failed.map((r) => `${r.format}: HTTP ${r.d.status}${r.d.cutOff ? ` cut off after ${r.d.bytes} bytes` : ""} ${r.d.tail.slice(-120).replace(/\s+/g, " ")}`).join("; ");
+    else if (failed.length > 0)
+      outcome = failed
+        .map(
+          (r) =>
+            `${r.format}: HTTP ${r.d.status}${r.d.cutOff ? ` cut off after ${r.d.bytes} bytes` : ""} ${r.d.tail.slice(-120).replace(/\s+/g, " ")}`,
+        )
+        .join("; ");
     if (died || failed.length > 0) {
-      const last = said.filter((l) => !l.startsWith("[wrangler:info]")).slice(-3).map((l) => l.slice(0, 200));
-      console.error(`    ${formats.join("+")} ${rows}: ${outcome}${last.length ? `; worker said: ${last.join(" | ")}` : ""}`);
+      const last = said
+        .filter((l) => !l.startsWith("[wrangler:info]"))
+        .slice(-3)
+        .map((l) => l.slice(0, 200));
+      console.error(
+        `    ${formats.join("+")} ${rows}: ${outcome}${last.length ? `; worker said: ${last.join(" | ")}` : ""}`,
+      );
     }
-    return { formats, rows, heapCapMb, outcome, peak, cpuSeconds: after.cpuSeconds - cpuBefore, rssMb: after.peakMb, seconds };
+    return {
+      formats,
+      rows,
+      heapCapMb,
+      outcome,
+      peak,
+      cpuSeconds: after.cpuSeconds - cpuBefore,
+      rssMb: after.peakMb,
+      seconds,
+    };
   } finally {
     sampler.close();
   }
@@ -107,7 +132,14 @@ export interface MemoryOptions {
 
 export const memoryDefaults = (): MemoryOptions => ({
   rows: Number(process.env.MEMORY_ROWS ?? 1_000_000),
-  formats: (process.env.MEMORY_FORMATS?.split(",") ?? ["csv", "tsv", "json", "ndjson", "xlsx", "parquet"]) as MemoryFormat[],
+  formats: (process.env.MEMORY_FORMATS?.split(",") ?? [
+    "csv",
+    "tsv",
+    "json",
+    "ndjson",
+    "xlsx",
+    "parquet",
+  ]) as MemoryFormat[],
   smallCapMb: Number(process.env.MEMORY_CAP ?? 48),
   together: ["csv", "json", "xlsx", "ndjson"],
 });
@@ -117,18 +149,25 @@ export const memoryDefaults = (): MemoryOptions => ({
  * the small cap; then the four formats at once under 128 MB. `start` gives a fresh worker serving
  * the table as "base" (with at least `rows` rows) under the V8 flags it is given.
  */
-export async function memoryRuns(start: (v8Flags: string) => Promise<Wrangler>, up: Upstream, options: MemoryOptions): Promise<MemoryRow[]> {
+export async function memoryRuns(
+  start: (v8Flags: string) => Promise<Wrangler>,
+  up: Upstream,
+  options: MemoryOptions,
+): Promise<MemoryRow[]> {
   up.version = (process.env.MEMORY_CKAN ?? "2.12") as Version;
   up.model = undefined;
   // Every page shape these exports ask for, serialised before anything is measured.
   const warm = await start("");
   try {
-    for (const format of new Set([...options.formats, ...options.together])) await download(`${warm.url}/export.${format}?resource=base&limit=70000`, {}, () => () => {});
+    for (const format of new Set([...options.formats, ...options.together]))
+      await download(`${warm.url}/export.${format}?resource=base&limit=70000`, {}, () => () => {});
   } finally {
     await warm.stop();
   }
   up.store.prepareSeen();
-  console.log(`bench:memory: ${options.rows.toLocaleString("en-US")} rows, CKAN ${up.version}, a fresh wrangler dev per run`);
+  console.log(
+    `bench:memory: ${options.rows.toLocaleString("en-US")} rows, CKAN ${up.version}, a fresh wrangler dev per run`,
+  );
   const rowsOut: MemoryRow[] = [];
   const one = async (formats: MemoryFormat[], rows: number, capMb: number): Promise<void> => {
     const worker = await start(`--max-old-space-size=${capMb}`);
@@ -157,24 +196,52 @@ const mb = (bytes: number): string => (bytes / MB).toFixed(1);
 
 /** The memory table (markdown), CPU relative to CSV's of the same rows and cap. */
 export function renderMemory(rows: MemoryRow[]): string {
-  const csvCpu = (r: MemoryRow): number | undefined => rows.find((c) => c.formats.length === 1 && c.formats[0] === "csv" && c.rows === r.rows && c.heapCapMb === r.heapCapMb && c.outcome === "ok")?.cpuSeconds;
+  const csvCpu = (r: MemoryRow): number | undefined =>
+    rows.find(
+      (c) =>
+        c.formats.length === 1 &&
+        c.formats[0] === "csv" &&
+        c.rows === r.rows &&
+        c.heapCapMb === r.heapCapMb &&
+        c.outcome === "ok",
+    )?.cpuSeconds;
   const line = (cells: string[]): string => `| ${cells.join(" | ")} |`;
-  const header = ["format", "rows", "heap cap", "outcome", "peak heap MB", "peak ArrayBuffers MB", "heap + ArrayBuffers MB", "CPU s", "CPU / CSV", "rows in 30 s of CPU", "peak RSS MB", "samples"];
+  const header = [
+    "format",
+    "rows",
+    "heap cap",
+    "outcome",
+    "peak heap MB",
+    "peak ArrayBuffers MB",
+    "heap + ArrayBuffers MB",
+    "CPU s",
+    "CPU / CSV",
+    "rows in 30 s of CPU",
+    "peak RSS MB",
+    "samples",
+  ];
   const body = rows.map((r) => {
     const base = csvCpu(r);
-    const relative = r.formats.length === 1 && base !== undefined && r.outcome === "ok" ? `${(r.cpuSeconds / base).toFixed(1)}x` : "-";
+    const relative =
+      r.formats.length === 1 && base !== undefined && r.outcome === "ok" ? `${(r.cpuSeconds / base).toFixed(1)}x` : "-";
     return line([
       r.formats.join(" + "),
       r.rows.toLocaleString("en-US") + (r.formats.length > 1 ? " each" : ""),
       `${r.heapCapMb} MB`,
-      r.outcome === "ok" ? "ok" : r.outcome === "died" ? "**died**" : `**failed**: ${r.outcome.slice(0, 120).replace(/\|/g, "/")}`,
+      r.outcome === "ok"
+        ? "ok"
+        : r.outcome === "died"
+          ? "**died**"
+          : `**failed**: ${r.outcome.slice(0, 120).replace(/\|/g, "/")}`,
       mb(r.peak.heap),
       mb(r.peak.arrayBuffers),
       mb(r.peak.total),
       r.cpuSeconds.toFixed(2),
       relative,
       // The Paid plan's default CPU limit per invocation, at this run's rows per CPU-second.
-      r.outcome === "ok" && r.formats.length === 1 ? (Math.round(((r.rows / r.cpuSeconds) * 30) / 10_000) * 10_000).toLocaleString("en-US") : "-",
+      r.outcome === "ok" && r.formats.length === 1
+        ? (Math.round(((r.rows / r.cpuSeconds) * 30) / 10_000) * 10_000).toLocaleString("en-US")
+        : "-",
       r.rssMb.toFixed(0),
       String(r.peak.samples),
     ]);
@@ -192,7 +259,10 @@ export function memoryTargets(rows: MemoryRow[]): { name: string; detail: string
     const died = small.filter((r) => r.outcome !== "ok");
     targets.push({
       name: `every format completes ${all.toLocaleString("en-US")} rows with the heap capped at ${small[0]!.heapCapMb} MB`,
-      detail: died.length === 0 ? `${small.map((r) => r.formats[0]).join(", ")} completed.` : `failed: ${died.map((r) => `${r.formats[0]} (${r.outcome.slice(0, 60)})`).join(", ")}.`,
+      detail:
+        died.length === 0
+          ? `${small.map((r) => r.formats[0]).join(", ")} completed.`
+          : `failed: ${died.map((r) => `${r.formats[0]} (${r.outcome.slice(0, 60)})`).join(", ")}.`,
       met: died.length === 0,
     });
   }
@@ -222,7 +292,11 @@ export function memoryTargets(rows: MemoryRow[]): { name: string; detail: string
     const heavy = capped.find((r) => r.formats[0] === format && r.rows === all && r.outcome === "ok");
     if (!csv || !heavy) continue;
     const ratio = heavy.cpuSeconds / csv.cpuSeconds;
-    targets.push({ name: `${format === "xlsx" ? "XLSX" : "Parquet"} CPU <= 3x CSV's for the same rows`, detail: `${heavy.cpuSeconds.toFixed(2)} s vs ${csv.cpuSeconds.toFixed(2)} s: ${ratio.toFixed(1)}x.`, met: ratio <= 3 });
+    targets.push({
+      name: `${format === "xlsx" ? "XLSX" : "Parquet"} CPU <= 3x CSV's for the same rows`,
+      detail: `${heavy.cpuSeconds.toFixed(2)} s vs ${csv.cpuSeconds.toFixed(2)} s: ${ratio.toFixed(1)}x.`,
+      met: ratio <= 3,
+    });
   }
   return targets;
 }
@@ -243,7 +317,13 @@ async function main(): Promise<void> {
     const upstream = up;
     const start = (v8Flags: string): Promise<Wrangler> => {
       const persistTo = join(scratch, `state-${++serial}`);
-      const vars = { CKAN_BASE_URL: upstream.url, MAX_ROWS: "2000000", RESOURCES: JSON.stringify({ base: MEMORY_ID }), SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: "0" };
+      const vars = {
+        CKAN_BASE_URL: upstream.url,
+        MAX_ROWS: "2000000",
+        RESOURCES: JSON.stringify({ base: MEMORY_ID }),
+        SNAPSHOT_JOBS: "[]",
+        CACHE_TTL_SECONDS: "0",
+      };
       return startWrangler({ root, ...built, vars, persistTo, v8Flags });
     };
     const rows = await memoryRuns(start, upstream, options);

@@ -17,7 +17,10 @@ const rows = Number(process.env.PROFILE_ROWS ?? 250_000);
 const runs = Number(process.env.PROFILE_RUNS ?? 4);
 const table = process.env.PROFILE_TABLE === "rich" ? RICH : BASE;
 const id = "be4c0000-0000-4000-8000-000000000001";
-const up = await startUpstream({ resources: [{ id, shape: table, rows: Math.max(rows, 1) }], version: (process.env.PROFILE_CKAN ?? "2.10") as Version });
+const up = await startUpstream({
+  resources: [{ id, shape: table, rows: Math.max(rows, 1) }],
+  version: (process.env.PROFILE_CKAN ?? "2.10") as Version,
+});
 try {
   const env = { CKAN_BASE_URL: up.url, RESOURCES: JSON.stringify({ t: id }), MAX_ROWS: "5000000" } as unknown as Env;
   const config = parseConfig(env);
@@ -39,7 +42,9 @@ try {
     const memory = process.memoryUsage();
     const mb = (n: number): string => (n / 2 ** 20).toFixed(0);
     const label = i === 0 ? "warm-up" : `run ${i}`;
-    console.log(`${label}: ${format} ${rows} rows, ${(bytes / 2 ** 20).toFixed(1)} MB in ${((performance.now() - wall) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(2)} s (includes the upstream's); RSS ${mb(memory.rss)} MB, heap ${mb(memory.heapUsed)} of ${mb(memory.heapTotal)} MB, array buffers ${mb(memory.arrayBuffers)} MB`);
+    console.log(
+      `${label}: ${format} ${rows} rows, ${(bytes / 2 ** 20).toFixed(1)} MB in ${((performance.now() - wall) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(2)} s (includes the upstream's); RSS ${mb(memory.rss)} MB, heap ${mb(memory.heapUsed)} of ${mb(memory.heapTotal)} MB, array buffers ${mb(memory.arrayBuffers)} MB`,
+    );
   }
 } finally {
   await up.close();

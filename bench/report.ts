@@ -134,9 +134,15 @@ export const ok = (e: { status: number; error?: string }): boolean => e.status =
 export const fixed = (n: number, digits: number): string => (Number.isFinite(n) ? n.toFixed(digits) : "-");
 export const thousands = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-");
 
-export const floorFor = (report: Pick<Report, "fetchFloors">, e: Pick<ExportResult, "table" | "format" | "rows">): FetchFloor | undefined =>
+export const floorFor = (
+  report: Pick<Report, "fetchFloors">,
+  e: Pick<ExportResult, "table" | "format" | "rows">,
+): FetchFloor | undefined =>
   report.fetchFloors.find((f) => f.table === e.table && f.format === e.format && f.rows === e.rows);
-export const dumpFor = (report: Pick<Report, "dumps">, e: Pick<ExportResult, "mode" | "rows" | "cores">): DumpResult | undefined =>
+export const dumpFor = (
+  report: Pick<Report, "dumps">,
+  e: Pick<ExportResult, "mode" | "rows" | "cores">,
+): DumpResult | undefined =>
   report.dumps.find((d) => d.mode === e.mode && d.rows === e.rows && d.cores === e.cores && ok(d));
 
 function markdownTable(header: string[], rows: string[][]): string {
@@ -150,38 +156,91 @@ const exportName = (e: ExportResult): string =>
 function checkTable(check: CheckRow[]): string {
   return markdownTable(
     ["CKAN", "200,000 rows, one request at a time", "real CKAN", "model", "bench upstream, measured"],
-    check.map((c) => [c.version, c.name, `${fixed(c.ckanS, 3)} s`, `${fixed(c.modelS, 3)} s`, `${fixed(c.measuredS, 3)} s`]),
+    check.map((c) => [
+      c.version,
+      c.name,
+      `${fixed(c.ckanS, 3)} s`,
+      `${fixed(c.modelS, 3)} s`,
+      `${fixed(c.measuredS, 3)} s`,
+    ]),
   );
 }
 
 function coresTable(rows: CoresRow[]): string {
   return markdownTable(
     ["CKAN", "pages sized to", "pages", "CKAN work alone s", "export / dump, real", "requests' worth at once"],
-    rows.map((r) => [r.version, `${r.pageMiB} MiB`, String(r.pages), fixed(r.workS, 2), `${fixed(r.ratio, 2)}x`, fixed(r.cores, 2)]),
+    rows.map((r) => [
+      r.version,
+      `${r.pageMiB} MiB`,
+      String(r.pages),
+      fixed(r.workS, 2),
+      `${fixed(r.ratio, 2)}x`,
+      fixed(r.cores, 2),
+    ]),
   );
 }
 
 const modeName = (mode: Version): string => (mode === "2.12" ? "2.12 (keyset)" : `${mode} (offset)`);
 
 function dumpTable(report: Report): string {
-  const header = ["CKAN", "cores", "rows", "export", "worker wall s", "TTFB ms", "dump wall s", "worker / dump", "up req", "CKAN work s", "of it fixed / rows / offset / count s", "CKAN busy s", "CKAN idle s", "most req at once", "queued s", "worker CPU s", "peak RSS MB"];
-  const rows = report.exports.filter((e) => e.cost === "ckan" && e.latencyMs === 0 && !e.proc.startsWith("latency-")).map((e) => {
-    const dump = dumpFor(report, e);
-    const p = e.upstreamParts;
-    return [
-      modeName(e.mode), fixed(e.cores, 2), thousands(e.rows), exportName(e), fixed(e.wallMs / 1000, 2), fixed(e.ttfbMs, 0),
-      dump ? fixed(dump.wallMs / 1000, 2) : "-", dump && ok(e) ? `**${fixed(e.wallMs / dump.wallMs, 2)}**` : "-",
-      String(e.upstreamRequests), fixed(e.upstreamModelS, 2), `${fixed(p.fixed, 2)} / ${fixed(p.rows, 2)} / ${fixed(p.skipped, 2)} / ${fixed(p.counted, 2)}`,
-      fixed(e.upstreamBusyS, 2), fixed(e.wallMs / 1000 - e.upstreamBusyS, 2), String(e.upstreamPeak), fixed(e.upstreamQueuedS, 2), fixed(e.cpuSeconds, 2), fixed(e.peakMb, 0),
-    ];
-  });
+  const header = [
+    "CKAN",
+    "cores",
+    "rows",
+    "export",
+    "worker wall s",
+    "TTFB ms",
+    "dump wall s",
+    "worker / dump",
+    "up req",
+    "CKAN work s",
+    "of it fixed / rows / offset / count s",
+    "CKAN busy s",
+    "CKAN idle s",
+    "most req at once",
+    "queued s",
+    "worker CPU s",
+    "peak RSS MB",
+  ];
+  const rows = report.exports
+    .filter((e) => e.cost === "ckan" && e.latencyMs === 0 && !e.proc.startsWith("latency-"))
+    .map((e) => {
+      const dump = dumpFor(report, e);
+      const p = e.upstreamParts;
+      return [
+        modeName(e.mode),
+        fixed(e.cores, 2),
+        thousands(e.rows),
+        exportName(e),
+        fixed(e.wallMs / 1000, 2),
+        fixed(e.ttfbMs, 0),
+        dump ? fixed(dump.wallMs / 1000, 2) : "-",
+        dump && ok(e) ? `**${fixed(e.wallMs / dump.wallMs, 2)}**` : "-",
+        String(e.upstreamRequests),
+        fixed(e.upstreamModelS, 2),
+        `${fixed(p.fixed, 2)} / ${fixed(p.rows, 2)} / ${fixed(p.skipped, 2)} / ${fixed(p.counted, 2)}`,
+        fixed(e.upstreamBusyS, 2),
+        fixed(e.wallMs / 1000 - e.upstreamBusyS, 2),
+        String(e.upstreamPeak),
+        fixed(e.upstreamQueuedS, 2),
+        fixed(e.cpuSeconds, 2),
+        fixed(e.peakMb, 0),
+      ];
+    });
   return markdownTable(header, rows);
 }
 
 /** Where each of the largest cost exports' time went, a line per export. */
 function whereTimeGoes(report: Report): string {
   const lines = report.exports
-    .filter((e) => e.cost === "ckan" && e.latencyMs === 0 && !e.proc.startsWith("latency-") && ok(e) && e.rows === Math.max(...report.exports.map((x) => x.rows)))
+    .filter(
+      (e) =>
+        e.cost === "ckan" &&
+        e.latencyMs === 0 &&
+        !e.proc.startsWith("latency-") &&
+        ok(e) &&
+        e.rows === Math.max(...report.exports.map((x) => x.rows)),
+    )
     .map((e) => {
       const p = e.upstreamParts;
       const work = p.fixed + p.rows + p.skipped + p.counted;
@@ -189,45 +248,124 @@ function whereTimeGoes(report: Report): string {
       const dump = dumpFor(report, e);
       return `- CKAN ${e.mode}, ${e.cores} cores, ${e.format.toUpperCase()}: ${fixed(e.wallMs / 1000, 2)} s${dump ? ` (the dump ${fixed(dump.wallMs / 1000, 2)} s)` : ""}. CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests: rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}. CKAN had a request in service for ${fixed(e.upstreamBusyS, 2)} s and none for ${fixed(e.wallMs / 1000 - e.upstreamBusyS, 2)} s (the first page, the worker's CPU, ${fixed(e.cpuSeconds, 2)} s here, and gaps between pages).`;
     });
-  return lines.length ? `Where the time goes, ${thousands(Math.max(...report.exports.map((x) => x.rows)))} rows:\n\n${lines.join("\n")}` : "";
+  return lines.length
+    ? `Where the time goes, ${thousands(Math.max(...report.exports.map((x) => x.rows)))} rows:\n\n${lines.join("\n")}`
+    : "";
 }
 
 /** Each export with latency added, beside the same export without and what one page at a time would add. */
-export function latencyRows(report: Pick<Report, "exports">): { e: ExportResult; base: ExportResult; added: number; serial: number }[] {
+export function latencyRows(
+  report: Pick<Report, "exports">,
+): { e: ExportResult; base: ExportResult; added: number; serial: number }[] {
   return report.exports
     .filter((e) => e.cost === "ckan" && e.latencyMs > 0 && ok(e))
     .flatMap((e) => {
-      const base = report.exports.find((b) => b.cost === "ckan" && b.latencyMs === 0 && b.proc === e.proc && b.mode === e.mode && b.cores === e.cores && b.rows === e.rows && b.format === e.format && ok(b));
-      return base ? [{ e, base, added: (e.wallMs - base.wallMs) / 1000, serial: (e.upstreamRequests * e.latencyMs) / 1000 }] : [];
+      const base = report.exports.find(
+        (b) =>
+          b.cost === "ckan" &&
+          b.latencyMs === 0 &&
+          b.proc === e.proc &&
+          b.mode === e.mode &&
+          b.cores === e.cores &&
+          b.rows === e.rows &&
+          b.format === e.format &&
+          ok(b),
+      );
+      return base
+        ? [{ e, base, added: (e.wallMs - base.wallMs) / 1000, serial: (e.upstreamRequests * e.latencyMs) / 1000 }]
+        : [];
     });
 }
 
 function latencyTable(report: Report): string {
   return markdownTable(
-    ["CKAN", "rows", "export", "added a page ms", "wall s without", "wall s with", "the export adds s", "up req", "one page at a time adds s", "share"],
+    [
+      "CKAN",
+      "rows",
+      "export",
+      "added a page ms",
+      "wall s without",
+      "wall s with",
+      "the export adds s",
+      "up req",
+      "one page at a time adds s",
+      "share",
+    ],
     latencyRows(report).map(({ e, base, added, serial }) => [
-      modeName(e.mode), thousands(e.rows), exportName(e), String(e.latencyMs), fixed(base.wallMs / 1000, 2), fixed(e.wallMs / 1000, 2), fixed(added, 2), String(e.upstreamRequests), fixed(serial, 2), fixed(added / serial, 2),
+      modeName(e.mode),
+      thousands(e.rows),
+      exportName(e),
+      String(e.latencyMs),
+      fixed(base.wallMs / 1000, 2),
+      fixed(e.wallMs / 1000, 2),
+      fixed(added, 2),
+      String(e.upstreamRequests),
+      fixed(serial, 2),
+      fixed(added / serial, 2),
     ]),
   );
 }
 
 function cpuTable(report: Report): string {
-  const header = ["table", "export", "rows", "process", "heap", "run", "wall s", "TTFB ms", "rows/s", "out MB", "up req", "up MB", "peak RSS MB", "CPU s", "floor CPU s", "CPU / floor", "X-Cache"];
-  const rows = report.exports.filter((e) => e.cost === "zero").map((e) => {
-    const floor = floorFor(report, e);
-    const seconds = e.wallMs / 1000;
-    return [
-      e.table, exportName(e), thousands(e.rows), e.proc, e.heap, e.run, fixed(seconds, 2), fixed(e.ttfbMs, 0), thousands(e.rowsSeen / seconds),
-      fixed(e.bytes / MB, 1), String(e.upstreamRequests), fixed(e.upstreamBytes / MB, 1), fixed(e.peakMb, 0), fixed(e.cpuSeconds, 2),
-      floor ? fixed(floor.cpuSeconds, 2) : "-", floor && floor.cpuSeconds > 0 && e.run === "cold" ? `${fixed(e.cpuSeconds / floor.cpuSeconds, 2)}x` : "-", e.xCache,
-    ];
-  });
+  const header = [
+    "table",
+    "export",
+    "rows",
+    "process",
+    "heap",
+    "run",
+    "wall s",
+    "TTFB ms",
+    "rows/s",
+    "out MB",
+    "up req",
+    "up MB",
+    "peak RSS MB",
+    "CPU s",
+    "floor CPU s",
+    "CPU / floor",
+    "X-Cache",
+  ];
+  const rows = report.exports
+    .filter((e) => e.cost === "zero")
+    .map((e) => {
+      const floor = floorFor(report, e);
+      const seconds = e.wallMs / 1000;
+      return [
+        e.table,
+        exportName(e),
+        thousands(e.rows),
+        e.proc,
+        e.heap,
+        e.run,
+        fixed(seconds, 2),
+        fixed(e.ttfbMs, 0),
+        thousands(e.rowsSeen / seconds),
+        fixed(e.bytes / MB, 1),
+        String(e.upstreamRequests),
+        fixed(e.upstreamBytes / MB, 1),
+        fixed(e.peakMb, 0),
+        fixed(e.cpuSeconds, 2),
+        floor ? fixed(floor.cpuSeconds, 2) : "-",
+        floor && floor.cpuSeconds > 0 && e.run === "cold" ? `${fixed(e.cpuSeconds / floor.cpuSeconds, 2)}x` : "-",
+        e.xCache,
+      ];
+    });
   return markdownTable(header, rows);
 }
 
 function floorsTable(report: Report): string {
   const header = ["table", "rows", "pages as", "pages", "up MB", "wall s", "CPU s", "first page ms"];
-  const rows = report.fetchFloors.map((f) => [f.table, thousands(f.rows), "csv", String(f.pages), fixed(f.upstreamBytes / MB, 1), fixed(f.wallMs / 1000, 2), fixed(f.cpuSeconds, 2), fixed(f.firstPageMs, 0)]);
+  const rows = report.fetchFloors.map((f) => [
+    f.table,
+    thousands(f.rows),
+    "csv",
+    String(f.pages),
+    fixed(f.upstreamBytes / MB, 1),
+    fixed(f.wallMs / 1000, 2),
+    fixed(f.cpuSeconds, 2),
+    fixed(f.firstPageMs, 0),
+  ]);
   return markdownTable(header, rows);
 }
 
@@ -280,12 +418,16 @@ requests in service or queued (${report.models[0]?.workers ?? 3} CKAN workers).
 
 ${dumpTable(report)}
 
-${whereTimeGoes(report)}${latencyRows(report).length ? `
+${whereTimeGoes(report)}${
+  latencyRows(report).length
+    ? `
 
 Latency hidden: the same export with every \`datastore_search\` answer ${report.exports.find((e) => e.latencyMs > 0)?.latencyMs} ms later (a distant CKAN; the delay holds no CKAN
 worker), beside what fetching its pages one at a time would add (requests x the delay).
 
-${latencyTable(report)}` : ""}`);
+${latencyTable(report)}`
+    : ""
+}`);
   }
   if (report.exports.some((e) => e.cost === "zero")) {
     sections.push(`## CPU and memory (zero-cost upstream)

@@ -17,15 +17,30 @@ import { fileURLToPath } from "node:url";
 import { impliedCores, selfCheck, type CheckRow } from "./calibrate.ts";
 import { CKAN_CORES, fit, VERSIONS } from "./ckan/cost.ts";
 import { BASE, RICH } from "./ckan/tables.ts";
-import { csvRecordCounter, download, getJson, lineCounter, sleep } from "./http.ts";
-import { render, sectionOf, SNAPSHOT_SECTION, withSection, type DumpResult, type ExportResult, type FetchFloor, type Format, type Machine, type Report } from "./report.ts";
+import { csvRecordCounter, download, getJson, lineCounter } from "./http.ts";
+import {
+  render,
+  sectionOf,
+  SNAPSHOT_SECTION,
+  withSection,
+  type DumpResult,
+  type ExportResult,
+  type FetchFloor,
+  type Format,
+  type Machine,
+  type Report,
+} from "./report.ts";
 import { memoryDefaults, memoryRuns, type MemoryRow } from "./memory.ts";
 import { aggregateRuns, renderAggregate, sqlRuns, type AggregateRow } from "./aggregate.ts";
 import { evaluateTargets } from "./targets.ts";
 import { startUpstream, type Resource, type Upstream, type Version } from "./upstream.ts";
 import { buildWorker, killAllNow, sample, settle, startWrangler, watchOtherLoad, type Wrangler } from "./workerd.ts";
 
-const list = (name: string): string[] | undefined => process.env[name]?.split(",").map((s) => s.trim()).filter(Boolean);
+const list = (name: string): string[] | undefined =>
+  process.env[name]
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 const options = {
   only: new Set(list("BENCH_ONLY") ?? ["check", "cpu", "cost", "memory", "aggregate"]),
   modes: (list("BENCH_MODES") ?? [...VERSIONS]) as Version[],
@@ -39,7 +54,18 @@ const options = {
   cpuMode: (process.env.BENCH_CPU_MODE ?? "2.10") as Version,
   extra: process.env.BENCH_EXTRA === "1",
 };
-const SUBSET_VARS = ["BENCH_ONLY", "BENCH_MODES", "BENCH_ROWS", "BENCH_FORMATS", "BENCH_CKAN_WORKERS", "BENCH_CKAN_CORES", "BENCH_LATENCY_MS", "BENCH_REPEAT", "BENCH_CPU_MODE", "BENCH_V8_FLAGS"];
+const SUBSET_VARS = [
+  "BENCH_ONLY",
+  "BENCH_MODES",
+  "BENCH_ROWS",
+  "BENCH_FORMATS",
+  "BENCH_CKAN_WORKERS",
+  "BENCH_CKAN_CORES",
+  "BENCH_LATENCY_MS",
+  "BENCH_REPEAT",
+  "BENCH_CPU_MODE",
+  "BENCH_V8_FLAGS",
+];
 const subset = SUBSET_VARS.filter((name) => process.env[name] !== undefined);
 
 const MILLION = 1_000_000;
@@ -81,12 +107,31 @@ let built: { bundle: string; config: string } | undefined;
  * does outside the worker. It would also be charged to every export under CACHE_MAX_BYTES and not to
  * larger ones. On `*.workers.dev` there is no cache at all.
  */
-function freshWorker(up: Upstream, v8Flags: string, floor = false, cache = false, at: Record<string, string> = {}): Promise<Wrangler> {
+function freshWorker(
+  up: Upstream,
+  v8Flags: string,
+  floor = false,
+  cache = false,
+  at: Record<string, string> = {},
+): Promise<Wrangler> {
   const persistTo = join(scratch, `state-${++serial}`);
   mkdirSync(persistTo, { recursive: true });
-  if (floor) return startWrangler({ root, config: "bench/wrangler.floor.toml", vars: { CKAN_BASE_URL: up.url, RESOURCES: aliases }, persistTo });
+  if (floor)
+    return startWrangler({
+      root,
+      config: "bench/wrangler.floor.toml",
+      vars: { CKAN_BASE_URL: up.url, RESOURCES: aliases },
+      persistTo,
+    });
   built ??= buildWorker(root, scratch);
-  const vars = { CKAN_BASE_URL: up.url, MAX_ROWS: "2000000", RESOURCES: aliases, SNAPSHOT_JOBS: "[]", CACHE_TTL_SECONDS: cache ? "300" : "0", ...at };
+  const vars = {
+    CKAN_BASE_URL: up.url,
+    MAX_ROWS: "2000000",
+    RESOURCES: aliases,
+    SNAPSHOT_JOBS: "[]",
+    CACHE_TTL_SECONDS: cache ? "300" : "0",
+    ...at,
+  };
   return startWrangler({ root, ...built, vars, persistTo, v8Flags });
 }
 
@@ -117,43 +162,85 @@ interface Case {
   heap: string;
 }
 
-async function measure(up: Upstream, worker: Wrangler, c: Case, run: "cold" | "cached", baselineMb: number): Promise<ExportResult> {
+async function measure(
+  up: Upstream,
+  worker: Wrangler,
+  c: Case,
+  run: "cold" | "cached",
+  baselineMb: number,
+): Promise<ExportResult> {
   up.resetStats();
   const logFrom = worker.output.length;
   const before = sample(worker.workerPid);
   const proxyBefore = sample(worker.proxyPid);
   const query = c.alias !== undefined ? `resource=${c.alias}` : `resource=${c.table}&limit=${c.rows}`;
   let lines = lineCounter(false);
-  const d = await download(`${worker.url}/export.${c.format}?${query}`, c.gzip ? { "accept-encoding": "gzip" } : {}, (response) => {
-    const zipped = response.headers["content-encoding"] === "gzip";
-    lines = c.table === "rich" && c.format === "csv" && !zipped ? csvRecordCounter() : lineCounter(zipped);
-    return lines.write;
-  });
+  const d = await download(
+    `${worker.url}/export.${c.format}?${query}`,
+    c.gzip ? { "accept-encoding": "gzip" } : {},
+    (response) => {
+      const zipped = response.headers["content-encoding"] === "gzip";
+      lines = c.table === "rich" && c.format === "csv" && !zipped ? csvRecordCounter() : lineCounter(zipped);
+      return lines.write;
+    },
+  );
   await settle(worker.workerPid);
   const after = sample(worker.workerPid);
   const framing = c.format === "csv" ? 1 : 2; // CSV: the header line; JSON: the "[" and "]" lines
   const s = up.stats;
   const result: ExportResult = {
-    table: c.table, format: c.format, rows: c.rows, mode: up.version, cost: up.model ? "ckan" : "zero", run, heap: c.heap, gzip: c.gzip === true, proc: c.proc,
-    status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: Math.max(0, (await lines.count()) - framing),
-    upstreamRequests: s.requests, upstreamBytes: s.bytes, upstreamGenerated: s.generated, recordsFormats: { ...s.formats }, requestLog: [...s.log],
-    upstreamModelS: s.modelSeconds, upstreamPeak: s.peakRequests, upstreamQueuedS: s.queuedSeconds, upstreamLateMs: s.lateMs,
-    upstreamParts: { ...s.modelParts }, upstreamBusyS: s.busySeconds, cores: up.model?.cores ?? 0, latencyMs: up.model?.latencyMs ?? 0,
-    peakMb: after.peakMb, baselineMb, cpuSeconds: after.cpuSeconds - before.cpuSeconds,
+    table: c.table,
+    format: c.format,
+    rows: c.rows,
+    mode: up.version,
+    cost: up.model ? "ckan" : "zero",
+    run,
+    heap: c.heap,
+    gzip: c.gzip === true,
+    proc: c.proc,
+    status: d.status,
+    wallMs: d.wallMs,
+    ttfbMs: d.ttfbMs,
+    bytes: d.bytes,
+    rowsSeen: Math.max(0, (await lines.count()) - framing),
+    upstreamRequests: s.requests,
+    upstreamBytes: s.bytes,
+    upstreamGenerated: s.generated,
+    recordsFormats: { ...s.formats },
+    requestLog: [...s.log],
+    upstreamModelS: s.modelSeconds,
+    upstreamPeak: s.peakRequests,
+    upstreamQueuedS: s.queuedSeconds,
+    upstreamLateMs: s.lateMs,
+    upstreamParts: { ...s.modelParts },
+    upstreamBusyS: s.busySeconds,
+    cores: up.model?.cores ?? 0,
+    latencyMs: up.model?.latencyMs ?? 0,
+    peakMb: after.peakMb,
+    baselineMb,
+    cpuSeconds: after.cpuSeconds - before.cpuSeconds,
     proxyCpuSeconds: sample(worker.proxyPid).cpuSeconds - proxyBefore.cpuSeconds,
-    xCache: String(d.headers["x-cache"] ?? "absent"), contentEncoding: String(d.headers["content-encoding"] ?? "identity"),
+    xCache: String(d.headers["x-cache"] ?? "absent"),
+    contentEncoding: String(d.headers["content-encoding"] ?? "identity"),
   };
   const cacheNote = d.headers["x-cache-note"];
   if (typeof cacheNote === "string") result.cacheNote = cacheNote;
   const upstreamMs = workerUpstreamMs(worker, logFrom);
   if (upstreamMs !== undefined) result.workerUpstreamMs = upstreamMs;
-  const costly = up.model ? ` (${up.model.cores} cores${up.model.latencyMs ? `, +${up.model.latencyMs} ms a page` : ""})` : "";
+  const costly = up.model
+    ? ` (${up.model.cores} cores${up.model.latencyMs ? `, +${up.model.latencyMs} ms a page` : ""})`
+    : "";
   const label = `${c.table} ${c.format}${c.gzip ? "+gzip" : ""} ${c.rows} rows, CKAN ${up.version}, ${result.cost} cost${costly}, heap ${c.heap}, ${run}`;
   if (d.status !== 200 || d.cutOff !== undefined) {
     // Keep the worker's last words: they say why (paths of this machine are cut out).
     const said = worker.output
       .slice(logFrom)
-      .map((l) => l.replace(/\x1b\[[0-9;]*m/g, "").split(root).join(""))
+      .map((l) =>
+        l
+          .replace(/\x1b\[[0-9;]*m/g, "")
+          .split(root)
+          .join(""),
+      )
       .filter((l) => !l.startsWith("[wrangler:info]") && !l.includes("@0x")) // stack frames name files of this machine
       .slice(-4)
       .map((l) => l.slice(0, 240));
@@ -164,12 +251,19 @@ async function measure(up: Upstream, worker: Wrangler, c: Case, run: "cold" | "c
     console.error(`  warning: ${label} has ${result.rowsSeen} rows; it ends: ${JSON.stringify(d.tail.slice(-120))}`);
   }
   const e = result;
-  console.log(`  ${label}: ${(e.wallMs / 1000).toFixed(2)} s, TTFB ${e.ttfbMs.toFixed(0)} ms, ${e.upstreamRequests} upstream req, CPU ${e.cpuSeconds.toFixed(2)} s, peak RSS ${e.peakMb.toFixed(0)} MB, X-Cache ${e.xCache}`);
+  console.log(
+    `  ${label}: ${(e.wallMs / 1000).toFixed(2)} s, TTFB ${e.ttfbMs.toFixed(0)} ms, ${e.upstreamRequests} upstream req, CPU ${e.cpuSeconds.toFixed(2)} s, peak RSS ${e.peakMb.toFixed(0)} MB, X-Cache ${e.xCache}`,
+  );
   return result;
 }
 
 /** One fresh worker process running `cases` in order, each cold (and the first cached too, if asked). */
-async function inProcess(up: Upstream, heap: string, cases: Omit<Case, "heap">[], cachedRepeat = false): Promise<ExportResult[]> {
+async function inProcess(
+  up: Upstream,
+  heap: string,
+  cases: Omit<Case, "heap">[],
+  cachedRepeat = false,
+): Promise<ExportResult[]> {
   const worker = await freshWorker(up, heap === "none" ? "" : heap, false, cachedRepeat);
   const results: ExportResult[] = [];
   const label = heap === "none" ? "none" : `${/\d+/.exec(heap)?.[0] ?? heap} MB`;
@@ -188,7 +282,10 @@ async function inProcess(up: Upstream, heap: string, cases: Omit<Case, "heap">[]
 
 /** Every shape of page the runs will ask for, serialised before anything is timed. */
 async function warmUp(up: Upstream): Promise<void> {
-  const modes = new Set<Version>([...(options.only.has("cpu") ? [options.cpuMode] : []), ...(options.only.has("cost") ? options.modes : [])]);
+  const modes = new Set<Version>([
+    ...(options.only.has("cpu") ? [options.cpuMode] : []),
+    ...(options.only.has("cost") ? options.modes : []),
+  ]);
   for (const mode of modes) {
     up.version = mode;
     up.model = undefined;
@@ -198,15 +295,28 @@ async function warmUp(up: Upstream): Promise<void> {
       if (options.only.has("cost") && options.modes.includes(mode)) tables.push(...options.costRows.map(baseAlias));
       for (const alias of new Set(tables)) {
         for (const format of options.formats) {
-          const d = await download(`${worker.url}/export.${format}?resource=${alias}&limit=${WARM_ROWS}&_warm=1`, {}, () => () => {});
-          if (d.status !== 200) throw new Error(`warm-up export ${alias} ${format} on CKAN ${mode} answered ${d.status}: ${d.tail.slice(0, 200)}`);
+          const d = await download(
+            `${worker.url}/export.${format}?resource=${alias}&limit=${WARM_ROWS}&_warm=1`,
+            {},
+            () => () => {},
+          );
+          if (d.status !== 200)
+            throw new Error(
+              `warm-up export ${alias} ${format} on CKAN ${mode} answered ${d.status}: ${d.tail.slice(0, 200)}`,
+            );
         }
       }
     } finally {
       await worker.stop();
     }
   }
-  if (options.only.has("cost")) up.store.want(BASE, "dump", BASE.fields.map((_, i) => i), Math.max(...options.costRows));
+  if (options.only.has("cost"))
+    up.store.want(
+      BASE,
+      "dump",
+      BASE.fields.map((_, i) => i),
+      Math.max(...options.costRows),
+    );
   const begun = performance.now();
   const chunks = up.store.prepareSeen();
   console.log(`  serialised ${chunks} chunks of 10,000 rows in ${((performance.now() - begun) / 1000).toFixed(1)} s`);
@@ -216,7 +326,11 @@ async function floors(up: Upstream): Promise<FetchFloor[]> {
   up.version = options.cpuMode;
   up.model = undefined;
   const floor = await freshWorker(up, "", true);
-  const plan: [string, number][] = [["base", QUARTER], ["base", MILLION], ["rich", RICH_ROWS]];
+  const plan: [string, number][] = [
+    ["base", QUARTER],
+    ["base", MILLION],
+    ["rich", RICH_ROWS],
+  ];
   try {
     const results: FetchFloor[] = [];
     for (const [table, rows] of plan) {
@@ -229,12 +343,26 @@ async function floors(up: Upstream): Promise<FetchFloor[]> {
           up.resetStats();
           await settle(floor.workerPid);
           const before = sample(floor.workerPid).cpuSeconds;
-          const { body, wallMs } = await getJson<{ pages: number; firstPageMs: number }>(`${floor.url}/fetch?resource=${table}&rows=${rows}&format=${records}`);
+          const { body, wallMs } = await getJson<{ pages: number; firstPageMs: number }>(
+            `${floor.url}/fetch?resource=${table}&rows=${rows}&format=${records}`,
+          );
           const cpuSeconds = sample(floor.workerPid).cpuSeconds - before;
-          if (!best || cpuSeconds < best.cpuSeconds) best = { table: table as "base" | "rich", format, rows, wallMs, firstPageMs: body.firstPageMs, pages: body.pages, upstreamBytes: up.stats.bytes, cpuSeconds };
+          if (!best || cpuSeconds < best.cpuSeconds)
+            best = {
+              table: table as "base" | "rich",
+              format,
+              rows,
+              wallMs,
+              firstPageMs: body.firstPageMs,
+              pages: body.pages,
+              upstreamBytes: up.stats.bytes,
+              cpuSeconds,
+            };
         }
         results.push(best!);
-        console.log(`  floor ${table} ${records} ${rows}: CPU ${best!.cpuSeconds.toFixed(2)} s, ${(best!.wallMs / 1000).toFixed(2)} s`);
+        console.log(
+          `  floor ${table} ${records} ${rows}: CPU ${best!.cpuSeconds.toFixed(2)} s, ${(best!.wallMs / 1000).toFixed(2)} s`,
+        );
       }
     }
     return results;
@@ -251,16 +379,41 @@ async function cpuRuns(up: Upstream): Promise<ExportResult[]> {
   for (let n = 1; n <= options.repeat; n++) {
     for (const format of options.formats) {
       const proc = `${format}-${n}`;
-      results.push(...(await inProcess(up, HEAP_CAP, [QUARTER, MILLION].map((rows) => ({ table: "base" as const, format, rows, proc })))));
+      results.push(
+        ...(await inProcess(
+          up,
+          HEAP_CAP,
+          [QUARTER, MILLION].map((rows) => ({ table: "base" as const, format, rows, proc })),
+        )),
+      );
     }
   }
-  results.push(...(await inProcess(up, HEAP_CAP, options.formats.map((format) => ({ table: "rich" as const, format, rows: RICH_ROWS, proc: "rich" })))));
+  results.push(
+    ...(await inProcess(
+      up,
+      HEAP_CAP,
+      options.formats.map((format) => ({ table: "rich" as const, format, rows: RICH_ROWS, proc: "rich" })),
+    )),
+  );
   const cacheFormat = options.formats.includes("csv") ? "csv" : options.formats[0]!;
-  results.push(...(await inProcess(up, HEAP_CAP, [{ table: "base", format: cacheFormat, rows: CACHE_ROWS, proc: "cache" }], true)));
-  if (options.formats.includes("json")) results.push(...(await inProcess(up, SMALL_HEAP, [{ table: "base", format: "json", rows: MILLION, proc: "small-heap" }])));
+  results.push(
+    ...(await inProcess(up, HEAP_CAP, [{ table: "base", format: cacheFormat, rows: CACHE_ROWS, proc: "cache" }], true)),
+  );
+  if (options.formats.includes("json"))
+    results.push(
+      ...(await inProcess(up, SMALL_HEAP, [{ table: "base", format: "json", rows: MILLION, proc: "small-heap" }])),
+    );
   if (options.extra) {
-    if (options.formats.includes("json")) results.push(...(await inProcess(up, HEAP_CAP, [{ table: "base", format: "json", rows: MILLION, gzip: true, proc: "gzip" }])));
-    if (options.formats.includes("csv")) results.push(...(await inProcess(up, "none", [{ table: "base", format: "csv", rows: MILLION, proc: "uncapped" }])));
+    if (options.formats.includes("json"))
+      results.push(
+        ...(await inProcess(up, HEAP_CAP, [
+          { table: "base", format: "json", rows: MILLION, gzip: true, proc: "gzip" },
+        ])),
+      );
+    if (options.formats.includes("csv"))
+      results.push(
+        ...(await inProcess(up, "none", [{ table: "base", format: "csv", rows: MILLION, proc: "uncapped" }])),
+      );
   }
   return results;
 }
@@ -269,8 +422,21 @@ async function dumpRun(up: Upstream, rows: number): Promise<DumpResult> {
   up.resetStats();
   const lines = lineCounter(false);
   const d = await download(`${up.url}/datastore/dump/${id(rows)}`, {}, () => lines.write);
-  const result: DumpResult = { mode: up.version, cores: up.model?.cores ?? 0, rows, status: d.status, wallMs: d.wallMs, ttfbMs: d.ttfbMs, bytes: d.bytes, rowsSeen: (await lines.count()) - 1, upstreamModelS: up.stats.modelSeconds, upstreamLateMs: up.stats.lateMs };
-  console.log(`  dump ${rows} rows, CKAN ${up.version}: ${(d.wallMs / 1000).toFixed(2)} s, ${(d.bytes / 1024 ** 2).toFixed(1)} MB`);
+  const result: DumpResult = {
+    mode: up.version,
+    cores: up.model?.cores ?? 0,
+    rows,
+    status: d.status,
+    wallMs: d.wallMs,
+    ttfbMs: d.ttfbMs,
+    bytes: d.bytes,
+    rowsSeen: (await lines.count()) - 1,
+    upstreamModelS: up.stats.modelSeconds,
+    upstreamLateMs: up.stats.lateMs,
+  };
+  console.log(
+    `  dump ${rows} rows, CKAN ${up.version}: ${(d.wallMs / 1000).toFixed(2)} s, ${(d.bytes / 1024 ** 2).toFixed(1)} MB`,
+  );
   return result;
 }
 
@@ -288,7 +454,15 @@ async function costRuns(up: Upstream): Promise<{ exports: ExportResult[]; dumps:
         for (const rows of options.costRows) {
           dumps.push(await dumpRun(up, rows));
           for (const format of options.formats) {
-            exports.push(await measure(up, worker, { table: "base", format, rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" }, "cold", baselineMb));
+            exports.push(
+              await measure(
+                up,
+                worker,
+                { table: "base", format, rows, alias: baseAlias(rows), proc: `cost-${mode}`, heap: "128 MB" },
+                "cold",
+                baselineMb,
+              ),
+            );
           }
         }
       }
@@ -296,7 +470,14 @@ async function costRuns(up: Upstream): Promise<{ exports: ExportResult[]; dumps:
       if (options.latencyMs > 0 && mode !== "2.11") {
         // Paired: the export without the delay right before the one with it (a busy machine drifts).
         const rows = Math.min(...options.costRows);
-        const pair = { table: "base", format: "csv", rows, alias: baseAlias(rows), proc: `latency-${mode}`, heap: "128 MB" } as const;
+        const pair = {
+          table: "base",
+          format: "csv",
+          rows,
+          alias: baseAlias(rows),
+          proc: `latency-${mode}`,
+          heap: "128 MB",
+        } as const;
         up.model = fit(mode, { workers: options.workers, cores: options.cores[0] });
         exports.push(await measure(up, worker, pair, "cold", baselineMb));
         up.model = fit(mode, { workers: options.workers, cores: options.cores[0], latencyMs: options.latencyMs });
@@ -316,8 +497,19 @@ async function formatBytes(up: Upstream, rows: number): Promise<Report["formats"
   const total = { lists: 0, objects: 0, csv: 0 };
   for (const format of ["lists", "objects", "csv"] as const) {
     for (let offset = 0; offset < rows; offset += 32000) {
-      const body = { resource_id: id(MILLION), limit: Math.min(32000, rows - offset), offset, sort: "_id", records_format: format, include_total: offset === 0 };
-      const response = await fetch(`${up.url}/api/action/datastore_search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const body = {
+        resource_id: id(MILLION),
+        limit: Math.min(32000, rows - offset),
+        offset,
+        sort: "_id",
+        records_format: format,
+        include_total: offset === 0,
+      };
+      const response = await fetch(`${up.url}/api/action/datastore_search`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       total[format] += (await response.arrayBuffer()).byteLength;
     }
   }
@@ -327,17 +519,26 @@ async function formatBytes(up: Upstream, rows: number): Promise<Report["formats"
 function machine(): Omit<Machine, "otherLoad"> {
   let workerd = "unknown";
   try {
-    workerd = execFileSync(join(root, "node_modules", ".bin", "workerd"), ["--version"], { encoding: "utf8" }).trim().replace(/^workerd\s+/, "");
+    workerd = execFileSync(join(root, "node_modules", ".bin", "workerd"), ["--version"], { encoding: "utf8" })
+      .trim()
+      .replace(/^workerd\s+/, "");
   } catch {
     // Reported as unknown.
   }
   let code = "unknown";
   try {
-    code = execFileSync("git", ["describe", "--always", "--dirty=+uncommitted changes"], { cwd: root, encoding: "utf8" }).trim().replace("+", " + ");
+    code = execFileSync("git", ["describe", "--always", "--dirty=+uncommitted changes"], {
+      cwd: root,
+      encoding: "utf8",
+    })
+      .trim()
+      .replace("+", " + ");
   } catch {
     // Not a git checkout.
   }
-  const wrangler = (JSON.parse(readFileSync(join(root, "node_modules", "wrangler", "package.json"), "utf8")) as { version: string }).version;
+  const wrangler = (
+    JSON.parse(readFileSync(join(root, "node_modules", "wrangler", "package.json"), "utf8")) as { version: string }
+  ).version;
   return {
     date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     cores: os.cpus().length,
@@ -359,15 +560,23 @@ async function main(): Promise<void> {
   if (options.only.has("check")) {
     console.log("bench: cost model self-check (200,000 rows, each CKAN version)");
     check = await selfCheck(models);
-    for (const row of check) console.log(`  CKAN ${row.version} ${row.name}: real ${row.ckanS.toFixed(3)} s, model ${row.modelS.toFixed(3)} s, bench upstream ${row.measuredS.toFixed(3)} s`);
+    for (const row of check)
+      console.log(
+        `  CKAN ${row.version} ${row.name}: real ${row.ckanS.toFixed(3)} s, model ${row.modelS.toFixed(3)} s, bench upstream ${row.measuredS.toFixed(3)} s`,
+      );
   }
-  let exports: ExportResult[] = [];
+  const exports: ExportResult[] = [];
   let fetchFloors: FetchFloor[] = [];
   let dumps: DumpResult[] = [];
   let formats: Report["formats"];
   let memory: MemoryRow[] | undefined;
   let aggregate: AggregateRow[] | undefined;
-  if (options.only.has("cpu") || options.only.has("cost") || options.only.has("memory") || options.only.has("aggregate")) {
+  if (
+    options.only.has("cpu") ||
+    options.only.has("cost") ||
+    options.only.has("memory") ||
+    options.only.has("aggregate")
+  ) {
     const up = await startUpstream({ resources });
     upstream = up;
     if (options.only.has("memory")) {
@@ -375,7 +584,9 @@ async function main(): Promise<void> {
       memory = await memoryRuns((flags) => freshWorker(up, flags), up, { ...memoryDefaults(), rows: MILLION });
     }
     if (options.only.has("aggregate")) {
-      console.log("bench: an aggregate in the worker against the CSV export of the same rows (fresh wrangler dev per run)");
+      console.log(
+        "bench: an aggregate in the worker against the CSV export of the same rows (fresh wrangler dev per run)",
+      );
       aggregate = await aggregateRuns((flags) => freshWorker(up, flags), up, baseAlias);
       aggregate.push(...(await sqlRuns((vars) => freshWorker(up, "--max-old-space-size=128", false, false, vars))));
     }
@@ -388,14 +599,27 @@ async function main(): Promise<void> {
       exports.push(...(await cpuRuns(up)));
     }
     if (options.only.has("cost")) {
-      console.log(`bench: against the dump (CKAN's costs, ${options.workers} CKAN workers, ${options.cores.join(" and ")} cores)`);
+      console.log(
+        `bench: against the dump (CKAN's costs, ${options.workers} CKAN workers, ${options.cores.join(" and ")} cores)`,
+      );
       const cost = await costRuns(up);
       exports.push(...cost.exports);
       dumps = cost.dumps;
     }
     formats = await formatBytes(up, CACHE_ROWS);
   }
-  const partial = { machine: { ...machine(), otherLoad: otherLoad.stop() }, subset, models, cores: impliedCores(models), check, exports, fetchFloors, dumps, formats, memory };
+  const partial = {
+    machine: { ...machine(), otherLoad: otherLoad.stop() },
+    subset,
+    models,
+    cores: impliedCores(models),
+    check,
+    exports,
+    fetchFloors,
+    dumps,
+    formats,
+    memory,
+  };
   const { targets, notes } = evaluateTargets(partial);
   const report: Report = { ...partial, targets, notes, totalSeconds: (performance.now() - started) / 1000 };
   const text = render(report) + (aggregate === undefined ? "" : `\n${renderAggregate(aggregate)}`);
@@ -403,7 +627,9 @@ async function main(): Promise<void> {
   const out = subset.length === 0 ? join("bench", "RESULTS.md") : join("bench", "tmp", "RESULTS.partial.md");
   mkdirSync(join(root, "bench", "tmp"), { recursive: true });
   // The section `npm run bench:snapshot` wrote (a run of many minutes) stays until it runs again.
-  const kept = existsSync(join(root, out)) ? sectionOf(readFileSync(join(root, out), "utf8"), SNAPSHOT_SECTION) : undefined;
+  const kept = existsSync(join(root, out))
+    ? sectionOf(readFileSync(join(root, out), "utf8"), SNAPSHOT_SECTION)
+    : undefined;
   writeFileSync(join(root, out), kept === undefined ? text : withSection(text, kept));
   console.log(`bench: wrote ${out}`);
 }

@@ -10,7 +10,16 @@
 // bench/tmp/RESULTS-snapshot.partial.md for a run of another size. Every child is killed at the end.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statfsSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +33,9 @@ import { startUpstream, type Upstream } from "./upstream.ts";
 import { buildWorker, killAllNow, sample, startWrangler, type Wrangler } from "./workerd.ts";
 
 const DEFAULT_ROWS = 20_000_000;
-const { values } = parseArgs({ options: { rows: { type: "string", default: String(DEFAULT_ROWS) }, "heap-cap": { type: "string", default: "none" } } });
+const { values } = parseArgs({
+  options: { rows: { type: "string", default: String(DEFAULT_ROWS) }, "heap-cap": { type: "string", default: "none" } },
+});
 const ROWS = Number(values.rows);
 if (!Number.isSafeInteger(ROWS) || ROWS < 1) throw new Error(`--rows must be a positive integer, not ${values.rows}`);
 
@@ -81,7 +92,6 @@ class CpuTrace {
   }
 }
 
-
 /**
  * The user worker's own V8 heap (not the other isolates wrangler dev runs in the same workerd: the
  * Workflow engine, the local R2), asked every second over wrangler's inspector proxy: in production
@@ -97,7 +107,9 @@ class HeapWatch {
   #socket: WebSocket | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   async start(inspectorPort: number): Promise<void> {
-    const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
+    const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json()) as {
+      webSocketDebuggerUrl: string;
+    }[];
     const url = targets[0]?.webSocketDebuggerUrl;
     if (url === undefined) throw new Error("wrangler's inspector lists no worker");
     // The proxy admits DevTools' own origins only; undici's WebSocket takes headers as an extension.
@@ -154,14 +166,22 @@ function engineSteps(persistTo: string): EngineStep[] {
     try {
       const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'states'").get();
       if (table === undefined) continue;
-      const rows = db.prepare("SELECT timestamp, event, target, metadata FROM states WHERE event IN (5, 6, 7) ORDER BY id").all() as { timestamp: string; event: number; target: string | null; metadata: string | null }[];
+      const rows = db
+        .prepare("SELECT timestamp, event, target, metadata FROM states WHERE event IN (5, 6, 7) ORDER BY id")
+        .all() as { timestamp: string; event: number; target: string | null; metadata: string | null }[];
       const open = new Map<string, number>();
       const steps: EngineStep[] = [];
       for (const row of rows) {
         const t = Date.parse(`${String(row.timestamp).replace(" ", "T")}Z`);
         const name = String(row.target).replace(/-\d+$/, "");
         if (row.event === 5) open.set(name, t);
-        else if (open.has(name)) steps.push({ name: row.event === 7 ? `${name} (failed)` : name, start: open.get(name)!, end: t, ...totals(row.metadata) });
+        else if (open.has(name))
+          steps.push({
+            name: row.event === 7 ? `${name} (failed)` : name,
+            start: open.get(name)!,
+            end: t,
+            ...totals(row.metadata),
+          });
       }
       if (steps.length > 0) return steps;
     } finally {
@@ -175,9 +195,18 @@ function engineSteps(persistTo: string): EngineStep[] {
 function totals(metadata: string | null): { rows?: number; bytes?: number } {
   try {
     const result = (JSON.parse(metadata ?? "null") as { result?: unknown } | null)?.result;
-    const outcome = JSON.parse(String(result)) as { ok?: boolean; value?: { rows?: unknown; bytes?: unknown; upload?: unknown } };
+    const outcome = JSON.parse(String(result)) as {
+      ok?: boolean;
+      value?: { rows?: unknown; bytes?: unknown; upload?: unknown };
+    };
     const value = outcome.value;
-    if (outcome.ok !== true || typeof value?.rows !== "number" || typeof value.bytes !== "number" || typeof value.upload !== "object") return {};
+    if (
+      outcome.ok !== true ||
+      typeof value?.rows !== "number" ||
+      typeof value.bytes !== "number" ||
+      typeof value.upload !== "object"
+    )
+      return {};
     return { rows: value.rows, bytes: value.bytes };
   } catch {
     return {};
@@ -209,11 +238,21 @@ async function call(url: string, init: RequestInit = {}): Promise<{ status: numb
 }
 
 const lastWords = (worker: Wrangler): string =>
-  worker.output.slice(-8).map((l) => l.replace(/\x1b\[[0-9;]*m/g, "").split(root).join("").slice(0, 240)).join(" | ");
+  worker.output
+    .slice(-8)
+    .map((l) =>
+      l
+        .replace(/\x1b\[[0-9;]*m/g, "")
+        .split(root)
+        .join("")
+        .slice(0, 240),
+    )
+    .join(" | ");
 
 const gib = (bytes: number): string => (bytes / 2 ** 30).toFixed(2);
 const thousands = (n: number): string => n.toLocaleString("en-US");
-const clock = (seconds: number): string => `${Math.floor(seconds / 60)} min ${(seconds % 60).toFixed(0).padStart(2, "0")} s`;
+const clock = (seconds: number): string =>
+  `${Math.floor(seconds / 60)} min ${(seconds % 60).toFixed(0).padStart(2, "0")} s`;
 
 async function main(): Promise<void> {
   const begun = Date.now();
@@ -221,10 +260,17 @@ async function main(): Promise<void> {
   const free = statfsSync(root);
   const needGb = (ROWS * 170 * 2) / 1e9;
   const freeGb = (free.bavail * free.bsize) / 1e9;
-  if (freeGb < needGb * 1.2) throw new Error(`about ${needGb.toFixed(0)} GB of disk is needed for ${ROWS} rows under bench/tmp; ${freeGb.toFixed(0)} GB are free`);
+  if (freeGb < needGb * 1.2)
+    throw new Error(
+      `about ${needGb.toFixed(0)} GB of disk is needed for ${ROWS} rows under bench/tmp; ${freeGb.toFixed(0)} GB are free`,
+    );
 
   // Pages are read front to back: a window of 10,000-row chunks serves the table, memory stays flat.
-  const up: Upstream = await startUpstream({ resources: [{ id, shape: BASE, rows: ROWS }], version: "2.12", keepChunks: 50 });
+  const up: Upstream = await startUpstream({
+    resources: [{ id, shape: BASE, rows: ROWS }],
+    version: "2.12",
+    keepChunks: 50,
+  });
   upstreamRef = up;
   mkdirSync(join(scratch, "state"), { recursive: true });
   const built = buildWorker(root, scratch);
@@ -249,7 +295,10 @@ async function main(): Promise<void> {
   const cpu0 = sample(worker.workerPid).cpuSeconds;
   const t0 = Date.now();
   const started = await call(`${base}/run`, { method: "POST" });
-  if (started.status !== 202) throw new Error(`POST ${JOB}/run answered ${started.status}: ${JSON.stringify(started.body).slice(0, 300)}; worker: ${lastWords(worker)}`);
+  if (started.status !== 202)
+    throw new Error(
+      `POST ${JOB}/run answered ${started.status}: ${JSON.stringify(started.body).slice(0, 300)}; worker: ${lastWords(worker)}`,
+    );
   const instance = (started.body as { instance: string; stamp: string }).instance;
   const stamp = (started.body as { stamp: string }).stamp;
   console.log(`bench:snapshot: ${thousands(ROWS)} rows, CSV, run ${instance} started`);
@@ -268,11 +317,17 @@ async function main(): Promise<void> {
     polls++;
     const now = sample(worker.workerPid);
     if (shown === undefined) {
-      console.log(`  ${clock((Date.now() - t0) / 1000)}  (no answer in 5 s: R2 busy)  CPU ${(now.cpuSeconds - cpu0).toFixed(1)} s  RSS ${now.rssMb.toFixed(0)} MB  worker heap ${heap.lastMb.toFixed(0)} MB ${((Date.now() - heap.lastAt) / 1000).toFixed(0)} s ago`);
-      if (Number.isNaN(now.cpuSeconds)) throw new Error(`the worker's workerd process is gone; worker: ${lastWords(worker)}`);
+      console.log(
+        `  ${clock((Date.now() - t0) / 1000)}  (no answer in 5 s: R2 busy)  CPU ${(now.cpuSeconds - cpu0).toFixed(1)} s  RSS ${now.rssMb.toFixed(0)} MB  worker heap ${heap.lastMb.toFixed(0)} MB ${((Date.now() - heap.lastAt) / 1000).toFixed(0)} s ago`,
+      );
+      if (Number.isNaN(now.cpuSeconds))
+        throw new Error(`the worker's workerd process is gone; worker: ${lastWords(worker)}`);
       continue;
     }
-    if (Number.isNaN(now.cpuSeconds)) throw new Error(`the worker's workerd process is gone (wrangler dev may have started another: its CPU would not be counted); worker: ${lastWords(worker)}`);
+    if (Number.isNaN(now.cpuSeconds))
+      throw new Error(
+        `the worker's workerd process is gone (wrangler dev may have started another: its CPU would not be counted); worker: ${lastWords(worker)}`,
+      );
     if (shown.status === 200) {
       const view = shown.body as RunView;
       const prev = seen.at(-1);
@@ -280,26 +335,34 @@ async function main(): Promise<void> {
       if (Date.now() - lastPrint >= 5000) {
         lastPrint = Date.now();
         const s = (Date.now() - t0) / 1000;
-        console.log(`  ${clock(s)}  ${view.status}  ${view.format ?? "-"} step ${view.step}  ${thousands(view.rows)} rows  ${(view.bytes / MB).toFixed(0)} MiB  ${view.parts} parts  CPU ${(now.cpuSeconds - cpu0).toFixed(1)} s  RSS ${now.rssMb.toFixed(0)} MB  worker heap ${heap.lastMb.toFixed(0)} MB  (answered in ${pollMs} ms)${view.last_error ? `  last error: ${view.last_error}` : ""}`);
+        console.log(
+          `  ${clock(s)}  ${view.status}  ${view.format ?? "-"} step ${view.step}  ${thousands(view.rows)} rows  ${(view.bytes / MB).toFixed(0)} MiB  ${view.parts} parts  CPU ${(now.cpuSeconds - cpu0).toFixed(1)} s  RSS ${now.rssMb.toFixed(0)} MB  worker heap ${heap.lastMb.toFixed(0)} MB  (answered in ${pollMs} ms)${view.last_error ? `  last error: ${view.last_error}` : ""}`,
+        );
       }
       continue;
     }
-    if (shown.status !== 404) throw new Error(`GET ${JOB}/run answered ${shown.status}: ${JSON.stringify(shown.body).slice(0, 300)}`);
+    if (shown.status !== 404)
+      throw new Error(`GET ${JOB}/run answered ${shown.status}: ${JSON.stringify(shown.body).slice(0, 300)}`);
     // No run in progress: either it has not claimed the job yet, or it ended (the listing says which).
     const listing = await call(`${worker.url}/snapshots`);
-    const job = (listing.body as { jobs: { name: string; last_run: typeof lastRun | null }[] }).jobs.find((j) => j.name === JOB);
+    const job = (listing.body as { jobs: { name: string; last_run: typeof lastRun | null }[] }).jobs.find(
+      (j) => j.name === JOB,
+    );
     if (job?.last_run && job.last_run.stamp === stamp) {
       lastRun = job.last_run;
       break;
     }
-    if (Date.now() - t0 > 120_000 && seen.length === 0) throw new Error(`the run never showed up; worker: ${lastWords(worker)}`);
+    if (Date.now() - t0 > 120_000 && seen.length === 0)
+      throw new Error(`the run never showed up; worker: ${lastWords(worker)}`);
   }
   const tEnd = Date.parse(lastRun.finished);
   const wallS = (tEnd - Date.parse(lastRun.started)) / 1000;
   trace.stop();
   const cpuTotal = trace.at(tEnd) - trace.at(t0);
   const peakMb = sample(worker.workerPid).peakMb;
-  console.log(`bench:snapshot: run ${lastRun.status} after ${clock(wallS)}${lastRun.error ? `: ${lastRun.error}` : ""}`);
+  console.log(
+    `bench:snapshot: run ${lastRun.status} after ${clock(wallS)}${lastRun.error ? `: ${lastRun.error}` : ""}`,
+  );
 
   // Each step's start and end from the engine's log; without it, the ends the polls saw in the record.
   const logged = engineSteps(join(scratch, "state"));
@@ -310,9 +373,12 @@ async function main(): Promise<void> {
   const steps = writeSegments.reduce((n, s) => n + s.steps, 0);
 
   // The manifest's entry, then the file as a client gets it: bytes, lines and sha256.
-  const manifest = (await call(`${base}/manifest.json`)).body as { snapshots: { key: string; format: string; rows: number; bytes: number; sha256: string; stamp: string }[] };
+  const manifest = (await call(`${base}/manifest.json`)).body as {
+    snapshots: { key: string; format: string; rows: number; bytes: number; sha256: string; stamp: string }[];
+  };
   const entry = manifest.snapshots.find((s) => s.stamp === stamp && s.format === "csv");
-  if (entry === undefined) throw new Error(`the manifest has no CSV snapshot of ${stamp}: ${JSON.stringify(manifest).slice(0, 400)}`);
+  if (entry === undefined)
+    throw new Error(`the manifest has no CSV snapshot of ${stamp}: ${JSON.stringify(manifest).slice(0, 400)}`);
   const hash = createHash("sha256");
   const lines = lineCounter(false);
   const readCpu0 = sample(worker.workerPid).cpuSeconds;
@@ -330,9 +396,13 @@ async function main(): Promise<void> {
     rows: dataLines === ROWS && entry.rows === ROWS,
   };
   const whole = Object.values(checks).every(Boolean);
-  console.log(`bench:snapshot: latest.csv read back: HTTP ${d.status}, ${thousands(d.bytes)} bytes, ${thousands(dataLines)} rows, sha256 ${sha256} (${whole ? "matches the manifest" : `MISMATCH ${JSON.stringify(checks)}`}) in ${(d.wallMs / 1000).toFixed(1)} s`);
+  console.log(
+    `bench:snapshot: latest.csv read back: HTTP ${d.status}, ${thousands(d.bytes)} bytes, ${thousands(dataLines)} rows, sha256 ${sha256} (${whole ? "matches the manifest" : `MISMATCH ${JSON.stringify(checks)}`}) in ${(d.wallMs / 1000).toFixed(1)} s`,
+  );
 
-  const largest = writeSegments.filter((s) => s.steps === 1).reduce((a, b) => (b.cpuS > a.cpuS ? b : a), writeSegments[0]!);
+  const largest = writeSegments
+    .filter((s) => s.steps === 1)
+    .reduce((a, b) => (b.cpuS > a.cpuS ? b : a), writeSegments[0]!);
   const finishing = segments.filter((s) => s.steps === 0);
   const singles = writeSegments.filter((s) => s.steps === 1);
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
@@ -340,18 +410,41 @@ async function main(): Promise<void> {
   const maxOf = (xs: number[]): number => Math.max(...xs);
   const stepRows = singles.map((s) => s.rows);
   const report = {
-    rows: ROWS, status: lastRun.status, error: lastRun.error, wallS, cpuTotal, peakMb, heapPeakMb: heap.peakMb, heapPeakIn: during(heap.peakAt, logged), steps, missed, polls,
-    bytes: entry.bytes, sha256: entry.sha256, readBack: { bytes: d.bytes, rows: dataLines, sha256, whole, wallS: d.wallMs / 1000, cpuS: readCpu },
+    rows: ROWS,
+    status: lastRun.status,
+    error: lastRun.error,
+    wallS,
+    cpuTotal,
+    peakMb,
+    heapPeakMb: heap.peakMb,
+    heapPeakIn: during(heap.peakAt, logged),
+    steps,
+    missed,
+    polls,
+    bytes: entry.bytes,
+    sha256: entry.sha256,
+    readBack: { bytes: d.bytes, rows: dataLines, sha256, whole, wallS: d.wallMs / 1000, cpuS: readCpu },
     perStep: {
-      cpuMean: mean(singles.map((s) => s.cpuS)), cpuMedian: median(singles.map((s) => s.cpuS)), cpuMax: largest?.cpuS ?? Number.NaN, cpuMaxLabel: largest?.label,
-      wallMean: mean(singles.map((s) => s.wallS)), wallMax: maxOf(singles.map((s) => s.wallS)),
-      bytesMean: mean(singles.map((s) => s.bytes)), rowsMean: mean(stepRows),
+      cpuMean: mean(singles.map((s) => s.cpuS)),
+      cpuMedian: median(singles.map((s) => s.cpuS)),
+      cpuMax: largest?.cpuS ?? Number.NaN,
+      cpuMaxLabel: largest?.label,
+      wallMean: mean(singles.map((s) => s.wallS)),
+      wallMax: maxOf(singles.map((s) => s.wallS)),
+      bytesMean: mean(singles.map((s) => s.bytes)),
+      rowsMean: mean(stepRows),
     },
-    finishing, betweenCpu, engineLog: logged.length > 0, upstream: { requests: up.stats.requests, bytes: up.stats.bytes },
+    finishing,
+    betweenCpu,
+    engineLog: logged.length > 0,
+    upstream: { requests: up.stats.requests, bytes: up.stats.bytes },
   };
   console.log(JSON.stringify(report, null, 2));
   const text = render(report, config, segments);
-  const out = ROWS === DEFAULT_ROWS ? join(root, "bench", "RESULTS.md") : join(root, "bench", "tmp", "RESULTS-snapshot.partial.md");
+  const out =
+    ROWS === DEFAULT_ROWS
+      ? join(root, "bench", "RESULTS.md")
+      : join(root, "bench", "tmp", "RESULTS-snapshot.partial.md");
   if (ROWS === DEFAULT_ROWS) {
     writeFileSync(out, withSection(readFileSync(out, "utf8"), text));
   } else {
@@ -377,8 +470,13 @@ function fromEngine(logged: EngineStep[], trace: CpuTrace): Segment[] {
   return logged.map((step) => {
     const write = step.rows !== undefined && /^csv step \d+$/.test(step.name);
     const segment: Segment = {
-      label: step.name, steps: write ? 1 : 0, end: step.end, wallS: (step.end - step.start) / 1000, cpuS: trace.at(step.end) - trace.at(step.start),
-      rows: write ? step.rows! - rows : 0, bytes: write ? step.bytes! - bytes : 0,
+      label: step.name,
+      steps: write ? 1 : 0,
+      end: step.end,
+      wallS: (step.end - step.start) / 1000,
+      cpuS: trace.at(step.end) - trace.at(step.start),
+      rows: write ? step.rows! - rows : 0,
+      bytes: write ? step.bytes! - bytes : 0,
     };
     if (write) [rows, bytes] = [step.rows!, step.bytes!];
     return segment;
@@ -393,14 +491,28 @@ function fromPolls(seen: RunView[], lastRun: { started: string }, tEnd: number, 
   let prevRows = 0;
   let prevBytes = 0;
   const cut = (label: string, steps: number, end: number, rows: number, bytes: number): void => {
-    segments.push({ label, steps, end, wallS: (end - prevEnd) / 1000, cpuS: trace.at(end) - trace.at(prevEnd), rows: rows - prevRows, bytes: bytes - prevBytes });
+    segments.push({
+      label,
+      steps,
+      end,
+      wallS: (end - prevEnd) / 1000,
+      cpuS: trace.at(end) - trace.at(prevEnd),
+      rows: rows - prevRows,
+      bytes: bytes - prevBytes,
+    });
     prevEnd = end;
     prevRows = rows;
     prevBytes = bytes;
   };
   for (const view of seen) {
     if (view.format !== null && view.step > prevStep) {
-      cut(view.step - prevStep === 1 ? `csv step ${view.step}` : `csv steps ${prevStep + 1}-${view.step}`, view.step - prevStep, Date.parse(view.updated), view.rows, view.bytes);
+      cut(
+        view.step - prevStep === 1 ? `csv step ${view.step}` : `csv steps ${prevStep + 1}-${view.step}`,
+        view.step - prevStep,
+        Date.parse(view.updated),
+        view.rows,
+        view.bytes,
+      );
       prevStep = view.step;
     } else if (view.format === null && view.done.length > 0 && segments.at(-1)?.label !== "csv seal + publish") {
       cut("csv seal + publish", 0, Date.parse(view.updated), view.done[0]!.rows, view.done[0]!.bytes);
@@ -411,10 +523,34 @@ function fromPolls(seen: RunView[], lastRun: { started: string }, tEnd: number, 
 }
 
 type Report = {
-  rows: number; status: string; error: string | undefined; wallS: number; cpuTotal: number; peakMb: number; heapPeakMb: number; heapPeakIn: string; steps: number; missed: number; polls: number;
-  bytes: number; sha256: string; readBack: { bytes: number; rows: number; sha256: string; whole: boolean; wallS: number; cpuS: number };
-  perStep: { cpuMean: number; cpuMedian: number; cpuMax: number; cpuMaxLabel: string | undefined; wallMean: number; wallMax: number; bytesMean: number; rowsMean: number };
-  finishing: Segment[]; betweenCpu: number; engineLog: boolean; upstream: { requests: number; bytes: number };
+  rows: number;
+  status: string;
+  error: string | undefined;
+  wallS: number;
+  cpuTotal: number;
+  peakMb: number;
+  heapPeakMb: number;
+  heapPeakIn: string;
+  steps: number;
+  missed: number;
+  polls: number;
+  bytes: number;
+  sha256: string;
+  readBack: { bytes: number; rows: number; sha256: string; whole: boolean; wallS: number; cpuS: number };
+  perStep: {
+    cpuMean: number;
+    cpuMedian: number;
+    cpuMax: number;
+    cpuMaxLabel: string | undefined;
+    wallMean: number;
+    wallMax: number;
+    bytesMean: number;
+    rowsMean: number;
+  };
+  finishing: Segment[];
+  betweenCpu: number;
+  engineLog: boolean;
+  upstream: { requests: number; bytes: number };
 };
 
 function render(r: Report, config: { partBytes: number; stepBytes: number }, segments: Segment[]): string {
@@ -437,7 +573,10 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
       ? "100 ms) between the step's start and end as the local Workflow engine logged them (the progress poll, once a second, included)."
       : "100 ms) between the run record's updates the progress polls saw (once a second; the polls' own cost included).",
     ...(HEAP_CAP === ""
-      ? ["", "With `--heap-cap 128` (every isolate of wrangler dev's workerd capped, as `npm run bench` does) workerd ran out of V8 heap during seal and publish at 20,000,000 rows, twice, when those steps still hashed and copied the whole file; the write steps ran under the cap."]
+      ? [
+          "",
+          "With `--heap-cap 128` (every isolate of wrangler dev's workerd capped, as `npm run bench` does) workerd ran out of V8 heap during seal and publish at 20,000,000 rows, twice, when those steps still hashed and copied the whole file; the write steps ran under the cap.",
+        ]
       : []),
     "",
     "| | |",
@@ -461,14 +600,21 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
     "",
     `Every step (${r.missed > 0 ? `${r.missed} stretches held two steps or more: a step ended between two polls; ` : ""}name: MiB written, CPU s, wall s):`,
     "",
-    segments.map((s) => `${s.label}: ${(s.bytes / MB).toFixed(0)} MiB, ${s.cpuS.toFixed(2)}, ${s.wallS.toFixed(1)}`).join("; ") + ".",
+    `${segments
+      .map((s) => `${s.label}: ${(s.bytes / MB).toFixed(0)} MiB, ${s.cpuS.toFixed(2)}, ${s.wallS.toFixed(1)}`)
+      .join("; ")}.`,
   ];
   return lines.join("\n");
 }
 
 function gitDescribe(): string {
   try {
-    return execFileSync("git", ["describe", "--always", "--dirty=+uncommitted changes"], { cwd: root, encoding: "utf8" }).trim().replace("+", " + ");
+    return execFileSync("git", ["describe", "--always", "--dirty=+uncommitted changes"], {
+      cwd: root,
+      encoding: "utf8",
+    })
+      .trim()
+      .replace("+", " + ");
   } catch {
     return "unknown"; // not a git checkout
   }
@@ -501,7 +647,10 @@ try {
   // What wrangler dev printed stays for a failure's post-mortem (machine paths cut out).
   if (workerRef !== undefined) {
     mkdirSync(join(root, "bench", "tmp"), { recursive: true });
-    writeFileSync(join(root, "bench", "tmp", "snapshot-wrangler.log"), workerRef.output.map((l) => l.split(root).join("")).join("\n"));
+    writeFileSync(
+      join(root, "bench", "tmp", "snapshot-wrangler.log"),
+      workerRef.output.map((l) => l.split(root).join("")).join("\n"),
+    );
   }
   await workerRef?.stop();
   await upstreamRef?.close();

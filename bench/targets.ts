@@ -1,6 +1,17 @@
 // The issue's targets, each judged with the figures it was judged on, and notes on where time goes.
 import { memoryTargets } from "./memory.ts";
-import { dumpFor, fixed, floorFor, latencyRows, MB, ok, thousands, type ExportResult, type Report, type Target } from "./report.ts";
+import {
+  dumpFor,
+  fixed,
+  floorFor,
+  latencyRows,
+  MB,
+  ok,
+  thousands,
+  type ExportResult,
+  type Report,
+  type Target,
+} from "./report.ts";
 
 type Measured = Omit<Report, "targets" | "notes" | "totalSeconds">;
 
@@ -26,7 +37,12 @@ function requestPattern(log: string[]): string {
         p.offset ? "offset" : "",
         typeof p.sort === "string" && /desc/i.test(p.sort) ? "sort desc" : "",
       ].filter(Boolean);
-      text = [entry.slice(0, space), String(p.records_format ?? "objects"), `limit ${String(p.limit ?? 100)}`, ...flags].join(" ");
+      text = [
+        entry.slice(0, space),
+        String(p.records_format ?? "objects"),
+        `limit ${String(p.limit ?? 100)}`,
+        ...flags,
+      ].join(" ");
     } catch {
       // Not a parsed request; shown as it is.
     }
@@ -40,7 +56,9 @@ function requestPattern(log: string[]): string {
 /** Why an export failed, in a line: what the download saw, and whether V8 ran out of heap. */
 function failure(e: ExportResult): string {
   const seen = (e.error ?? `${e.rowsSeen} rows of ${e.rows}`).split("; worker output")[0]!;
-  return /heap out of memory|Reached heap limit/.test(e.error ?? "") ? `${seen}; V8 reached its heap limit ("JavaScript heap out of memory")` : seen;
+  return /heap out of memory|Reached heap limit/.test(e.error ?? "")
+    ? `${seen}; V8 reached its heap limit ("JavaScript heap out of memory")`
+    : seen;
 }
 
 const CPU_LIMIT = { csv: 2, json: 1.5 };
@@ -49,11 +67,15 @@ const RSS_GROWTH_MB = 16;
 export function evaluateTargets(report: Measured): { targets: Target[]; notes: string[] } {
   const targets: Target[] = [];
   const notes: string[] = [];
-  const zero = (e: ExportResult): boolean => e.cost === "zero" && e.run === "cold" && !e.gzip && e.heap !== "none" && e.heap !== "48 MB" && ok(e);
-  const missing = (name: string): void => void targets.push({ name, detail: "Not measured (an export failed or was not run; see the tables).", met: false });
+  const zero = (e: ExportResult): boolean =>
+    e.cost === "zero" && e.run === "cold" && !e.gzip && e.heap !== "none" && e.heap !== "48 MB" && ok(e);
+  const missing = (name: string): void =>
+    void targets.push({ name, detail: "Not measured (an export failed or was not run; see the tables).", met: false });
 
   // 1. The worker against the upstream's own dump, with CKAN's costs: 0.6x on 2.12 and 2.11, 0.8x on 2.10.
-  for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0 && !x.proc.startsWith("latency-"))) {
+  for (const e of report.exports.filter(
+    (x) => x.cost === "ckan" && x.latencyMs === 0 && !x.proc.startsWith("latency-"),
+  )) {
     const limit = e.mode === "2.10" ? 0.8 : 0.6;
     const name = `${e.format.toUpperCase()} export of ${thousands(e.rows)} rows <= ${limit}x CKAN ${e.mode}'s dump of them (CKAN on ${e.cores} cores)`;
     const dump = dumpFor(report, e);
@@ -64,7 +86,11 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
     const ratio = e.wallMs / dump.wallMs;
     // However the worker asks, CKAN must do the work of its requests on the cores it has.
     const floor = e.upstreamModelS / Math.min(e.cores, 3) / (dump.wallMs / 1000);
-    targets.push({ name, detail: `${fixed(e.wallMs / 1000, 2)} s vs ${fixed(dump.wallMs / 1000, 2)} s: ${fixed(ratio, 2)}x (CKAN's work for these requests on ${e.cores} cores alone: ${fixed(floor, 2)}x).`, met: ratio <= limit });
+    targets.push({
+      name,
+      detail: `${fixed(e.wallMs / 1000, 2)} s vs ${fixed(dump.wallMs / 1000, 2)} s: ${fixed(ratio, 2)}x (CKAN's work for these requests on ${e.cores} cores alone: ${fixed(floor, 2)}x).`,
+      met: ratio <= limit,
+    });
   }
   for (const { e, added, serial } of latencyRows(report)) {
     targets.push({
@@ -75,7 +101,10 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   }
 
   // 2. CPU against the fetch-and-discard floor, zero cost: base 1,000,000 (median of processes) and rich.
-  for (const [table, rows] of [["base", 1_000_000], ["rich", 500_000]] as const) {
+  for (const [table, rows] of [
+    ["base", 1_000_000],
+    ["rich", 500_000],
+  ] as const) {
     for (const format of ["csv", "json"] as const) {
       const runs = report.exports.filter((e) => zero(e) && e.table === table && e.format === format && e.rows === rows);
       const floor = floorFor(report, { table, format, rows });
@@ -88,16 +117,24 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
       const cpu = median(runs.map((e) => e.cpuSeconds));
       const ratio = cpu / floor.cpuSeconds;
       const each = runs.length > 1 ? ` (median of ${runs.map((e) => fixed(e.cpuSeconds, 2)).join(", ")})` : "";
-      targets.push({ name, detail: `${fixed(cpu, 2)} s${each} vs floor ${fixed(floor.cpuSeconds, 2)} s: ${fixed(ratio, 2)}x.`, met: ratio <= CPU_LIMIT[format] });
+      targets.push({
+        name,
+        detail: `${fixed(cpu, 2)} s${each} vs floor ${fixed(floor.cpuSeconds, 2)} s: ${fixed(ratio, 2)}x.`,
+        met: ratio <= CPU_LIMIT[format],
+      });
     }
   }
 
   // 3. RSS growth from a quarter of the rows to all, within one process.
   for (const format of ["csv", "json"] as const) {
-    const procs = [...new Set(report.exports.filter((e) => zero(e) && e.table === "base" && e.format === format).map((e) => e.proc))];
+    const procs = [
+      ...new Set(report.exports.filter((e) => zero(e) && e.table === "base" && e.format === format).map((e) => e.proc)),
+    ];
     const growth: { quarter: number; all: number }[] = [];
     for (const proc of procs) {
-      const [quarter, all] = [250_000, 1_000_000].map((rows) => report.exports.find((e) => e.proc === proc && e.rows === rows && zero(e)));
+      const [quarter, all] = [250_000, 1_000_000].map((rows) =>
+        report.exports.find((e) => e.proc === proc && e.rows === rows && zero(e)),
+      );
       if (quarter && all) growth.push({ quarter: quarter.peakMb, all: all.peakMb });
     }
     if (procs.length === 0) continue;
@@ -120,7 +157,10 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   if (small) {
     targets.push({
       name: "A 1,000,000-row JSON export completes under --max-old-space-size=48",
-      detail: ok(small) && small.rowsSeen === small.rows ? `${thousands(small.rowsSeen)} rows in ${fixed(small.wallMs / 1000, 2)} s, peak RSS ${fixed(small.peakMb, 0)} MB.` : `it did not: ${failure(small)}.`,
+      detail:
+        ok(small) && small.rowsSeen === small.rows
+          ? `${thousands(small.rowsSeen)} rows in ${fixed(small.wallMs / 1000, 2)} s, peak RSS ${fixed(small.peakMb, 0)} MB.`
+          : `it did not: ${failure(small)}.`,
       met: ok(small) && small.rowsSeen === small.rows,
     });
   }
@@ -139,30 +179,56 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   const f = report.formats;
   if (f) {
     const saving = 1 - f.listsBytes / f.objectsBytes;
-    targets.push({ name: "records_format lists >= 30% fewer bytes than objects", detail: `${fixed(f.listsBytes / MB, 1)} MB vs ${fixed(f.objectsBytes / MB, 1)} MB for ${thousands(f.rows)} rows: ${fixed(saving * 100, 1)}% fewer.`, met: saving >= 0.3 });
+    targets.push({
+      name: "records_format lists >= 30% fewer bytes than objects",
+      detail: `${fixed(f.listsBytes / MB, 1)} MB vs ${fixed(f.objectsBytes / MB, 1)} MB for ${thousands(f.rows)} rows: ${fixed(saving * 100, 1)}% fewer.`,
+      met: saving >= 0.3,
+    });
   }
 
   if (report.memory) targets.push(...memoryTargets(report.memory));
 
   // Notes: how the worker asked, and what could skew the figures.
   for (const mode of ["2.12", "2.11", "2.10"] as const) {
-    for (const e of report.exports.filter((x) => x.cost === "ckan" && x.latencyMs === 0 && !x.proc.startsWith("latency-") && x.cores === report.exports.find((y) => y.cost === "ckan")?.cores && x.mode === mode && x.rows === Math.min(...report.exports.filter((y) => y.cost === "ckan").map((y) => y.rows)))) {
-      notes.push(`Upstream requests of the ${thousands(e.rows)}-row ${e.format.toUpperCase()} export on CKAN ${mode} (status, records_format, limit, extras): ${requestPattern(e.requestLog)}.`);
+    for (const e of report.exports.filter(
+      (x) =>
+        x.cost === "ckan" &&
+        x.latencyMs === 0 &&
+        !x.proc.startsWith("latency-") &&
+        x.cores === report.exports.find((y) => y.cost === "ckan")?.cores &&
+        x.mode === mode &&
+        x.rows === Math.min(...report.exports.filter((y) => y.cost === "ckan").map((y) => y.rows)),
+    )) {
+      notes.push(
+        `Upstream requests of the ${thousands(e.rows)}-row ${e.format.toUpperCase()} export on CKAN ${mode} (status, records_format, limit, extras): ${requestPattern(e.requestLog)}.`,
+      );
     }
   }
   for (const e of report.exports.filter((x) => x.cost === "ckan" && ok(x))) {
     const dump = dumpFor(report, e);
     if (!dump || e.rows !== 1_000_000) continue;
-    const parts = [`worker ${fixed(e.wallMs / 1000, 2)} s, of which CKAN's modelled work is ${fixed(e.upstreamModelS, 2)} s over ${e.upstreamRequests} requests (at most ${e.upstreamPeak} at once, ${fixed(e.upstreamQueuedS, 2)} s queued)`, `the dump's is ${fixed(dump.upstreamModelS, 2)} s in one stream`];
-    notes.push(`1,000,000 rows ${e.format.toUpperCase()} on CKAN ${e.mode} (${e.cores} cores): ${parts.join("; ")}; workerd CPU ${fixed(e.cpuSeconds, 2)} s.`);
+    const parts = [
+      `worker ${fixed(e.wallMs / 1000, 2)} s, of which CKAN's modelled work is ${fixed(e.upstreamModelS, 2)} s over ${e.upstreamRequests} requests (at most ${e.upstreamPeak} at once, ${fixed(e.upstreamQueuedS, 2)} s queued)`,
+      `the dump's is ${fixed(dump.upstreamModelS, 2)} s in one stream`,
+    ];
+    notes.push(
+      `1,000,000 rows ${e.format.toUpperCase()} on CKAN ${e.mode} (${e.cores} cores): ${parts.join("; ")}; workerd CPU ${fixed(e.cpuSeconds, 2)} s.`,
+    );
   }
   const late = [...report.exports.filter((e) => e.cost === "ckan"), ...report.dumps];
   if (late.length > 0) {
-    notes.push(`The upstream's timers fired ${fixed(late.reduce((n, e) => n + e.upstreamLateMs, 0), 0)} ms late in all over the cost-model runs (a busy machine delays them; that time is in the wall times).`);
+    notes.push(
+      `The upstream's timers fired ${fixed(
+        late.reduce((n, e) => n + e.upstreamLateMs, 0),
+        0,
+      )} ms late in all over the cost-model runs (a busy machine delays them; that time is in the wall times).`,
+    );
   }
   const generated = report.exports.filter((x) => x.upstreamGenerated > 0);
   if (generated.length > 0) {
-    notes.push(`The upstream had to serialise rows during: ${generated.map((e) => `${e.table} ${e.format} ${thousands(e.rows)} ${e.mode} ${e.run} (${e.upstreamGenerated} chunks)`).join(", ")}; those figures include that upstream work.`);
+    notes.push(
+      `The upstream had to serialise rows during: ${generated.map((e) => `${e.table} ${e.format} ${thousands(e.rows)} ${e.mode} ${e.run} (${e.upstreamGenerated} chunks)`).join(", ")}; those figures include that upstream work.`,
+    );
   }
   const reasons = new Map<string, Set<string>>();
   for (const e of report.exports.filter((x) => x.cacheNote !== undefined)) {
@@ -172,13 +238,27 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
   }
   for (const [reason, which] of reasons) notes.push(`X-Cache-Note "${reason}" on: ${[...which].join(", ")}.`);
   const zipped = report.exports.find((e) => e.gzip && ok(e));
-  if (zipped) notes.push(`Asked for gzip, the ${thousands(zipped.rows)}-row ${zipped.format.toUpperCase()} export came back ${zipped.contentEncoding}: ${fixed(zipped.cpuSeconds, 2)} s CPU (wrangler's proxy ${fixed(zipped.proxyCpuSeconds, 2)} s), ${fixed(zipped.wallMs / 1000, 2)} s, ${fixed(zipped.bytes / MB, 0)} MB.`);
+  if (zipped)
+    notes.push(
+      `Asked for gzip, the ${thousands(zipped.rows)}-row ${zipped.format.toUpperCase()} export came back ${zipped.contentEncoding}: ${fixed(zipped.cpuSeconds, 2)} s CPU (wrangler's proxy ${fixed(zipped.proxyCpuSeconds, 2)} s), ${fixed(zipped.wallMs / 1000, 2)} s, ${fixed(zipped.bytes / MB, 0)} MB.`,
+    );
   const uncapped = report.exports.find((e) => e.heap === "none" && ok(e));
-  if (uncapped) notes.push(`Without a heap cap (wrangler dev's default) a ${thousands(uncapped.rows)}-row ${uncapped.format.toUpperCase()} export peaks at ${fixed(uncapped.peakMb, 0)} MB RSS: V8 grows its heap rather than collect.`);
-  const mismatched = [...report.exports.filter((e) => ok(e) && e.rowsSeen !== e.rows), ...report.dumps.filter((d) => ok(d) && d.rowsSeen !== d.rows)];
-  if (mismatched.length > 0) notes.push(`Row count mismatch in: ${mismatched.map((e) => `${"format" in e ? e.format : "dump"} ${e.rows} on ${e.mode} (${e.rowsSeen})`).join(", ")}.`);
+  if (uncapped)
+    notes.push(
+      `Without a heap cap (wrangler dev's default) a ${thousands(uncapped.rows)}-row ${uncapped.format.toUpperCase()} export peaks at ${fixed(uncapped.peakMb, 0)} MB RSS: V8 grows its heap rather than collect.`,
+    );
+  const mismatched = [
+    ...report.exports.filter((e) => ok(e) && e.rowsSeen !== e.rows),
+    ...report.dumps.filter((d) => ok(d) && d.rowsSeen !== d.rows),
+  ];
+  if (mismatched.length > 0)
+    notes.push(
+      `Row count mismatch in: ${mismatched.map((e) => `${"format" in e ? e.format : "dump"} ${e.rows} on ${e.mode} (${e.rowsSeen})`).join(", ")}.`,
+    );
   for (const e of report.exports.filter((x) => !ok(x))) {
-    notes.push(`FAILED: ${e.table} ${e.format}${e.gzip ? " gzip" : ""} ${thousands(e.rows)} rows, CKAN ${e.mode}, ${e.cost} cost, heap ${e.heap}, ${e.run}: ${(e.error ?? `HTTP ${e.status}`).replace(/\.+$/, "")}.`);
+    notes.push(
+      `FAILED: ${e.table} ${e.format}${e.gzip ? " gzip" : ""} ${thousands(e.rows)} rows, CKAN ${e.mode}, ${e.cost} cost, heap ${e.heap}, ${e.run}: ${(e.error ?? `HTTP ${e.status}`).replace(/\.+$/, "")}.`,
+    );
   }
   return { targets, notes };
 }

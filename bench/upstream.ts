@@ -48,9 +48,27 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-const freshStats = (): UpstreamStats => ({ requests: 0, bytes: 0, generated: 0, formats: {}, log: [], modelSeconds: 0, modelParts: { fixed: 0, rows: 0, skipped: 0, counted: 0 }, lateMs: 0, worstLateMs: 0, peakRequests: 0, queuedSeconds: 0, busySeconds: 0 });
+const freshStats = (): UpstreamStats => ({
+  requests: 0,
+  bytes: 0,
+  generated: 0,
+  formats: {},
+  log: [],
+  modelSeconds: 0,
+  modelParts: { fixed: 0, rows: 0, skipped: 0, counted: 0 },
+  lateMs: 0,
+  worstLateMs: 0,
+  peakRequests: 0,
+  queuedSeconds: 0,
+  busySeconds: 0,
+});
 
-export async function startUpstream(options: { resources: Resource[]; version?: Version; model?: CostModel; keepChunks?: number }): Promise<Upstream> {
+export async function startUpstream(options: {
+  resources: Resource[];
+  version?: Version;
+  model?: CostModel;
+  keepChunks?: number;
+}): Promise<Upstream> {
   const resources = new Map(options.resources.map((r) => [r.id, r]));
   const store = new RowStore(options.keepChunks === undefined ? {} : { keepChunks: options.keepChunks });
   const stats = freshStats();
@@ -86,11 +104,25 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
     cpu.cores = model?.cores ?? cpu.cores;
     if (req.method === "GET" && url.pathname.startsWith("/datastore/dump/")) {
       try {
-        stats.bytes += await dump(url, res, { resources, version: upstream.version, store, model, pool, cpu, late, modelled: (s) => (stats.modelSeconds += s) });
+        stats.bytes += await dump(url, res, {
+          resources,
+          version: upstream.version,
+          store,
+          model,
+          pool,
+          cpu,
+          late,
+          modelled: (s) => (stats.modelSeconds += s),
+        });
         if (stats.log.length < 200) stats.log.push(`200 GET ${url.pathname}`);
       } catch (error) {
         if (!(error instanceof CkanError) || res.headersSent) throw error;
-        await send(res, error.status, [Buffer.from(JSON.stringify({ help, success: false, error: error.error }))], `GET ${url.pathname}`);
+        await send(
+          res,
+          error.status,
+          [Buffer.from(JSON.stringify({ help, success: false, error: error.error }))],
+          `GET ${url.pathname}`,
+        );
       }
       return;
     }
@@ -100,14 +132,19 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
     const release = model ? await pool.acquire() : () => {};
     let summary = `${req.method} ${url.pathname}`;
     try {
-      if (!url.pathname.endsWith("/api/action/datastore_search") || req.method !== "POST") throw new CkanError(404, { __type: "Not Found Error", message: "Not found" });
+      if (!url.pathname.endsWith("/api/action/datastore_search") || req.method !== "POST")
+        throw new CkanError(404, { __type: "Not Found Error", message: "Not found" });
       let params: unknown;
       try {
         params = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
       } catch {
         throw new CkanError(400, { __type: "Bad request", message: "Bad request - JSON Error: Invalid request body" });
       }
-      if (params === null || typeof params !== "object" || Array.isArray(params)) throw new CkanError(400, { __type: "Bad request", message: "Bad request - JSON Error: Request data must be a JSON object" });
+      if (params === null || typeof params !== "object" || Array.isArray(params))
+        throw new CkanError(400, {
+          __type: "Bad request",
+          message: "Bad request - JSON Error: Request data must be a JSON object",
+        });
       const { resource_id: _, ...shown } = params as Record<string, unknown>;
       summary = JSON.stringify(shown);
       const answer = search(params as Record<string, unknown>, resources, upstream.version, store, help);
@@ -125,7 +162,13 @@ export async function startUpstream(options: { resources: Resource[]; version?: 
       // An error still went through CKAN's stack: it costs the fixed part.
       if (model) late(await cpu.run(model.fixedMs / 1000));
       if (res.headersSent) res.destroy(error);
-      else await send(res, error.status, [Buffer.from(JSON.stringify({ help, success: false, error: error.error }))], summary);
+      else
+        await send(
+          res,
+          error.status,
+          [Buffer.from(JSON.stringify({ help, success: false, error: error.error }))],
+          summary,
+        );
     } finally {
       release();
     }

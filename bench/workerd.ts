@@ -177,7 +177,6 @@ export async function settle(pid: number): Promise<void> {
   }
 }
 
-
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   try {
     if (child.pid !== undefined) process.kill(-child.pid, signal);
@@ -208,11 +207,21 @@ export interface WranglerOptions {
 export async function startWrangler(options: WranglerOptions): Promise<Wrangler> {
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const args = [
-    join(options.root, "node_modules", "wrangler", "bin", "wrangler.js"), "dev",
+    join(options.root, "node_modules", "wrangler", "bin", "wrangler.js"),
+    "dev",
     ...(options.bundle ? [options.bundle, "--no-bundle"] : []),
     ...(options.config ? ["--config", options.config] : []),
-    "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort),
-    "--persist-to", options.persistTo, "--show-interactive-dev-session=false", "--log-level", "log",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(inspectorPort),
+    "--persist-to",
+    options.persistTo,
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    "log",
     ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
   ];
   const child = spawn(process.execPath, args, {
@@ -222,7 +231,11 @@ export async function startWrangler(options: WranglerOptions): Promise<Wrangler>
     // Offline: no Request.cf download, no update check, no telemetry.
     env: {
       ...process.env,
-      CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", FORCE_COLOR: "0",
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      WRANGLER_HIDE_BANNER: "true",
+      WRANGLER_SEND_METRICS: "false",
+      NO_COLOR: "1",
+      FORCE_COLOR: "0",
       MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "",
     },
   });
@@ -294,7 +307,10 @@ export function buildWorker(root: string, outDir: string): { bundle: string; con
   });
   const config = join(outDir, "wrangler.toml");
   // The copy lives elsewhere: the static assets directory must still name the project's.
-  const toml = readFileSync(join(root, "wrangler.toml"), "utf8").replace(/^(directory\s*=\s*)"\.\/?([^"]*)"/m, (_, key: string, dir: string) => `${key}${JSON.stringify(join(root, dir))}`);
+  const toml = readFileSync(join(root, "wrangler.toml"), "utf8").replace(
+    /^(directory\s*=\s*)"\.\/?([^"]*)"/m,
+    (_, key: string, dir: string) => `${key}${JSON.stringify(join(root, dir))}`,
+  );
   writeFileSync(config, toml);
   return { bundle: join(outDir, "build", "index.js"), config };
 }

@@ -26,5 +26,7 @@ export function pythonStr(value: unknown): string {
 export function getList(value: string | readonly string[], stripQuotes: boolean): string[] {
   const list = typeof value === "string" ? value.split(",").map((part) => part.trim()) : [...value];
   if (!stripQuotes) return list;
-  return list.map((item) => (item.length > 0 && item[0] === item[item.length - 1] ? item.trim().replace(/^"+|"+$/g, "") : item));
+  return list.map((item) =>
+    item.length > 0 && item[0] === item[item.length - 1] ? item.trim().replace(/^"+|"+$/g, "") : item,
+  );
 }

@@ -28,8 +28,15 @@ export const EDGE_COLUMNS: readonly Column[] = [
 ];
 
 type EdgeRow = readonly [
-  amount: string | null, ratio: number | null, name: string | null, note: string | null, formula: string | null,
-  created: string | null, active: boolean | null, tags: readonly (string | null)[] | null, meta: string | null,
+  amount: string | null,
+  ratio: number | null,
+  name: string | null,
+  note: string | null,
+  formula: string | null,
+  created: string | null,
+  active: boolean | null,
+  tags: readonly (string | null)[] | null,
+  meta: string | null,
 ];
 
 /** The json the recorded table stores in most rows, as CKAN stored it (Python's json.dumps). */
@@ -40,26 +47,205 @@ const QUOTED_META = '{"q": "say \\"hi\\", then\\nleave", "e": 1e-07}';
 
 /** Rows as recorded from the real table, by id (category and day follow from the id). */
 const RECORDED: ReadonlyMap<number, EdgeRow> = new Map<number, EdgeRow>([
-  [1, ["-82469.50", 24044285744692.574, "glacier, glacier and glacier", "note 1 glacier", "+desert", "2020-01-01T00:16:17.500000", false, ["alpha", "beta"], storedMeta(1, "glacier", "1.0")]],
-  [2, ["-52307", 1.738914190048968e16, 'He said "river" twice ""', "note 2 river", "-403", "2020-01-01T00:32:34", false, ["a,b", 'say "hi"'], storedMeta(2, "river", "2.5")]],
-  [3, ["0.000001", 0.1, "line one\nline two 3", "note 3 meadow", "@cmd", "2020-01-01T00:48:51.825000", true, [], storedMeta(3, "meadow", "1.0")]],
-  [4, ["12345678901234567890.123456789", 0.05991945753341821, "crlf one\r\ntwo river", "note 4 river", "-12.5", "2020-01-01T01:05:08.500000", false, ["Ñandú", "back\\slash", "NULL"], storedMeta(4, "river", "2.5")]],
-  [5, ["-0.50", -3.407019206677593e17, "Ñandú – Zürich ☃ 5", "note 5 summit", "plain summit", "2020-01-01T01:21:25", false, ["with space", "{brace}", null], null]],
-  [6, ["1000", 0.0003313917377998955, "  padded river  ", "note 6 river", "\tTabbed", "2020-01-01T01:37:42.296000", true, ["x"], storedMeta(6, "river", "2.5")]],
-  [7, ["42583.010", -3.6762611479600606e-10, "glacier;glacier\tglacier|x", "note 7 glacier", "\r\nstarts CRLF", "0099-01-02T03:04:05", null, ["quote'single", "semi;colon", "new\nline"], storedMeta(0, "glacier", "1.0")]],
-  [8, ["0", 62810246888.63707, 'mix, "q"\nnext, \'s 8', "note 8 river", "＝1+1", "2020-01-01T02:10:16", false, null, storedMeta(1, "river", "2.5")]],
-  [9, ["-50697.42", 4350256106.726603, "", "note 9 canyon", " =spaced", "2020-01-01T02:26:33.872000", true, ["alpha", "beta"], QUOTED_META]],
-  [10, ["67394.67", -4.3350082172361736e20, "canyon 10", "note 10 canyon", "+3", "2020-01-01T02:42:50.500000", false, ["a,b", 'say "hi"'], null]],
-  [11, ["-50781.50", 41662401151.99432, "canyon, canyon and canyon", null, "-", "2020-01-01T02:59:07", false, [], storedMeta(4, "canyon", "1.0")]],
-  [12, ["-9588", 0.04445147196854881, 'He said "summit" twice ""', "note 12 summit", "1e5", "2020-01-01T03:15:24.382000", true, ["Ñandú", "back\\slash", "NULL"], storedMeta(5, "summit", "2.5")]],
-  [37, ["-32593.850", 4.569263641556555e18, "glacier;glacier\tglacier|x", "note 37 glacier", "+.5", "2020-01-01T10:02:29.500000", null, ["with space", "{brace}", null], storedMeta(2, "glacier", "1.0")]],
+  [
+    1,
+    [
+      "-82469.50",
+      24044285744692.574,
+      "glacier, glacier and glacier",
+      "note 1 glacier",
+      "+desert",
+      "2020-01-01T00:16:17.500000",
+      false,
+      ["alpha", "beta"],
+      storedMeta(1, "glacier", "1.0"),
+    ],
+  ],
+  [
+    2,
+    [
+      "-52307",
+      1.738914190048968e16,
+      'He said "river" twice ""',
+      "note 2 river",
+      "-403",
+      "2020-01-01T00:32:34",
+      false,
+      ["a,b", 'say "hi"'],
+      storedMeta(2, "river", "2.5"),
+    ],
+  ],
+  [
+    3,
+    [
+      "0.000001",
+      0.1,
+      "line one\nline two 3",
+      "note 3 meadow",
+      "@cmd",
+      "2020-01-01T00:48:51.825000",
+      true,
+      [],
+      storedMeta(3, "meadow", "1.0"),
+    ],
+  ],
+  [
+    4,
+    [
+      "12345678901234567890.123456789",
+      0.05991945753341821,
+      "crlf one\r\ntwo river",
+      "note 4 river",
+      "-12.5",
+      "2020-01-01T01:05:08.500000",
+      false,
+      ["Ñandú", "back\\slash", "NULL"],
+      storedMeta(4, "river", "2.5"),
+    ],
+  ],
+  [
+    5,
+    [
+      "-0.50",
+      -3.407019206677593e17,
+      "Ñandú – Zürich ☃ 5",
+      "note 5 summit",
+      "plain summit",
+      "2020-01-01T01:21:25",
+      false,
+      ["with space", "{brace}", null],
+      null,
+    ],
+  ],
+  [
+    6,
+    [
+      "1000",
+      0.0003313917377998955,
+      "  padded river  ",
+      "note 6 river",
+      "\tTabbed",
+      "2020-01-01T01:37:42.296000",
+      true,
+      ["x"],
+      storedMeta(6, "river", "2.5"),
+    ],
+  ],
+  [
+    7,
+    [
+      "42583.010",
+      -3.6762611479600606e-10,
+      "glacier;glacier\tglacier|x",
+      "note 7 glacier",
+      "\r\nstarts CRLF",
+      "0099-01-02T03:04:05",
+      null,
+      ["quote'single", "semi;colon", "new\nline"],
+      storedMeta(0, "glacier", "1.0"),
+    ],
+  ],
+  [
+    8,
+    [
+      "0",
+      62810246888.63707,
+      'mix, "q"\nnext, \'s 8',
+      "note 8 river",
+      "＝1+1",
+      "2020-01-01T02:10:16",
+      false,
+      null,
+      storedMeta(1, "river", "2.5"),
+    ],
+  ],
+  [
+    9,
+    [
+      "-50697.42",
+      4350256106.726603,
+      "",
+      "note 9 canyon",
+      " =spaced",
+      "2020-01-01T02:26:33.872000",
+      true,
+      ["alpha", "beta"],
+      QUOTED_META,
+    ],
+  ],
+  [
+    10,
+    [
+      "67394.67",
+      -4.3350082172361736e20,
+      "canyon 10",
+      "note 10 canyon",
+      "+3",
+      "2020-01-01T02:42:50.500000",
+      false,
+      ["a,b", 'say "hi"'],
+      null,
+    ],
+  ],
+  [
+    11,
+    [
+      "-50781.50",
+      41662401151.99432,
+      "canyon, canyon and canyon",
+      null,
+      "-",
+      "2020-01-01T02:59:07",
+      false,
+      [],
+      storedMeta(4, "canyon", "1.0"),
+    ],
+  ],
+  [
+    12,
+    [
+      "-9588",
+      0.04445147196854881,
+      'He said "summit" twice ""',
+      "note 12 summit",
+      "1e5",
+      "2020-01-01T03:15:24.382000",
+      true,
+      ["Ñandú", "back\\slash", "NULL"],
+      storedMeta(5, "summit", "2.5"),
+    ],
+  ],
+  [
+    37,
+    [
+      "-32593.850",
+      4.569263641556555e18,
+      "glacier;glacier\tglacier|x",
+      "note 37 glacier",
+      "+.5",
+      "2020-01-01T10:02:29.500000",
+      null,
+      ["with space", "{brace}", null],
+      storedMeta(2, "glacier", "1.0"),
+    ],
+  ],
 ]);
 
 const CATEGORIES = ["alpha", "beta", "gamma", "delta", "epsilon"];
 const WORDS = ["glacier", "river", "meadow", "canyon", "summit"];
 const TAGS: readonly (readonly (string | null)[] | null)[] = [
-  ["alpha", "beta"], ["a,b", 'say "hi"'], [], ["Ñandú", "back\\slash", "NULL"], ["with space", "{brace}", null],
-  ["x"], ["quote'single", "semi;colon", "new\nline"], null, ["{", "}"], [""], [null], ["crlf\r\nend", "tab\there"],
+  ["alpha", "beta"],
+  ["a,b", 'say "hi"'],
+  [],
+  ["Ñandú", "back\\slash", "NULL"],
+  ["with space", "{brace}", null],
+  ["x"],
+  ["quote'single", "semi;colon", "new\nline"],
+  null,
+  ["{", "}"],
+  [""],
+  [null],
+  ["crlf\r\nend", "tab\there"],
 ];
 // 2020-01-01T00:00:00Z in milliseconds; rows are about 977.5 s apart, as in the recorded table.
 const EPOCH_MS = Date.UTC(2020, 0, 1);
@@ -73,12 +259,18 @@ function amount(index: number, id: number): string | null {
   const h = hash(index, 31);
   if (id % 19 === 0) return null;
   switch (h % 10) {
-    case 0: return longDecimal(index, 32);
-    case 1: return `-0.${(h >>> 8) % 9 + 1}0`;
-    case 2: return `0.00000${(h >>> 8) % 9 + 1}`;
-    case 3: return String(((h >>> 8) % 200_001) - 100_000);
-    case 4: return "0";
-    case 5: return `${((h >>> 8) % 200_000) - 100_000}.${String((h >>> 4) % 100).padStart(2, "0")}0`;
+    case 0:
+      return longDecimal(index, 32);
+    case 1:
+      return `-0.${((h >>> 8) % 9) + 1}0`;
+    case 2:
+      return `0.00000${((h >>> 8) % 9) + 1}`;
+    case 3:
+      return String(((h >>> 8) % 200_001) - 100_000);
+    case 4:
+      return "0";
+    case 5:
+      return `${((h >>> 8) % 200_000) - 100_000}.${String((h >>> 4) % 100).padStart(2, "0")}0`;
     default: {
       const cents = ((h >>> 8) % 20_000_000) - 10_000_000;
       return `${cents < 0 ? "-" : ""}${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, "0")}`;
@@ -99,25 +291,53 @@ function ratio(index: number, id: number): number | null {
 
 function name(id: number, word: string, h: number): string | null {
   switch (h % 12) {
-    case 0: return `${word}, ${word} and ${word}`;
-    case 1: return `He said "${word}" twice ""`;
-    case 2: return `line one\nline two ${id}`;
-    case 3: return `crlf one\r\ntwo ${word}`;
-    case 4: return `Ñandú – Zürich ☃ ${id}`;
-    case 5: return `  padded ${word}  `;
-    case 6: return `${word};${word}\t${word}|x`;
-    case 7: return `mix, "q"\nnext, 's ${id}`;
-    case 8: return "";
-    case 9: return null;
-    case 10: return `${word} 🌲 ${id}`;
-    default: return `${word} ${id}`;
+    case 0:
+      return `${word}, ${word} and ${word}`;
+    case 1:
+      return `He said "${word}" twice ""`;
+    case 2:
+      return `line one\nline two ${id}`;
+    case 3:
+      return `crlf one\r\ntwo ${word}`;
+    case 4:
+      return `Ñandú – Zürich ☃ ${id}`;
+    case 5:
+      return `  padded ${word}  `;
+    case 6:
+      return `${word};${word}\t${word}|x`;
+    case 7:
+      return `mix, "q"\nnext, 's ${id}`;
+    case 8:
+      return "";
+    case 9:
+      return null;
+    case 10:
+      return `${word} 🌲 ${id}`;
+    default:
+      return `${word} ${id}`;
   }
 }
 
 function formula(id: number, h: number): string | null {
   const forms = [
-    "+desert", `-${h % 1000}`, "@cmd", "-12.5", "plain summit", "\tTabbed", "\r\nstarts CRLF", "＝1+1", " =spaced", "+3",
-    "-", "1e5", "+.5", `=SUM(A${id}:B${id})`, `=HYPERLINK("http://example.invalid/${id}","x")`, "NULL", "", null,
+    "+desert",
+    `-${h % 1000}`,
+    "@cmd",
+    "-12.5",
+    "plain summit",
+    "\tTabbed",
+    "\r\nstarts CRLF",
+    "＝1+1",
+    " =spaced",
+    "+3",
+    "-",
+    "1e5",
+    "+.5",
+    `=SUM(A${id}:B${id})`,
+    `=HYPERLINK("http://example.invalid/${id}","x")`,
+    "NULL",
+    "",
+    null,
   ];
   return pick(forms, h);
 }
@@ -182,9 +402,12 @@ export function edgeCell(column: number, index: number): Value {
   const id = index + 1;
   switch (column) {
     case 0:
-    case 1: return id;
-    case 4: return CATEGORIES[id % CATEGORIES.length] ?? "alpha";
-    case 9: return dayText(id);
+    case 1:
+      return id;
+    case 4:
+      return CATEGORIES[id % CATEGORIES.length] ?? "alpha";
+    case 9:
+      return dayText(id);
     default: {
       const row = rowOf(index);
       const position = column < 4 ? column - 2 : column < 9 ? column - 3 : column - 4;

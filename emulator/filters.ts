@@ -16,7 +16,13 @@ const OPS = new Set<string>(Object.keys(SQL_OPS));
 
 export type FilterNode =
   | { readonly kind: "$and" | "$or"; readonly children: readonly FilterNode[] }
-  | { readonly kind: "leaf"; readonly field: string; readonly column: number; readonly op: string; readonly raw: unknown };
+  | {
+      readonly kind: "leaf";
+      readonly field: string;
+      readonly column: number;
+      readonly op: string;
+      readonly raw: unknown;
+    };
 
 /** A leaf whose values PostgreSQL has read (see literal.ts). */
 export interface BoundLeaf {
@@ -49,8 +55,10 @@ export function flatFilters(filters: Record<string, unknown>, table: Table): Fil
 /** CKAN 2.12's parse_query_filters; throws its validation errors. */
 export function parseFilterOps(input: unknown, table: Table): FilterNode | undefined {
   const errors: string[] = [];
-  const isDict = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-  const isListOfDicts = (value: unknown): value is Record<string, unknown>[] => Array.isArray(value) && value.every(isDict);
+  const isDict = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null && !Array.isArray(value);
+  const isListOfDicts = (value: unknown): value is Record<string, unknown>[] =>
+    Array.isArray(value) && value.every(isDict);
 
   const fieldOp = (field: string, op: string, raw: unknown): FilterNode | undefined => {
     const column = table.columnIndex(field);
@@ -115,11 +123,17 @@ export function parseFilterOps(input: unknown, table: Table): FilterNode | undef
   };
 
   let root: FilterNode | undefined;
-  if (input === undefined || input === null || (isDict(input) && Object.keys(input).length === 0) || (Array.isArray(input) && input.length === 0)) {
+  if (
+    input === undefined ||
+    input === null ||
+    (isDict(input) && Object.keys(input).length === 0) ||
+    (Array.isArray(input) && input.length === 0)
+  ) {
     return undefined;
   }
   if (Array.isArray(input)) {
-    if (!isListOfDicts(input)) throw validationError({ filters: ["Filters must be defined as a dict or a list of dicts"] });
+    if (!isListOfDicts(input))
+      throw validationError({ filters: ["Filters must be defined as a dict or a list of dicts"] });
     const children = members(input, "$or");
     if (children.length > 0) root = { kind: "$or", children };
   } else if (isDict(input)) {
@@ -198,10 +212,18 @@ function leafMatches(leaf: BoundLeaf, cell: Value): boolean {
       case "in":
         if (order === 0) return true;
         break;
-      case "gt": if (order > 0) return true; break;
-      case "gte": if (order >= 0) return true; break;
-      case "lt": if (order < 0) return true; break;
-      case "lte": if (order <= 0) return true; break;
+      case "gt":
+        if (order > 0) return true;
+        break;
+      case "gte":
+        if (order >= 0) return true;
+        break;
+      case "lt":
+        if (order < 0) return true;
+        break;
+      case "lte":
+        if (order <= 0) return true;
+        break;
     }
   }
   return false;

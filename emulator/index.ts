@@ -7,7 +7,15 @@ import { findResource } from "./resources.ts";
 import { select, type Matched } from "./search.ts";
 import { validateSchema } from "./validate.ts";
 import type { Version } from "./cells.ts";
-import { packageSearch, packageShow, resourceShow, statusShow, TABLE_METADATA, tableMetadata, unknownAction } from "./site.ts";
+import {
+  packageSearch,
+  packageShow,
+  resourceShow,
+  statusShow,
+  TABLE_METADATA,
+  tableMetadata,
+  unknownAction,
+} from "./site.ts";
 import { startPglite, type SqlEngine, type SqlEngineFactory } from "./sql-engine.ts";
 import { searchSql } from "./sql-search.ts";
 
@@ -84,7 +92,8 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
   const factory = options.sqlEngine;
   let ownEngine: Promise<SqlEngine> | undefined;
   const sqlEngine = factory === undefined ? sharedPglite : (): Promise<SqlEngine> => (ownEngine ??= factory());
-  const isAuthorized = (request: Request): boolean => options.token !== undefined && request.headers.get("authorization") === options.token;
+  const isAuthorized = (request: Request): boolean =>
+    options.token !== undefined && request.headers.get("authorization") === options.token;
 
   async function search(request: Request, url: URL): Promise<Response> {
     const { params: raw, linkQuery } = await parseRequest(request, url);
@@ -122,7 +131,12 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
             return packageSearch(url, isAuthorized(request), datastore);
           case "datastore_search_sql":
             if (!datastore || options.sql !== true) throw unknownAction(action);
-            return await searchSql(request, url, { engine: sqlEngine, rowsMax, authorized: isAuthorized(request), log: options.sqlLog });
+            return await searchSql(request, url, {
+              engine: sqlEngine,
+              rowsMax,
+              authorized: isAuthorized(request),
+              log: options.sqlLog,
+            });
           case "datastore_search":
             if (!datastore) throw unknownAction(action);
             emulator.requests++;

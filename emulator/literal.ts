@@ -21,12 +21,26 @@ export type Bound = { ok: true; value: Value } | { ok: false; error: PgError };
 
 /** Type names as PostgreSQL writes them in operator errors. */
 const OPERATOR_NAMES: Record<ColumnType, string> = {
-  int: "integer", int4: "integer", numeric: "numeric", float8: "double precision", text: "text",
-  timestamp: "timestamp without time zone", date: "date", bool: "boolean", _text: "text[]", json: "nested",
+  int: "integer",
+  int4: "integer",
+  numeric: "numeric",
+  float8: "double precision",
+  text: "text",
+  timestamp: "timestamp without time zone",
+  date: "date",
+  bool: "boolean",
+  _text: "text[]",
+  json: "nested",
 };
 /** Type names as PostgreSQL writes them in input syntax errors. */
 const INPUT_NAMES: Partial<Record<ColumnType, string>> = {
-  int: "integer", int4: "integer", numeric: "numeric", float8: "double precision", timestamp: "timestamp", date: "date", bool: "boolean",
+  int: "integer",
+  int4: "integer",
+  numeric: "numeric",
+  float8: "double precision",
+  timestamp: "timestamp",
+  date: "date",
+  bool: "boolean",
 };
 
 const INTEGER = /^\s*[+-]?\d+\s*$/;
@@ -67,7 +81,10 @@ function literalType(value: unknown): string {
 }
 
 function syntaxError(type: ColumnType, text: string): Bound {
-  return { ok: false, error: { message: `invalid input syntax for type ${INPUT_NAMES[type] ?? type}: "${text}"`, at: "literal" } };
+  return {
+    ok: false,
+    error: { message: `invalid input syntax for type ${INPUT_NAMES[type] ?? type}: "${text}"`, at: "literal" },
+  };
 }
 
 function noOperator(type: ColumnType, op: string, value: unknown): Bound {
@@ -121,7 +138,8 @@ function readInput(type: ColumnType, text: string): Bound {
       return isDecimalText(text) ? { ok: true, value: text.trim() } : syntaxError(type, text);
     case "float8":
       if (isDecimalText(text)) return { ok: true, value: Number(text) };
-      if (FLOAT_WORDS.test(text)) return { ok: true, value: Number(text.trim().replace(/^([+-]?)inf(inity)?$/i, "$1Infinity")) };
+      if (FLOAT_WORDS.test(text))
+        return { ok: true, value: Number(text.trim().replace(/^([+-]?)inf(inity)?$/i, "$1Infinity")) };
       return syntaxError(type, text);
     case "bool": {
       const parsed = readBoolean(text);
@@ -142,7 +160,10 @@ function readInput(type: ColumnType, text: string): Bound {
     case "_text":
       return readArray(text);
     case "json":
-      return { ok: false, error: { message: `malformed record literal: "${text}"`, at: "literal", detail: "Missing left parenthesis." } };
+      return {
+        ok: false,
+        error: { message: `malformed record literal: "${text}"`, at: "literal", detail: "Missing left parenthesis." },
+      };
     default:
       return { ok: true, value: text };
   }
@@ -191,7 +212,8 @@ function readArray(text: string): Bound {
         position++;
       } else {
         while (position < source.length && !",}".includes(source[position] ?? "")) {
-          if (source[position] === "{" || source[position] === '"') return malformed(`Unexpected "${source[position]}" character.`);
+          if (source[position] === "{" || source[position] === '"')
+            return malformed(`Unexpected "${source[position]}" character.`);
           if (source[position] === "\\") position++;
           item += source[position] ?? "";
           position++;

@@ -1,6 +1,13 @@
 import type { OutputType, Version } from "./cells.ts";
 import { invalidValue } from "./error-answers.ts";
-import { checkOperations, flatFilters, parseFilterOps, unknownFilterKey, type Condition, type FilterNode } from "./filters.ts";
+import {
+  checkOperations,
+  flatFilters,
+  parseFilterOps,
+  unknownFilterKey,
+  type Condition,
+  type FilterNode,
+} from "./filters.ts";
 import type { Resource } from "./resources.ts";
 import type { Table } from "./schema.ts";
 import { parseSortClause, type SortKey } from "./sort.ts";
@@ -12,7 +19,9 @@ import type { Params } from "./validate.ts";
 // query it would build: filter conditions, text searches and their rank columns, projection,
 // order. Building the SQL also binds the filter values (sql.ts), where PostgreSQL's errors arise.
 
-export type Source = { readonly kind: "column"; readonly column: number } | { readonly kind: "rank"; readonly rank: number };
+export type Source =
+  | { readonly kind: "column"; readonly column: number }
+  | { readonly kind: "rank"; readonly rank: number };
 
 export interface OutputColumn {
   readonly id: string;
@@ -65,7 +74,9 @@ export function plan(params: Params, resource: Resource, version: Version): Plan
 
   const q = params.q;
   if (typeof q === "object") {
-    const bad = Object.entries(q).find(([key, value]) => table.columnIndex(key) === undefined || typeof value !== "string");
+    const bad = Object.entries(q).find(
+      ([key, value]) => table.columnIndex(key) === undefined || typeof value !== "string",
+    );
     if (bad) throw invalidValue("q", bad[0]);
   }
 
@@ -82,18 +93,33 @@ export function plan(params: Params, resource: Resource, version: Version): Plan
     tsQueries,
     filters,
     textClauses,
-    sort: params.sort === undefined ? ranks.map((name) => `${rankStatements.get(name) ?? ""} DESC`) : order.map((key) => sortSql(key, table, ranks, rankStatements)),
+    sort:
+      params.sort === undefined
+        ? ranks.map((name) => `${rankStatements.get(name) ?? ""} DESC`)
+        : order.map((key) => sortSql(key, table, ranks, rankStatements)),
     limit: params.limit,
     offset: params.offset,
     distinct: params.distinct,
-    keyset: version === "2.12" && params.includeNextPage && order.length === 1 && order[0]?.kind === "column" && order[0].column === 0
-      ? (order[0].desc ? "lt" : "gt")
-      : undefined,
+    keyset:
+      version === "2.12" &&
+      params.includeNextPage &&
+      order.length === 1 &&
+      order[0]?.kind === "column" &&
+      order[0].column === 0
+        ? order[0].desc
+          ? "lt"
+          : "gt"
+        : undefined,
   });
   return { version, resource, table, params, filters, condition, searches, ranks, output, order };
 }
 
-function sortSql(key: SortKey, table: Table, ranks: readonly string[], statements: ReadonlyMap<string, string>): string {
+function sortSql(
+  key: SortKey,
+  table: Table,
+  ranks: readonly string[],
+  statements: ReadonlyMap<string, string>,
+): string {
   if (key.kind === "rank") return `${statements.get(ranks[key.rank] ?? "") ?? ""} ${key.desc ? "desc" : "asc"}`;
   return `${identifier(table.columns[key.column]?.id ?? "")} ${key.desc ? "desc" : "asc"}`;
 }
@@ -105,7 +131,8 @@ function textSearches(params: Params, table: Table, language: string, plain: boo
   const tsQueries: string[] = [];
   const textClauses: string[] = [];
   const lang = literalString(language);
-  const tsquery = (text: string, alias: string) => `${plain ? "plainto_tsquery" : "to_tsquery"}(${lang}, ${literalString(text)}) ${identifier(alias)}`;
+  const tsquery = (text: string, alias: string) =>
+    `${plain ? "plainto_tsquery" : "to_tsquery"}(${lang}, ${literalString(text)}) ${identifier(alias)}`;
   const whole = (text: string) => {
     tsQueries.push(tsquery(text, "query"));
     textClauses.push('_full_text @@ "query"');
@@ -123,7 +150,10 @@ function textSearches(params: Params, table: Table, language: string, plain: boo
       tsQueries.push(tsquery(term, alias));
       if (table.columns[column]?.type !== "text") textClauses.push(`_full_text @@ ${identifier(alias)}`);
       textClauses.push(`${vector} @@ ${identifier(alias)}`);
-      searches.push({ search: textSearch(term, column), rank: { name: `rank ${field}`, statement: `ts_rank(${vector}, ${identifier(alias)}, 32)` } });
+      searches.push({
+        search: textSearch(term, column),
+        rank: { name: `rank ${field}`, statement: `ts_rank(${vector}, ${identifier(alias)}, 32)` },
+      });
     }
   }
   return { searches, tsQueries, textClauses };
@@ -131,7 +161,11 @@ function textSearches(params: Params, table: Table, language: string, plain: boo
 
 function outputColumns(fields: readonly string[] | undefined, table: Table, ranks: readonly string[]): OutputColumn[] {
   const all: OutputColumn[] = [
-    ...table.columns.map((column, index) => ({ id: column.id, type: column.type, source: { kind: "column", column: index } as const })),
+    ...table.columns.map((column, index) => ({
+      id: column.id,
+      type: column.type,
+      source: { kind: "column", column: index } as const,
+    })),
     ...ranks.map((id, rank) => ({ id, type: "float" as const, source: { kind: "rank", rank } as const })),
   ];
   if (fields === undefined) return all;

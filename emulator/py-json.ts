@@ -14,7 +14,13 @@ export class RawJson {
 }
 
 const SHORT_ESCAPES: Record<string, string> = {
-  '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+  '"': '\\"',
+  "\\": "\\\\",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
 };
 
 function escapeChar(char: string): string {
@@ -42,7 +48,9 @@ export function pyDumps(value: unknown): string {
   if (typeof value === "string") return pyJsonString(value);
   if (Array.isArray(value)) return `[${value.map(pyDumps).join(", ")}]`;
   if (typeof value === "object") {
-    const members = Object.entries(value as Record<string, unknown>).map(([key, item]) => `${pyJsonString(key)}: ${pyDumps(item)}`);
+    const members = Object.entries(value as Record<string, unknown>).map(
+      ([key, item]) => `${pyJsonString(key)}: ${pyDumps(item)}`,
+    );
     return `{${members.join(", ")}}`;
   }
   return pyJsonString(String(value));
@@ -62,7 +70,9 @@ export function pyRepr(value: unknown): string {
   if (typeof value === "string") return pyStringRepr(value);
   if (Array.isArray(value)) return `[${value.map(pyRepr).join(", ")}]`;
   if (typeof value === "object") {
-    const members = Object.entries(value as Record<string, unknown>).map(([key, item]) => `${pyStringRepr(key)}: ${pyRepr(item)}`);
+    const members = Object.entries(value as Record<string, unknown>).map(
+      ([key, item]) => `${pyStringRepr(key)}: ${pyRepr(item)}`,
+    );
     return `{${members.join(", ")}}`;
   }
   return String(value);

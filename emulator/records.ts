@@ -15,15 +15,28 @@ import type { RecordsFormat } from "./validate.ts";
 
 export type ChunkEncoder = (rows: readonly PageRow[], first: boolean) => string;
 
-export function chunkEncoder(format: RecordsFormat, table: Table, output: readonly OutputColumn[], version: Version): ChunkEncoder {
+export function chunkEncoder(
+  format: RecordsFormat,
+  table: Table,
+  output: readonly OutputColumn[],
+  version: Version,
+): ChunkEncoder {
   const types = output.map(({ type }) => type);
   switch (format) {
     case "objects": {
       const keys = output.map(({ id }) => `${JSON.stringify(id)}:`);
-      return members(table, output, (values) => `{${values.map((value, i) => keys[i] + jsonCell(types[i] ?? "text", value, version)).join(",")}}`);
+      return members(
+        table,
+        output,
+        (values) => `{${values.map((value, i) => keys[i] + jsonCell(types[i] ?? "text", value, version)).join(",")}}`,
+      );
     }
     case "lists":
-      return members(table, output, (values) => `[${values.map((value, i) => jsonCell(types[i] ?? "text", value, version)).join(",")}]`);
+      return members(
+        table,
+        output,
+        (values) => `[${values.map((value, i) => jsonCell(types[i] ?? "text", value, version)).join(",")}]`,
+      );
     case "csv":
       return copyText(table, output, version, ",", /[",\r\n]/);
     case "tsv":
@@ -31,14 +44,24 @@ export function chunkEncoder(format: RecordsFormat, table: Table, output: readon
   }
 }
 
-function members(table: Table, output: readonly OutputColumn[], encode: (values: ReturnType<typeof project>) => string): ChunkEncoder {
+function members(
+  table: Table,
+  output: readonly OutputColumn[],
+  encode: (values: ReturnType<typeof project>) => string,
+): ChunkEncoder {
   return (rows, first) => {
     const text = rows.map((row) => encode(project(table, output, row))).join(",");
     return first || text === "" ? text : `,${text}`;
   };
 }
 
-function copyText(table: Table, output: readonly OutputColumn[], version: Version, delimiter: string, special: RegExp): ChunkEncoder {
+function copyText(
+  table: Table,
+  output: readonly OutputColumn[],
+  version: Version,
+  delimiter: string,
+  special: RegExp,
+): ChunkEncoder {
   const types = output.map(({ type }) => type);
   return (rows) => {
     let text = "";

@@ -83,7 +83,12 @@ function total(plan: Plan, matched: number, staleTotal: number): Record<string, 
   return { total: matched, total_was_estimated: false };
 }
 
-function streamRecords(head: string, tail: string, selection: Selection, encode: ChunkEncoder): ReadableStream<Uint8Array> {
+function streamRecords(
+  head: string,
+  tail: string,
+  selection: Selection,
+  encode: ChunkEncoder,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const { rows } = selection;
   let position = 0;

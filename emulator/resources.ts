@@ -33,7 +33,10 @@ const info = (label: string, notes: string): ColumnInfo => ({ label, notes, type
 /** The sample tables' dictionary: every column but `formula` described (an undescribed one shows its id). */
 const GRANTS_DICTIONARY: Readonly<Record<string, ColumnInfo>> = {
   id: info("Grant number", "The grant's number in the register."),
-  amount: info("Amount (CAD)", "Paid, taxes included; negative for a repayment. Kept to the cent, some with more digits than a spreadsheet holds."),
+  amount: info(
+    "Amount (CAD)",
+    "Paid, taxes included; negative for a repayment. Kept to the cent, some with more digits than a spreadsheet holds.",
+  ),
   ratio: info("Share of budget", "Fraction of the program's budget, a floating-point number."),
   category: info("Program", "The funding program: alpha, beta, gamma, delta or epsilon."),
   name: info("Recipient", "Who received the grant, as written on the application (quotes, line breaks and all)."),
@@ -52,10 +55,41 @@ export const EMULATOR_RESOURCES = {
 
 /** Every resource, in the order the DataStore made their tables. */
 export const RESOURCE_LIST: readonly Resource[] = [
-  { id: EMULATOR_RESOURCES.sample, aliases: [], table: sampleTable(100_000), private: false, name: "Sample grants", description: "100,000 generated grants: amounts, ratios, categories and free text.", dictionary: GRANTS_DICTIONARY },
-  { id: EMULATOR_RESOURCES.private, aliases: [], table: sampleTable(50), private: true, name: "Private grants", description: "Readable with the API token only.", dictionary: GRANTS_DICTIONARY },
-  { id: EMULATOR_RESOURCES.big, aliases: [], table: sampleTable(1_000_000), private: false, name: "Big grants", description: "A million rows of the sample's shape.", dictionary: GRANTS_DICTIONARY },
-  { id: EMULATOR_RESOURCES.edge, aliases: ["edge"], table: edgeTable(), private: false, name: "Edge cases", description: "Every column type and the values real CKAN 2.12 was recorded with." },
+  {
+    id: EMULATOR_RESOURCES.sample,
+    aliases: [],
+    table: sampleTable(100_000),
+    private: false,
+    name: "Sample grants",
+    description: "100,000 generated grants: amounts, ratios, categories and free text.",
+    dictionary: GRANTS_DICTIONARY,
+  },
+  {
+    id: EMULATOR_RESOURCES.private,
+    aliases: [],
+    table: sampleTable(50),
+    private: true,
+    name: "Private grants",
+    description: "Readable with the API token only.",
+    dictionary: GRANTS_DICTIONARY,
+  },
+  {
+    id: EMULATOR_RESOURCES.big,
+    aliases: [],
+    table: sampleTable(1_000_000),
+    private: false,
+    name: "Big grants",
+    description: "A million rows of the sample's shape.",
+    dictionary: GRANTS_DICTIONARY,
+  },
+  {
+    id: EMULATOR_RESOURCES.edge,
+    aliases: ["edge"],
+    table: edgeTable(),
+    private: false,
+    name: "Edge cases",
+    description: "Every column type and the values real CKAN 2.12 was recorded with.",
+  },
 ];
 
 const BY_NAME: ReadonlyMap<string, Resource> = new Map(

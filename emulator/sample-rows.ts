@@ -51,7 +51,8 @@ export function longDecimal(index: number, salt: number): string {
  */
 export function preciseAmount(index: number, salt: number): string {
   const cents = centsText((hash(index, 2) % 1_600_000) - 600_000);
-  const more = String(hash(index, salt) % 1_000_000).padStart(6, "0") + String(hash(index, salt + 1) % 1_000_000).padStart(6, "0");
+  const more =
+    String(hash(index, salt) % 1_000_000).padStart(6, "0") + String(hash(index, salt + 1) % 1_000_000).padStart(6, "0");
   return `${cents}${more}`;
 }
 
@@ -68,16 +69,26 @@ function name(index: number): string | null {
   const a = word(h, 0);
   const b = word(h, 3);
   switch ((h >>> 6) % 10) {
-    case 0: return `He said "${a}" to ${b}`;
-    case 1: return `${a}\n${b}`;
-    case 2: return `Ñandú ${a}`;
-    case 3: return `${a}'s "${b}",\r\nmixed`;
-    case 4: return `${a}, ${b}`;
-    case 5: return `Zürich ${a}`;
-    case 6: return `${a} ${b} ${index + 1}`;
-    case 7: return `${a} 🌲 ${b}`;
-    case 8: return `${a}\t${b}`;
-    default: return "";
+    case 0:
+      return `He said "${a}" to ${b}`;
+    case 1:
+      return `${a}\n${b}`;
+    case 2:
+      return `Ñandú ${a}`;
+    case 3:
+      return `${a}'s "${b}",\r\nmixed`;
+    case 4:
+      return `${a}, ${b}`;
+    case 5:
+      return `Zürich ${a}`;
+    case 6:
+      return `${a} ${b} ${index + 1}`;
+    case 7:
+      return `${a} 🌲 ${b}`;
+    case 8:
+      return `${a}\t${b}`;
+    default:
+      return "";
   }
 }
 
@@ -94,16 +105,26 @@ function formula(index: number): string {
   const b = word(h, 3);
   const n = (h >>> 10) % 1000;
   switch ((h >>> 20) % 10) {
-    case 0: return `-${n}`;
-    case 1: return `${n}`;
-    case 2: return `-${a}`;
-    case 3: return `+${a}`;
-    case 4: return `@${a}`;
-    case 5: return `=SUM(A${id}:B${id})`;
-    case 6: return `=HYPERLINK("http://example.invalid/${id}","x")`;
-    case 7: return `${a}-${b}`;
-    case 8: return a;
-    default: return `${a} ${b}`;
+    case 0:
+      return `-${n}`;
+    case 1:
+      return `${n}`;
+    case 2:
+      return `-${a}`;
+    case 3:
+      return `+${a}`;
+    case 4:
+      return `@${a}`;
+    case 5:
+      return `=SUM(A${id}:B${id})`;
+    case 6:
+      return `=HYPERLINK("http://example.invalid/${id}","x")`;
+    case 7:
+      return `${a}-${b}`;
+    case 8:
+      return a;
+    default:
+      return `${a} ${b}`;
   }
 }
 

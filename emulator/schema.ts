@@ -11,7 +11,17 @@
 // - _text: an array of strings and nulls;
 // - json: the JSON text exactly as stored (spaces and \u escapes kept).
 
-export type ColumnType = "int" | "int4" | "numeric" | "float8" | "text" | "timestamp" | "date" | "bool" | "_text" | "json";
+export type ColumnType =
+  | "int"
+  | "int4"
+  | "numeric"
+  | "float8"
+  | "text"
+  | "timestamp"
+  | "date"
+  | "bool"
+  | "_text"
+  | "json";
 
 export type Value = number | string | boolean | null | readonly (string | null)[];
 
@@ -30,7 +40,11 @@ export interface Table {
   columnIndex(id: string): number | undefined;
 }
 
-export function defineTable(columns: readonly Column[], rows: number, cell: (column: number, index: number) => Value): Table {
+export function defineTable(
+  columns: readonly Column[],
+  rows: number,
+  cell: (column: number, index: number) => Value,
+): Table {
   // A Map, not an object: a column may be called "constructor" or "__proto__".
   const positions = new Map(columns.map((column, index) => [column.id, index]));
   return { columns, rows, cell, columnIndex: (id) => positions.get(id) };

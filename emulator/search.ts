@@ -58,10 +58,14 @@ function pageRow(found: Matched, position: number): PageRow {
  * Splits `_id` comparisons that every match must meet (top-level AND) off as an inclusive id
  * range; whatever else there is gets checked per row.
  */
-function idBounds(condition: Condition | undefined, rows: number): { lo: number; hi: number; rest: Condition | undefined } {
+function idBounds(
+  condition: Condition | undefined,
+  rows: number,
+): { lo: number; hi: number; rest: Condition | undefined } {
   let lo = 1;
   let hi = rows;
-  const conjuncts = (node: Condition): Condition[] => (node.kind === "$and" ? node.children.flatMap(conjuncts) : [node]);
+  const conjuncts = (node: Condition): Condition[] =>
+    node.kind === "$and" ? node.children.flatMap(conjuncts) : [node];
   const leaves = condition === undefined ? [] : conjuncts(condition);
   const rest: Condition[] = [];
   for (const leaf of leaves) {
@@ -95,7 +99,8 @@ function scan(plan: Plan, lo: number, hi: number, rest: Condition | undefined): 
     let text: string[] | undefined;
     rowRanks.length = 0;
     for (const { search, rank: rankColumn } of plan.searches) {
-      const words = search.column === undefined ? (text ??= rowWords(table, index)) : columnWords(table, search.column, index);
+      const words =
+        search.column === undefined ? (text ??= rowWords(table, index)) : columnWords(table, search.column, index);
       const value = rank(search, words);
       if (value < 0) continue rows;
       if (rankColumn !== undefined) rowRanks.push(value);
@@ -120,9 +125,13 @@ function order(plan: Plan, scanned: Matched): Matched {
         ? Array.from(indices, (index) => plan.table.cell(key.column, index))
         : Array.from(ranks[key.rank] ?? []),
     );
-    const types = plan.order.map((key) => (key.kind === "column" ? (plan.table.columns[key.column]?.type ?? "text") : "float"));
+    const types = plan.order.map((key) =>
+      key.kind === "column" ? (plan.table.columns[key.column]?.type ?? "text") : "float",
+    );
     // numeric text compares exactly but slowly; its nearest double orders it whenever doubles differ.
-    const approx = keys.map((values, k) => (types[k] === "numeric" ? Float64Array.from(values, (value) => (value === null ? 0 : Number(value))) : undefined));
+    const approx = keys.map((values, k) =>
+      types[k] === "numeric" ? Float64Array.from(values, (value) => (value === null ? 0 : Number(value))) : undefined,
+    );
     positions.sort((a, b) => {
       for (let k = 0; k < keys.length; k++) {
         const values = keys[k] ?? [];
@@ -130,7 +139,8 @@ function order(plan: Plan, scanned: Matched): Matched {
         const right = values[b] ?? null;
         const near = approx[k];
         const desc = plan.order[k]?.desc ?? false;
-        if (near !== undefined && left !== null && right !== null && near[a] !== near[b]) return ((near[a] ?? 0) < (near[b] ?? 0)) !== desc ? -1 : 1;
+        if (near !== undefined && left !== null && right !== null && near[a] !== near[b])
+          return (near[a] ?? 0) < (near[b] ?? 0) !== desc ? -1 : 1;
         const cmp = compareCells(types[k] ?? "text", left, right, desc);
         if (cmp !== 0) return cmp;
       }

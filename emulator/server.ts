@@ -51,7 +51,14 @@ interface FaultState {
 }
 
 export async function startEmulatorServer(options: EmulatorServerOptions = {}): Promise<EmulatorServer> {
-  const emulator = createEmulator({ token: options.token ?? "demo-token", version: options.version, staleTotal: options.staleTotal, datastore: options.datastore, sql: options.sql, sqlLog: (line) => console.log(line) });
+  const emulator = createEmulator({
+    token: options.token ?? "demo-token",
+    version: options.version,
+    staleTotal: options.staleTotal,
+    datastore: options.datastore,
+    sql: options.sql,
+    sqlLog: (line) => console.log(line),
+  });
   const faults: FaultState = { fault: options.fault, calls: 0 };
   const basePath = (options.basePath ?? "/data/en").replace(/\/+$/, "");
   const server = createServer((req, res) => {
@@ -89,10 +96,18 @@ const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\
  */
 function htmlNotFound(res: ServerResponse): void {
   res.writeHead(404, { "content-type": "text/html; charset=utf-8" });
-  res.end('<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>Error [404] - CKAN</title></head>\n<body><main><h1>404 Not Found</h1><p>The requested URL was not found on the server.</p></main></body>\n</html>\n');
+  res.end(
+    '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>Error [404] - CKAN</title></head>\n<body><main><h1>404 Not Found</h1><p>The requested URL was not found on the server.</p></main></body>\n</html>\n',
+  );
 }
 
-async function handle(emulator: Emulator, faults: FaultState, basePath: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  emulator: Emulator,
+  faults: FaultState,
+  basePath: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const path = new URL(req.url ?? "/", "http://emulator").pathname;
   if (!new RegExp(`^${literal(basePath)}/api(?:/3)?/action/[^/]+/?$`).test(path)) {
     req.resume();
@@ -178,7 +193,8 @@ export function parseSqlSwitch(value: string | undefined, what: string): boolean
 function parseVersion(value: string | undefined): CkanVersion {
   if (value === undefined || value === "") return "2.12";
   const version = CKAN_VERSIONS.find((v) => v === value);
-  if (version === undefined) throw new Error(`EMULATOR_CKAN_VERSION must be one of ${CKAN_VERSIONS.join(", ")}, not ${value}`);
+  if (version === undefined)
+    throw new Error(`EMULATOR_CKAN_VERSION must be one of ${CKAN_VERSIONS.join(", ")}, not ${value}`);
   return version;
 }
 

@@ -44,7 +44,10 @@ function requiredId(action: string, url: URL): string {
 
 /** The anonymous caller (an empty user name, hence two spaces) refused something private. */
 function denied(action: string, what: string): EmulatorError {
-  return actionError(action, 403, { __type: "Authorization Error", message: `Access denied: User  not authorized to read ${what}` });
+  return actionError(action, 403, {
+    __type: "Authorization Error",
+    message: `Access denied: User  not authorized to read ${what}`,
+  });
 }
 
 /** An action the site does not have (the DataStore's, without the datastore plugin). */
@@ -173,11 +176,18 @@ export function packageShow(url: URL, authorized: boolean, datastore: boolean): 
  * the token and include_private=true. `rows` (default 10) and `start` page the results.
  */
 export function packageSearch(url: URL, authorized: boolean, datastore: boolean): Response {
-  const words = (url.searchParams.get("q") ?? "").toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((word) => word !== "");
+  const words = (url.searchParams.get("q") ?? "")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== "");
   const includePrivate = authorized && url.searchParams.get("include_private") === "true";
   const text = (dataset: Dataset): string =>
-    [dataset.name, dataset.title, dataset.notes, ...dataset.resources.map((resource) => resource.name)].join(" ").toLowerCase();
-  const found = DATASETS.filter((dataset) => (includePrivate || !dataset.private) && words.every((word) => text(dataset).includes(word)));
+    [dataset.name, dataset.title, dataset.notes, ...dataset.resources.map((resource) => resource.name)]
+      .join(" ")
+      .toLowerCase();
+  const found = DATASETS.filter(
+    (dataset) => (includePrivate || !dataset.private) && words.every((word) => text(dataset).includes(word)),
+  );
   const rows = Math.max(0, Number(url.searchParams.get("rows") ?? 10) || 0);
   const start = Math.max(0, Number(url.searchParams.get("start") ?? 0) || 0);
   return actionResult("package_search", {
@@ -196,21 +206,34 @@ export const TABLE_METADATA = "_table_metadata";
  * (`alias_of` null) and one per alias (`alias_of` the table), `_id` a hex text and `oid` a text
  * although the fields call them int and oid, as recorded. Only limit and offset are honoured.
  */
-export function tableMetadata(params: Record<string, unknown>, version: Version, linkPath: string, linkQuery: URLSearchParams): Response {
+export function tableMetadata(
+  params: Record<string, unknown>,
+  version: Version,
+  linkPath: string,
+  linkQuery: URLSearchParams,
+): Response {
   const tables = RESOURCE_LIST.flatMap((resource, n) => [
     { name: resource.id, oid: String(17752 + 17 * n), alias_of: null as string | null },
-    ...resource.aliases.map((alias, a) => ({ name: alias, oid: String(17900 + 17 * n + a), alias_of: resource.id as string | null })),
+    ...resource.aliases.map((alias, a) => ({
+      name: alias,
+      oid: String(17900 + 17 * n + a),
+      alias_of: resource.id as string | null,
+    })),
   ]);
-  const rows = tables
-    .map((table) => ({ _id: hex16(table.name), ...table }))
-    .sort((a, b) => (a._id < b._id ? -1 : 1));
+  const rows = tables.map((table) => ({ _id: hex16(table.name), ...table })).sort((a, b) => (a._id < b._id ? -1 : 1));
   const limit = typeof params["limit"] === "number" ? params["limit"] : Number(params["limit"] ?? 100);
   const offset = typeof params["offset"] === "number" ? params["offset"] : Number(params["offset"] ?? 0);
   const page = rows.slice(offset, offset + limit);
   const records = `[${page.map((row) => `{"_id":${JSON.stringify(row._id)},"name":${JSON.stringify(row.name)},"oid":${JSON.stringify(row.oid)},"alias_of":${JSON.stringify(row.alias_of)}}`).join(",")}]`;
   const result: Record<string, unknown> = {};
   if (version === "2.12") result["include_next_page"] = false;
-  Object.assign(result, { include_total: true, limit, ...("offset" in params ? { offset } : {}), records_format: "objects", resource_id: TABLE_METADATA });
+  Object.assign(result, {
+    include_total: true,
+    limit,
+    ...("offset" in params ? { offset } : {}),
+    records_format: "objects",
+    resource_id: TABLE_METADATA,
+  });
   if (version !== "2.12") result["total_estimation_threshold"] = null;
   result["records"] = new RawJson(page.length === 0 ? "[]" : records);
   result["fields"] = [

@@ -10,7 +10,9 @@ interface Port {
   postMessage(message: unknown, transfer: ArrayBuffer[]): void;
 }
 
-const { parentPort } = (await import(/* @vite-ignore */ "node:worker_threads" as string)) as { parentPort: Port | null };
+const { parentPort } = (await import(/* @vite-ignore */ "node:worker_threads" as string)) as {
+  parentPort: Port | null;
+};
 const encoder = new TextEncoder();
 parentPort?.on("message", ({ id, from, to }) => {
   const resource = findResource(id);

@@ -17,7 +17,9 @@ interface ThreadWorker {
 
 async function startThread(): Promise<ThreadWorker | undefined> {
   try {
-    const { Worker } = (await import(/* @vite-ignore */ "node:worker_threads" as string)) as { Worker: new (url: URL) => ThreadWorker };
+    const { Worker } = (await import(/* @vite-ignore */ "node:worker_threads" as string)) as {
+      Worker: new (url: URL) => ThreadWorker;
+    };
     return new Worker(new URL("./sql-csv-worker.ts", import.meta.url));
   } catch {
     return undefined;
@@ -27,7 +29,8 @@ async function startThread(): Promise<ThreadWorker | undefined> {
 export async function* csvBatches(resource: Resource): AsyncGenerator<Blob> {
   const { id, table } = resource;
   const ranges: [number, number][] = [];
-  for (let from = 0; from < table.rows; from += COPY_BATCH) ranges.push([from, Math.min(table.rows, from + COPY_BATCH)]);
+  for (let from = 0; from < table.rows; from += COPY_BATCH)
+    ranges.push([from, Math.min(table.rows, from + COPY_BATCH)]);
   const thread = ranges.length > 1 ? await startThread() : undefined;
   if (thread === undefined) {
     for (const [from, to] of ranges) yield new Blob([csvRows(table, from, to)]);

@@ -1,6 +1,13 @@
 import type { Resource } from "./resources.ts";
 import { csvBatches } from "./sql-csv.ts";
-import { copyStatement, createTable, fillFullText, NESTED_TYPE, quoteIdent, TABLE_METADATA_VIEW } from "./sql-tables.ts";
+import {
+  copyStatement,
+  createTable,
+  fillFullText,
+  NESTED_TYPE,
+  quoteIdent,
+  TABLE_METADATA_VIEW,
+} from "./sql-tables.ts";
 
 // The PostgreSQL behind datastore_search_sql: PGlite (PostgreSQL compiled to WebAssembly), started
 // on the first SQL query, with each resource's table loaded the first time a statement names it
@@ -55,7 +62,11 @@ export interface SqlEngine {
 export type SqlEngineFactory = () => Promise<SqlEngine>;
 
 interface PgliteLike {
-  query<T>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<{ rows: T[]; fields: { name: string; dataTypeID: number }[] }>;
+  query<T>(
+    sql: string,
+    params?: unknown[],
+    options?: Record<string, unknown>,
+  ): Promise<{ rows: T[]; fields: { name: string; dataTypeID: number }[] }>;
   exec(sql: string): Promise<unknown>;
 }
 
@@ -75,9 +86,13 @@ export const startPglite: SqlEngineFactory = async () => {
   };
   const db = await PGlite.create({ parsers: asText(types), relaxedDurability: true }).catch((error: unknown) => {
     if (!(error instanceof WebAssembly.CompileError)) throw error;
-    throw new Error(`PGlite cannot run here (${error.message}): give the emulator a sqlEngine, remoteSqlEngine(url) as test/harness.ts does`);
+    throw new Error(
+      `PGlite cannot run here (${error.message}): give the emulator a sqlEngine, remoteSqlEngine(url) as test/harness.ts does`,
+    );
   });
-  await db.exec(`${NESTED_TYPE}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET default_text_search_config = 'pg_catalog.english'`);
+  await db.exec(
+    `${NESTED_TYPE}; SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET default_text_search_config = 'pg_catalog.english'`,
+  );
   // CKAN's view of its tables reads pg_class: a statement naming it is refused as a system table's reader.
   await db.exec(TABLE_METADATA_VIEW);
   const typeNames = new Map<number, string>();
@@ -90,7 +105,8 @@ export const startPglite: SqlEngineFactory = async () => {
     for await (const blob of csvBatches(resource)) await db.query(copy, [], { blob });
     // The key after the rows: one index build instead of a million insertions into it.
     await db.exec(`ALTER TABLE ${quoteIdent(id)} ADD PRIMARY KEY ("_id"); ANALYZE ${quoteIdent(id)}`);
-    for (const alias of resource.aliases) await db.exec(`CREATE VIEW ${quoteIdent(alias)} AS SELECT * FROM ${quoteIdent(id)}`);
+    for (const alias of resource.aliases)
+      await db.exec(`CREATE VIEW ${quoteIdent(alias)} AS SELECT * FROM ${quoteIdent(id)}`);
   }
 
   /** `_full_text` costs as much again as the load: it is written the first time a statement names it. */
@@ -138,8 +154,15 @@ export const startPglite: SqlEngineFactory = async () => {
 };
 
 function toSqlError(error: unknown): unknown {
-  if (typeof error !== "object" || error === null || typeof (error as { code?: unknown }).code !== "string") return error;
+  if (typeof error !== "object" || error === null || typeof (error as { code?: unknown }).code !== "string")
+    return error;
   const report = error as { code: string; message: string; position?: string | number; detail?: string; hint?: string };
   const position = report.position === undefined ? undefined : Number(report.position);
-  return new SqlError({ code: report.code, message: report.message, position, detail: report.detail, hint: report.hint });
+  return new SqlError({
+    code: report.code,
+    message: report.message,
+    position,
+    detail: report.detail,
+    hint: report.hint,
+  });
 }

@@ -9,11 +9,18 @@ import { SqlError, type SqlEngine, type SqlRows } from "./sql-engine.ts";
 // emulator, wherever it runs. A loopback tool for specs, never part of the worker.
 
 type Call = { op: "load"; ids: string[]; fullText: boolean } | { op: "query"; sql: string };
-type Reply = { rows: SqlRows } | { ok: true } | { error: { code: string; message: string; position?: number; detail?: string; hint?: string } };
+type Reply =
+  | { rows: SqlRows }
+  | { ok: true }
+  | { error: { code: string; message: string; position?: number; detail?: string; hint?: string } };
 
 export function remoteSqlEngine(url: string, fetcher: typeof fetch = fetch): SqlEngine {
   const call = async (body: Call): Promise<Reply> => {
-    const response = await fetcher(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const response = await fetcher(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     if (!response.ok) throw new Error(`the SQL engine at ${url} answered ${response.status}: ${await response.text()}`);
     return (await response.json()) as Reply;
   };
@@ -45,7 +52,15 @@ export function sqlEngineHandler(engine: () => Promise<SqlEngine>): (request: Re
         reply = { rows: await db.query(call.sql) };
       } catch (error) {
         if (!(error instanceof SqlError)) throw error;
-        reply = { error: { code: error.code, message: error.message, position: error.position, detail: error.detail, hint: error.hint } };
+        reply = {
+          error: {
+            code: error.code,
+            message: error.message,
+            position: error.position,
+            detail: error.detail,
+            hint: error.hint,
+          },
+        };
       }
     }
     return Response.json(reply);

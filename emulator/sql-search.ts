@@ -39,8 +39,10 @@ function actionError(status: number, error: Record<string, unknown>): EmulatorEr
   return new EmulatorError(status, { help: helpUrl(ACTION), error, success: false }, JSON.stringify(error));
 }
 
-const validation = (error: Record<string, unknown>): EmulatorError => actionError(409, { ...error, __type: "Validation Error" });
-const denied = (message: string): EmulatorError => actionError(403, { __type: "Authorization Error", message: `Access denied: ${message}` });
+const validation = (error: Record<string, unknown>): EmulatorError =>
+  actionError(409, { ...error, __type: "Validation Error" });
+const denied = (message: string): EmulatorError =>
+  actionError(403, { __type: "Authorization Error", message: `Access denied: ${message}` });
 
 /** CKAN's page for an exception it did not expect (a KeyError, a DataError, a float JSON cannot write). */
 export function serverErrorPage(): Response {
@@ -65,8 +67,12 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
   await engine.load(tables, needsFullText(sql));
   const took = Date.now() - started;
   if (took > SLOW_LOAD_MS) {
-    const names = tables.map((resource) => `${resource.name} (${resource.table.rows.toLocaleString("en")} rows)`).join(", ");
-    options.log?.(`datastore_search_sql: PostgreSQL (PGlite) ready for ${names || "the statement"} in ${(took / 1000).toFixed(1)} s (a table is loaded once, when a statement first names it)`);
+    const names = tables
+      .map((resource) => `${resource.name} (${resource.table.rows.toLocaleString("en")} rows)`)
+      .join(", ");
+    options.log?.(
+      `datastore_search_sql: PostgreSQL (PGlite) ready for ${names || "the statement"} in ${(took / 1000).toFixed(1)} s (a table is loaded once, when a statement first names it)`,
+    );
   }
 
   let plan: SqlRows;
@@ -79,11 +85,13 @@ export async function searchSql(request: Request, url: URL, options: SqlSearchOp
   if (relations.some((table) => table.startsWith("pg_"))) throw denied("Not authorized to access system tables");
   for (const table of relations) {
     const resource = RESOURCE_LIST.find((candidate) => candidate.id === table);
-    if (resource === undefined || (resource.private && !options.authorized)) throw denied("Not authorized to read resource.");
+    if (resource === undefined || (resource.private && !options.authorized))
+      throw denied("Not authorized to read resource.");
   }
   const called = functionNames(shown);
   for (const name of [...called, ...functions.filter((name) => !called.includes(name))]) {
-    if (!ALLOWED_FUNCTIONS.has(name.toLowerCase()) && !ALLOWED_FUNCTIONS.has(`"${name}"`)) throw denied(`Not authorized to call function ${name}`);
+    if (!ALLOWED_FUNCTIONS.has(name.toLowerCase()) && !ALLOWED_FUNCTIONS.has(`"${name}"`))
+      throw denied(`Not authorized to call function ${name}`);
   }
 
   let rows: SqlRows;
@@ -125,7 +133,9 @@ function answer(params: Record<string, unknown>, result: SqlRows, rowsMax: numbe
 /** The resources whose id or alias the statement mentions: the tables to have loaded before it runs. */
 function tablesNamed(sql: string): Resource[] {
   const lower = sql.toLowerCase();
-  return RESOURCE_LIST.filter((resource) => [resource.id, ...resource.aliases].some((name) => lower.includes(name.toLowerCase())));
+  return RESOURCE_LIST.filter((resource) =>
+    [resource.id, ...resource.aliases].some((name) => lower.includes(name.toLowerCase())),
+  );
 }
 
 /** `_full_text` by name, or a `*` that is not count(*): the statement reads the search column. */
@@ -138,7 +148,8 @@ function readPlan(json: string): { relations: string[]; functions: string[] } {
   const relations: string[] = [];
   const functions: string[] = [];
   const visit = (node: Record<string, unknown>): void => {
-    if (typeof node["Relation Name"] === "string" && node["Relation Name"] !== "") relations.push(node["Relation Name"]);
+    if (typeof node["Relation Name"] === "string" && node["Relation Name"] !== "")
+      relations.push(node["Relation Name"]);
     if (typeof node["Function Name"] === "string") functions.push(node["Function Name"]);
     const children = node["Plans"];
     if (Array.isArray(children)) for (const child of children) visit(child as Record<string, unknown>);
@@ -151,13 +162,33 @@ function readPlan(json: string): { relations: string[]; functions: string[] } {
 // psycopg2's exception per SQLSTATE: the class named in the message, and whether it is a
 // ProgrammingError (CKAN's 409) or another DBAPIError (which CKAN lets through: a 500).
 const ERROR_CLASSES: Record<string, string> = {
-  "42601": "SyntaxError", "42703": "UndefinedColumn", "42P01": "UndefinedTable", "42883": "UndefinedFunction",
-  "42803": "GroupingError", "42702": "AmbiguousColumn", "42804": "DatatypeMismatch", "42P10": "InvalidColumnReference",
-  "42725": "AmbiguousFunction", "42846": "CannotCoerce", "42P18": "IndeterminateDatatype", "42809": "WrongObjectType",
-  "42712": "DuplicateAlias", "42701": "DuplicateColumn", "42P20": "WindowingError", "42P19": "InvalidRecursion",
-  "42704": "UndefinedObject", "42501": "InsufficientPrivilege", "42P09": "AmbiguousAlias", "42P08": "AmbiguousParameter",
-  "42622": "NameTooLong", "42P02": "UndefinedParameter", "21000": "CardinalityViolation", "42602": "InvalidName",
-  "42939": "ReservedName", "42P11": "InvalidCursorDefinition", "0A000": "FeatureNotSupported",
+  "42601": "SyntaxError",
+  "42703": "UndefinedColumn",
+  "42P01": "UndefinedTable",
+  "42883": "UndefinedFunction",
+  "42803": "GroupingError",
+  "42702": "AmbiguousColumn",
+  "42804": "DatatypeMismatch",
+  "42P10": "InvalidColumnReference",
+  "42725": "AmbiguousFunction",
+  "42846": "CannotCoerce",
+  "42P18": "IndeterminateDatatype",
+  "42809": "WrongObjectType",
+  "42712": "DuplicateAlias",
+  "42701": "DuplicateColumn",
+  "42P20": "WindowingError",
+  "42P19": "InvalidRecursion",
+  "42704": "UndefinedObject",
+  "42501": "InsufficientPrivilege",
+  "42P09": "AmbiguousAlias",
+  "42P08": "AmbiguousParameter",
+  "42622": "NameTooLong",
+  "42P02": "UndefinedParameter",
+  "21000": "CardinalityViolation",
+  "42602": "InvalidName",
+  "42939": "ReservedName",
+  "42P11": "InvalidCursorDefinition",
+  "0A000": "FeatureNotSupported",
 };
 
 function isProgrammingError(code: string): boolean {
@@ -190,6 +221,7 @@ function removeExplain(text: string): string {
 /** PostgreSQL counts characters; JavaScript strings count UTF-16 units. */
 function utf16Offset(text: string, characters: number): number {
   let offset = 0;
-  for (let n = 0; n < characters && offset < text.length; n++) offset += (text.codePointAt(offset) ?? 0) > 0xffff ? 2 : 1;
+  for (let n = 0; n < characters && offset < text.length; n++)
+    offset += (text.codePointAt(offset) ?? 0) > 0xffff ? 2 : 1;
   return offset;
 }

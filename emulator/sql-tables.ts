@@ -33,7 +33,9 @@ export function quoteIdent(name: string): string {
 
 /** CREATE TABLE for a resource: CKAN's `_id` and `_full_text`, then the table's own columns. */
 export function createTable(name: string, table: Table): string {
-  const columns = table.columns.filter((column) => column.id !== "_id").map((column) => `${quoteIdent(column.id)} ${PG_TYPE[column.type]}`);
+  const columns = table.columns
+    .filter((column) => column.id !== "_id")
+    .map((column) => `${quoteIdent(column.id)} ${PG_TYPE[column.type]}`);
   return `CREATE UNLOGGED TABLE ${quoteIdent(name)} ("_id" int4 NOT NULL, "_full_text" tsvector, ${columns.join(", ")})`;
 }
 
@@ -49,7 +51,9 @@ export function copyStatement(name: string, table: Table): string {
  * JSON), and concat_ws skips the nulls as string_agg does: the same tsvector, a third cheaper.
  */
 export function fillFullText(name: string, table: Table): string {
-  const values = table.columns.filter((column) => !column.id.startsWith("_")).map((column) => `to_json(${quoteIdent(column.id)}) #>> '{}'`);
+  const values = table.columns
+    .filter((column) => !column.id.startsWith("_"))
+    .map((column) => `to_json(${quoteIdent(column.id)}) #>> '{}'`);
   return `UPDATE ${quoteIdent(name)} SET "_full_text" = to_tsvector('english', concat_ws(' ', ${values.join(", ")}))`;
 }
 

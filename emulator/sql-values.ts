@@ -70,7 +70,14 @@ export function isoformat(text: string): string {
   if (match === null) return text;
   const [, date, time, fraction, zone] = match;
   const micros = fraction === undefined ? "" : `.${fraction.padEnd(6, "0")}`;
-  const offset = zone === undefined ? "" : zone.length === 3 ? `${zone}:00` : zone.includes(":") ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const offset =
+    zone === undefined
+      ? ""
+      : zone.length === 3
+        ? `${zone}:00`
+        : zone.includes(":")
+          ? zone
+          : `${zone.slice(0, 3)}:${zone.slice(3)}`;
   return `${date}T${time}${micros}${offset}`;
 }
 

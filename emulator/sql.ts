@@ -48,13 +48,15 @@ export function identifier(name: string): string {
 // PostgreSQL's reserved words as SQLAlchemy's PostgreSQL dialect lists them: a column of one of these
 // names is quoted even when it is lower case.
 const RESERVED = new Set(
-  ("all analyse analyze and any array as asc asymmetric both case cast check collate column constraint create " +
+  (
+    "all analyse analyze and any array as asc asymmetric both case cast check collate column constraint create " +
     "current_catalog current_date current_role current_time current_timestamp current_user default deferrable desc " +
     "distinct do else end except false fetch for foreign from grant group having in initially intersect into lateral " +
     "leading limit localtime localtimestamp new not null of off offset old on only or order placing primary references " +
     "returning select session_user some symmetric table then to trailing true union unique user using variadic when " +
     "where window with authorization between binary cross current_schema freeze full ilike inner is isnull join left " +
-    "like natural notnull outer over overlaps right similar verbose").split(" "),
+    "like natural notnull outer over overlaps right similar verbose"
+  ).split(" "),
 );
 
 /**
@@ -94,7 +96,8 @@ class Sql {
   value(value: unknown): number {
     const offset = this.query.length;
     const literal = sqlLiteral(value);
-    if (literal === undefined) this.clientError ??= { message: `can't adapt type '${Array.isArray(value) ? "list" : "dict"}'`, at: "none" };
+    if (literal === undefined)
+      this.clientError ??= { message: `can't adapt type '${Array.isArray(value) ? "list" : "dict"}'`, at: "none" };
     if (this.version !== "2.10") {
       const name = `value_${Object.keys(this.named).length}`;
       this.named[name] = value;
@@ -157,7 +160,8 @@ function writeFilters(sql: Sql, node: FilterNode, table: Table, failures: Failur
       if (i > 0) sql.text(",");
       values.push(bind(item, opOffset, sql.value(item), "="));
     });
-    if (items.length === 0) failures.push({ error: { message: 'syntax error at or near ")"', at: "literal" }, offset: sql.query.length });
+    if (items.length === 0)
+      failures.push({ error: { message: 'syntax error at or near ")"', at: "literal" }, offset: sql.query.length });
     sql.text(")");
     return { kind: "leaf", column: node.column, type, op: "in", values };
   }
@@ -175,7 +179,10 @@ function selectColumns(query: SqlQuery): string[] {
     if (column.type === "json") {
       fmt = "coalesce(({0}).json,'null')";
     } else if (column.type === "timestamp") {
-      fmt = query.version === "2.12" ? `to_char({0}, 'YYYY-MM-DD"T"HH24:MI:SS.MS')` : `to_char({0}, 'YYYY-MM-DD"T"HH24:MI:SS')`;
+      fmt =
+        query.version === "2.12"
+          ? `to_char({0}, 'YYYY-MM-DD"T"HH24:MI:SS.MS')`
+          : `to_char({0}, 'YYYY-MM-DD"T"HH24:MI:SS')`;
       if (query.format === "lists") fmt = `coalesce(to_json(${fmt}), 'null')`;
     } else if (column.type === "_text") {
       fmt = "coalesce(array_to_json({0}),'null')";
@@ -195,7 +202,10 @@ function template(query: SqlQuery, select: string, final: string, escape: boolea
   const distinct = query.distinct ? "DISTINCT" : "";
   if (query.version === "2.12") {
     const page = `\n            WITH records_page AS (\n                SELECT * FROM ${resource} ${ts} ${final}\n            )`;
-    const next = query.keyset === undefined ? "" : `, next_id AS (\n                SELECT ${query.keyset === "gt" ? "max(_id)" : "min(_id)"} n FROM records_page\n            )`;
+    const next =
+      query.keyset === undefined
+        ? ""
+        : `, next_id AS (\n                SELECT ${query.keyset === "gt" ? "max(_id)" : "min(_id)"} n FROM records_page\n            )`;
     switch (query.format) {
       case "objects":
         return `${page}, select_cols AS (\n                SELECT ${distinct} ${columns} FROM records_page \n            ), json_cols AS (\n                SELECT array_to_json(array_agg(select_cols))::text j\n                FROM select_cols\n            )${next} SELECT json_cols.j${next ? ", next_id.n from json_cols, next_id\n            " : " FROM json_cols"}`;
@@ -242,7 +252,8 @@ export function buildQuery(query: SqlQuery): Condition | undefined {
   }
   query.textClauses.forEach((clause, i) => sql.text(`${i > 0 || filters !== undefined ? " AND " : ""}(${clause})`));
 
-  const sort = query.sort.length > 0 ? query.sort : query.distinct ? [] : [query.version === "2.12" ? '"_id" asc' : "_id"];
+  const sort =
+    query.sort.length > 0 ? query.sort : query.distinct ? [] : [query.version === "2.12" ? '"_id" asc' : "_id"];
   const sortClause = sort.length > 0 ? `ORDER BY ${sort.join(", ")}` : "";
   const select = selectColumns(query).join(query.format === "lists" ? " || ',' || " : ", ");
   const finalOf = (where: string) => `${where} ${sortClause} LIMIT ${query.limit} OFFSET ${query.offset}`;

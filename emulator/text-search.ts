@@ -46,7 +46,7 @@ export function columnWords(table: Table, column: number, index: number): string
 function singleWordRank(count: number): number {
   let sum = 0;
   for (let j = 0; j < Math.min(count, 256); j++) sum = Math.fround(sum + Math.fround(WEIGHT_D / ((j + 1) * (j + 1))));
-  const raw = Math.fround((Math.fround(Math.fround(WEIGHT_D + sum) - WEIGHT_D)) / 1.64493406685);
+  const raw = Math.fround(Math.fround(Math.fround(WEIGHT_D + sum) - WEIGHT_D) / 1.64493406685);
   return Math.fround(raw / Math.fround(raw + 1));
 }
 

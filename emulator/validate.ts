@@ -39,8 +39,21 @@ export interface SchemaOptions {
 }
 
 const KNOWN = new Set([
-  "resource_id", "id", "q", "filters", "limit", "offset", "fields", "sort", "records_format",
-  "include_total", "total_estimation_threshold", "plain", "language", "distinct", "full_text",
+  "resource_id",
+  "id",
+  "q",
+  "filters",
+  "limit",
+  "offset",
+  "fields",
+  "sort",
+  "records_format",
+  "include_total",
+  "total_estimation_threshold",
+  "plain",
+  "language",
+  "distinct",
+  "full_text",
 ]);
 
 export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
@@ -83,7 +96,8 @@ export function validateSchema(raw: RawParams, options: SchemaOptions): Params {
     if (given(key)) echo[key] = toBoolean(raw[key]);
   }
   // 2.12 has include_next_page default to false, and echoes it always.
-  if (options.nextPage) echo["include_next_page"] = given("include_next_page") ? toBoolean(raw["include_next_page"]) : false;
+  if (options.nextPage)
+    echo["include_next_page"] = given("include_next_page") ? toBoolean(raw["include_next_page"]) : false;
   for (const key of ["language", "full_text"]) {
     if (given(key)) echo[key] = pythonStr(raw[key]);
   }

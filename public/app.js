@@ -65,8 +65,12 @@ function authHeaders() {
 
 async function getJson(path) {
   const response = await fetch(path, { headers: { accept: "application/json", ...authHeaders() } });
-  const body = await response.text().then(parseExact).catch(() => ({}));
-  if (!response.ok) throw Object.assign(new Error(body.error?.message ?? `HTTP ${response.status}`), { status: response.status });
+  const body = await response
+    .text()
+    .then(parseExact)
+    .catch(() => ({}));
+  if (!response.ok)
+    throw Object.assign(new Error(body.error?.message ?? `HTTP ${response.status}`), { status: response.status });
   return body;
 }
 
@@ -79,7 +83,10 @@ function tableParams() {
   if (q) params.push(["q", q]);
   for (const filter of state.filters) {
     if (filter.column === "" || filter.value === "") continue;
-    params.push([filter.op === "eq" ? `filter.${filter.column}` : `filter.${filter.column}[${filter.op}]`, filter.value]);
+    params.push([
+      filter.op === "eq" ? `filter.${filter.column}` : `filter.${filter.column}[${filter.op}]`,
+      filter.value,
+    ]);
   }
   return params;
 }
@@ -104,11 +111,20 @@ function summaryParams({ preview = false } = {}) {
   const params = tableParams();
   const groups = summaryGroups();
   if (groups.length > 0) params.push(["group_by", groups.map((g) => g.name).join(",")]);
-  params.push(["measures", summaryMeasures().map((m) => m.name).join(",")]);
+  params.push([
+    "measures",
+    summaryMeasures()
+      .map((m) => m.name)
+      .join(","),
+  ]);
   const sort = $("summary-sort").value;
   if (sort) params.push(["sort", $("summary-direction").value ? `${sort} desc` : sort]);
   const limit = $("summary-limit").value.trim();
-  if (preview) params.push(["limit", String(Math.min(CHART_ROWS, limit === "" || !/^\d+$/.test(limit) ? CHART_ROWS : Number(limit)))]);
+  if (preview)
+    params.push([
+      "limit",
+      String(Math.min(CHART_ROWS, limit === "" || !/^\d+$/.test(limit) ? CHART_ROWS : Number(limit))),
+    ]);
   else if (limit !== "") params.push(["limit", limit]);
   if (preview) return params;
   return [...params, ...formatParams()];
@@ -133,7 +149,8 @@ function formatParams() {
 
 const encode = (text) => encodeURIComponent(text).replaceAll("%2C", ",");
 /** The link's path: rows from /export, a summary from /aggregate. ( and ) stay as typed: `sum(amount)`. */
-const pathOf = (format, params) => `/${state.mode === "summary" ? "aggregate" : "export"}.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
+const pathOf = (format, params) =>
+  `/${state.mode === "summary" ? "aggregate" : "export"}.${format}?${params.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`;
 
 /** POST /links: only with signing on, as an operator. */
 async function sign(path, expiresIn) {
@@ -159,11 +176,15 @@ function linkWarnings() {
   const most = `this worker exports at most ${max.toLocaleString("en")} rows at once: the link would answer 400`;
   if (limit === "") {
     if (state.total === undefined || state.total <= max) return [];
-    return [`${state.total.toLocaleString("en")} rows match and there is no limit, but ${most}. Set a limit of ${max} or less, add filters, or export in parts with offset.`];
+    return [
+      `${state.total.toLocaleString("en")} rows match and there is no limit, but ${most}. Set a limit of ${max} or less, add filters, or export in parts with offset.`,
+    ];
   }
   if (!/^\d+$/.test(limit)) return ["The limit must be a whole number, 0 or more: the link would answer 400."];
   if (BigInt(limit) <= BigInt(max)) return [];
-  return [`The link asks for up to ${BigInt(limit).toLocaleString("en")} rows, but ${most}. Set a limit of ${max} or less, and export the rest in parts with offset.`];
+  return [
+    `The link asks for up to ${BigInt(limit).toLocaleString("en")} rows, but ${most}. Set a limit of ${max} or less, and export the rest in parts with offset.`,
+  ];
 }
 
 function renderLinkWarnings() {
@@ -178,7 +199,12 @@ function renderOutput(link) {
   $("link").value = link;
   $("link").disabled = link === "";
   $("copy-link").disabled = link === "";
-  const choice = { format: state.format, delimiter: $("delimiter").value, header: $("header").checked, bom: $("bom").checked };
+  const choice = {
+    format: state.format,
+    delimiter: $("delimiter").value,
+    header: $("header").checked,
+    bom: $("bom").checked,
+  };
   const box = $("snippets");
   box.replaceChildren();
   if (link === "") return;
@@ -190,7 +216,11 @@ function renderOutput(link) {
     const { text, note, warning } = snippet.make(link, choice, $("filename").value.trim(), shape);
     const id = `snippet-${snippet.id}`;
     // One tool's snippet open at a time (an exclusive group of <details>): the page stays short.
-    const part = el("details", { className: "snippet", name: "tool", open: snippet.id === state.tool }, el("summary", {}, el("h3", { textContent: snippet.title, id: `${id}-title` })));
+    const part = el(
+      "details",
+      { className: "snippet", name: "tool", open: snippet.id === state.tool },
+      el("summary", {}, el("h3", { textContent: snippet.title, id: `${id}-title` })),
+    );
     part.dataset.tool = snippet.id;
     part.addEventListener("toggle", () => {
       if (part.open) state.tool = snippet.id;
@@ -260,14 +290,16 @@ function renderSortNote() {
   // Descending is `nulls last` unless asked otherwise: the largest values first, not the empty ones.
   if (!note.hidden) {
     const name = picked.label ?? picked.id;
-    note.textContent = direction === "desc"
-      ? `Descending with empty values first (PostgreSQL's order): rows whose ${name} is empty come before the largest values.`
-      : `Descending with empty values last (sort=… desc nulls last): the largest ${name} first, rows where it is empty at the end.`;
+    note.textContent =
+      direction === "desc"
+        ? `Descending with empty values first (PostgreSQL's order): rows whose ${name} is empty come before the largest values.`
+        : `Descending with empty values last (sort=… desc nulls last): the largest ${name} first, rows where it is empty at the end.`;
   }
   const output = [...summaryGroups(), ...summaryMeasures()].find((o) => o.name === $("summary-sort").value);
   const summaryNote = $("summary-sort-note");
   summaryNote.hidden = !(state.mode === "summary" && output && $("summary-direction").value === "desc");
-  if (!summaryNote.hidden) summaryNote.textContent = `Descending puts groups whose ${output.label} is empty first (PostgreSQL's order); a filter on the column leaves those rows out.`;
+  if (!summaryNote.hidden)
+    summaryNote.textContent = `Descending puts groups whose ${output.label} is empty first (PostgreSQL's order); a filter on the column leaves those rows out.`;
 }
 
 document.addEventListener("click", async (event) => {
@@ -323,7 +355,10 @@ async function preview() {
       state.total = total;
       renderLinkWarnings();
       warnings.push(...linkWarnings());
-      if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
+      if (!EXACT_NUMBERS)
+        warnings.push(
+          "This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.",
+        );
       renderTable(body.length > 0 ? Object.keys(body[0]) : state.fields, body, headingOf);
     }
   } catch (error) {
@@ -361,13 +396,20 @@ async function previewSummary() {
       const kept = /^\d+$/.test(limit) ? Math.min(groups, Number(limit)) : groups;
       const more = kept > rows.length;
       const top = kept < groups ? `top ${kept.toLocaleString("en")} of ` : "";
-      $("count").textContent = `${top}${groups.toLocaleString("en")} ${groups === 1 ? "group" : "groups"}${rows.length > PREVIEW_ROWS ? `, the first ${PREVIEW_ROWS} shown` : ""}`;
+      $("count").textContent =
+        `${top}${groups.toLocaleString("en")} ${groups === 1 ? "group" : "groups"}${rows.length > PREVIEW_ROWS ? `, the first ${PREVIEW_ROWS} shown` : ""}`;
       $("count").dataset.total = String(groups);
       $("count").dataset.state = "done";
       const by = response.headers.get("x-aggregated-by");
       if (by) $("count").title = by === "ckan-sql" ? "Computed by the portal's database" : "Computed by the worker";
-      if (more) warnings.push(`The chart shows the first ${CHART_ROWS} groups: set a top (limit), or fewer groups, to see them all.`);
-      if (!EXACT_NUMBERS) warnings.push("This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.");
+      if (more)
+        warnings.push(
+          `The chart shows the first ${CHART_ROWS} groups: set a top (limit), or fewer groups, to see them all.`,
+        );
+      if (!EXACT_NUMBERS)
+        warnings.push(
+          "This browser rounds numbers of more than 15 digits in the preview; the export keeps CKAN's text.",
+        );
     }
   } catch (error) {
     if (run !== previewRun) return;
@@ -378,7 +420,11 @@ async function previewSummary() {
   $("count").ariaBusy = "false";
   const names = [...summaryGroups(), ...summaryMeasures()];
   const labels = new Map(names.map((n) => [n.name, n.label]));
-  renderTable(rows.length > 0 ? Object.keys(rows[0]) : names.map((n) => n.name), rows.slice(0, PREVIEW_ROWS), (name) => ({ text: labels.get(name) ?? name, id: name }));
+  renderTable(
+    rows.length > 0 ? Object.keys(rows[0]) : names.map((n) => n.name),
+    rows.slice(0, PREVIEW_ROWS),
+    (name) => ({ text: labels.get(name) ?? name, id: name }),
+  );
   chartRows = rows;
   renderChart(rows);
   $("warnings").replaceChildren(...warnings.map((w) => el("li", { textContent: w })));
@@ -394,11 +440,22 @@ function renderChart(rows) {
   if (box.hidden) return $("chart").replaceChildren();
   const select = $("chart-measure");
   const kept = select.value;
-  select.replaceChildren(...measures.map((m) => el("option", { value: m.name, textContent: m.label, selected: m.name === kept })));
+  select.replaceChildren(
+    ...measures.map((m) => el("option", { value: m.name, textContent: m.label, selected: m.name === kept })),
+  );
   const measure = measures.find((m) => m.name === select.value) ?? measures[0];
   const model = chartModel(rows, summaryGroups(), measure);
   const parts = [drawChart(model, $("chart").clientWidth || 640)];
-  if (model.left_out > 0) parts.push(el("figcaption", { className: "muted", textContent: model.kind === "line" ? `${model.left_out} more lines not drawn.` : `${model.left_out} more groups not drawn.` }));
+  if (model.left_out > 0)
+    parts.push(
+      el("figcaption", {
+        className: "muted",
+        textContent:
+          model.kind === "line"
+            ? `${model.left_out} more lines not drawn.`
+            : `${model.left_out} more groups not drawn.`,
+      }),
+    );
   $("chart").replaceChildren(...parts);
 }
 
@@ -409,13 +466,17 @@ function headingOf(id) {
 }
 
 function renderTable(columns, rows, heading = (id) => ({ text: id, id })) {
-  const head = el("tr", {}, ...columns.map((c) => {
-    const { text, id } = heading(c);
-    // The id on hover where the label differs.
-    const th = el("th", { scope: "col", textContent: text });
-    if (id !== text) th.title = id;
-    return th;
-  }));
+  const head = el(
+    "tr",
+    {},
+    ...columns.map((c) => {
+      const { text, id } = heading(c);
+      // The id on hover where the label differs.
+      const th = el("th", { scope: "col", textContent: text });
+      if (id !== text) th.title = id;
+      return th;
+    }),
+  );
   $("preview").tHead.replaceChildren(head);
   $("preview").tBodies[0].replaceChildren(
     ...rows.map((row) => el("tr", {}, ...columns.map((c) => el("td", { textContent: cellText(row[c]) })))),
@@ -426,7 +487,10 @@ function renderTable(columns, rows, heading = (id) => ({ text: id, id })) {
 
 function renderColumns() {
   const columns = state.resource.columns;
-  const ordered = [...state.fields.map((id) => columns.find((c) => c.id === id)), ...columns.filter((c) => !state.fields.includes(c.id))];
+  const ordered = [
+    ...state.fields.map((id) => columns.find((c) => c.id === id)),
+    ...columns.filter((c) => !state.fields.includes(c.id)),
+  ];
   $("columns").replaceChildren(
     ...ordered.map((column) => {
       const checked = state.fields.includes(column.id);
@@ -437,7 +501,12 @@ function renderColumns() {
         refreshLink();
       });
       const move = (delta, text) => {
-        const button = el("button", { type: "button", textContent: text, disabled: !checked, ariaLabel: `Move ${column.id} ${delta < 0 ? "up" : "down"}` });
+        const button = el("button", {
+          type: "button",
+          textContent: text,
+          disabled: !checked,
+          ariaLabel: `Move ${column.id} ${delta < 0 ? "up" : "down"}`,
+        });
         button.addEventListener("click", () => {
           const i = state.fields.indexOf(column.id);
           const j = i + delta;
@@ -450,7 +519,13 @@ function renderColumns() {
         return button;
       };
       const title = column.label ? `${column.label} (${column.id})` : column.id;
-      const label = el("label", { htmlFor: box.id, title: column.description ?? "" }, box, title, el("span", { className: "type", textContent: column.type }));
+      const label = el(
+        "label",
+        { htmlFor: box.id, title: column.description ?? "" },
+        box,
+        title,
+        el("span", { className: "type", textContent: column.type }),
+      );
       return el("li", {}, label, move(-1, "↑"), move(1, "↓"));
     }),
   );
@@ -483,7 +558,12 @@ function summaryMeasures() {
       const fn = m.fn === "countf" ? "count" : m.fn;
       // A chart draws numbers: counts, sums, averages, and the min or max of a number column.
       const type = columnOf(m.column).type;
-      const kind = fn === "count" || fn === "sum" || fn === "avg" || NUMERIC_TYPES.test(type) ? "number" : DATE_TYPES.test(type) ? "date" : "text";
+      const kind =
+        fn === "count" || fn === "sum" || fn === "avg" || NUMERIC_TYPES.test(type)
+          ? "number"
+          : DATE_TYPES.test(type)
+            ? "date"
+            : "text";
       return { name: `${fn}(${m.column})`, label: `${labelOf(m.column)} (${fn})`, kind };
     });
   // The same measure twice would be the same column twice.
@@ -493,14 +573,32 @@ function summaryMeasures() {
 
 function renderSummary() {
   const columns = state.resource.columns.filter(summable);
-  const option = (c, selected) => el("option", { value: c.id, textContent: c.label ? `${c.label} (${c.id})` : c.id, selected });
+  const option = (c, selected) =>
+    el("option", { value: c.id, textContent: c.label ? `${c.label} (${c.id})` : c.id, selected });
   $("groups").replaceChildren(
     ...state.groups.map((group, index) => {
-      const column = el("select", { id: `group-${index}-column` }, el("option", { value: "", textContent: "Column…" }), ...columns.map((c) => option(c, c.id === group.column)));
+      const column = el(
+        "select",
+        { id: `group-${index}-column` },
+        el("option", { value: "", textContent: "Column…" }),
+        ...columns.map((c) => option(c, c.id === group.column)),
+      );
       const dated = columnOf(group.column) && DATE_TYPES.test(columnOf(group.column).type);
       // Date and timestamp columns group by their year, month or day (the first instant of each).
-      const bucket = el("select", { id: `group-${index}-bucket`, disabled: !dated },
-        ...[["", dated ? "each value" : "—"], ...(dated ? [["year", "year"], ["month", "month"], ["day", "day"]] : [])].map(([v, t]) => el("option", { value: v, textContent: t, selected: v === group.bucket })));
+      const bucket = el(
+        "select",
+        { id: `group-${index}-bucket`, disabled: !dated },
+        ...[
+          ["", dated ? "each value" : "—"],
+          ...(dated
+            ? [
+                ["year", "year"],
+                ["month", "month"],
+                ["day", "day"],
+              ]
+            : []),
+        ].map(([v, t]) => el("option", { value: v, textContent: t, selected: v === group.bucket })),
+      );
       const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove group ${index + 1}` });
       column.addEventListener("change", () => {
         group.column = column.value;
@@ -509,20 +607,38 @@ function renderSummary() {
       });
       bucket.addEventListener("change", () => ((group.bucket = bucket.value), summaryChanged()));
       remove.addEventListener("click", () => (state.groups.splice(index, 1), summaryChanged()));
-      return el("div", { className: "pick" },
+      return el(
+        "div",
+        { className: "pick" },
         el("div", {}, el("label", { htmlFor: column.id, textContent: `Group ${index + 1}` }), column),
         el("div", {}, el("label", { htmlFor: bucket.id, textContent: "By" }), bucket),
-        remove);
+        remove,
+      );
     }),
   );
   $("add-group").disabled = state.groups.length >= 8;
   $("measures").replaceChildren(
     ...state.measures.map((measure, index) => {
-      const fn = el("select", { id: `measure-${index}-fn` }, ...Object.entries(MEASURES).map(([v, m]) => el("option", { value: v, textContent: m.text, selected: v === measure.fn })));
+      const fn = el(
+        "select",
+        { id: `measure-${index}-fn` },
+        ...Object.entries(MEASURES).map(([v, m]) =>
+          el("option", { value: v, textContent: m.text, selected: v === measure.fn }),
+        ),
+      );
       const allowed = columns.filter(MEASURES[measure.fn].of);
-      const column = el("select", { id: `measure-${index}-column`, disabled: measure.fn === "count" },
-        el("option", { value: "", textContent: measure.fn === "count" ? "—" : "Column…" }), ...allowed.map((c) => option(c, c.id === measure.column)));
-      const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove measure ${index + 1}`, disabled: state.measures.length === 1 });
+      const column = el(
+        "select",
+        { id: `measure-${index}-column`, disabled: measure.fn === "count" },
+        el("option", { value: "", textContent: measure.fn === "count" ? "—" : "Column…" }),
+        ...allowed.map((c) => option(c, c.id === measure.column)),
+      );
+      const remove = el("button", {
+        type: "button",
+        textContent: "Remove",
+        ariaLabel: `Remove measure ${index + 1}`,
+        disabled: state.measures.length === 1,
+      });
       fn.addEventListener("change", () => {
         measure.fn = fn.value;
         if (!columns.filter(MEASURES[fn.value].of).some((c) => c.id === measure.column)) measure.column = "";
@@ -530,17 +646,23 @@ function renderSummary() {
       });
       column.addEventListener("change", () => ((measure.column = column.value), summaryChanged()));
       remove.addEventListener("click", () => (state.measures.splice(index, 1), summaryChanged()));
-      return el("div", { className: "pick" },
+      return el(
+        "div",
+        { className: "pick" },
         el("div", {}, el("label", { htmlFor: fn.id, textContent: `Measure ${index + 1}` }), fn),
         el("div", {}, el("label", { htmlFor: column.id, textContent: "Column" }), column),
-        remove);
+        remove,
+      );
     }),
   );
   $("add-measure").disabled = state.measures.length >= 16;
   // Sort by any output column; one that is gone (its group or measure removed) resets with its direction.
   const outputs = [...summaryGroups(), ...summaryMeasures()];
   const sort = $("summary-sort").value;
-  $("summary-sort").replaceChildren(el("option", { value: "", textContent: "Group order" }), ...outputs.map((o) => el("option", { value: o.name, textContent: o.label, selected: o.name === sort })));
+  $("summary-sort").replaceChildren(
+    el("option", { value: "", textContent: "Group order" }),
+    ...outputs.map((o) => el("option", { value: o.name, textContent: o.label, selected: o.name === sort })),
+  );
   if ($("summary-sort").value === "") $("summary-direction").value = "";
 }
 
@@ -565,21 +687,60 @@ function renderFilters() {
   const columns = state.resource.columns;
   $("filters").replaceChildren(
     ...state.filters.map((filter, index) => {
-      const column = el("select", { id: `filter-${index}-column` }, el("option", { value: "", textContent: "Column…" }), ...columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id, selected: c.id === filter.column })));
+      const column = el(
+        "select",
+        { id: `filter-${index}-column` },
+        el("option", { value: "", textContent: "Column…" }),
+        ...columns.map((c) =>
+          el("option", { value: c.id, textContent: c.label ?? c.id, selected: c.id === filter.column }),
+        ),
+      );
       const picked = columns.find((c) => c.id === filter.column);
       const ranges = picked && RANGE_TYPES.test(picked.type) && state.resource.range_filters !== false;
-      const ops = [["eq", "is"], ...(ranges ? [["gte", "≥"], ["lte", "≤"], ["gt", ">"], ["lt", "<"]] : [])];
-      const op = el("select", { id: `filter-${index}-op` }, ...ops.map(([v, t]) => el("option", { value: v, textContent: t, selected: v === filter.op })));
+      const ops = [
+        ["eq", "is"],
+        ...(ranges
+          ? [
+              ["gte", "≥"],
+              ["lte", "≤"],
+              ["gt", ">"],
+              ["lt", "<"],
+            ]
+          : []),
+      ];
+      const op = el(
+        "select",
+        { id: `filter-${index}-op` },
+        ...ops.map(([v, t]) => el("option", { value: v, textContent: t, selected: v === filter.op })),
+      );
       let value;
       if (picked?.values && filter.op === "eq") {
-        value = el("select", { id: `filter-${index}-value` }, el("option", { value: "", textContent: "Value…" }), ...picked.values.map((v) => el("option", { value: cellText(v), textContent: cellText(v), selected: cellText(v) === filter.value })));
+        value = el(
+          "select",
+          { id: `filter-${index}-value` },
+          el("option", { value: "", textContent: "Value…" }),
+          ...picked.values.map((v) =>
+            el("option", { value: cellText(v), textContent: cellText(v), selected: cellText(v) === filter.value }),
+          ),
+        );
       } else {
-        value = el("input", { id: `filter-${index}-value`, type: "text", value: filter.value, placeholder: picked?.type === "timestamp" ? "2021-01-01" : "" });
+        value = el("input", {
+          id: `filter-${index}-value`,
+          type: "text",
+          value: filter.value,
+          placeholder: picked?.type === "timestamp" ? "2021-01-01" : "",
+        });
       }
       const remove = el("button", { type: "button", textContent: "Remove", ariaLabel: `Remove filter ${index + 1}` });
-      column.addEventListener("change", () => Object.assign(filter, { column: column.value, op: "eq", value: "" }) && (renderFilters(), refreshLink()));
+      column.addEventListener(
+        "change",
+        () => Object.assign(filter, { column: column.value, op: "eq", value: "" }) && (renderFilters(), refreshLink()),
+      );
       op.addEventListener("change", () => ((filter.op = op.value), renderFilters(), refreshLink()));
-      value.addEventListener(value instanceof HTMLSelectElement ? "change" : "input", () => ((filter.value = value.value), refreshLink()));
+      value.addEventListener(
+        value instanceof HTMLSelectElement ? "change" : "input",
+        () => ((filter.value = value.value), refreshLink()),
+      );
       remove.addEventListener("click", () => (state.filters.splice(index, 1), renderFilters(), refreshLink()));
       return el(
         "div",
@@ -633,8 +794,17 @@ async function pickResource(name) {
   state.resource = resource;
   state.loading = false;
   const r = state.resource;
-  $("resource-about").textContent = [r.title, r.description, r.rows === null ? "" : `${countText(r.rows)} rows, ${r.columns.length} columns.`].filter(Boolean).join(" · ");
-  $("sort-column").replaceChildren(el("option", { value: "", textContent: "Table order" }), ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })));
+  $("resource-about").textContent = [
+    r.title,
+    r.description,
+    r.rows === null ? "" : `${countText(r.rows)} rows, ${r.columns.length} columns.`,
+  ]
+    .filter(Boolean)
+    .join(" · ");
+  $("sort-column").replaceChildren(
+    el("option", { value: "", textContent: "Table order" }),
+    ...r.columns.map((c) => el("option", { value: c.id, textContent: c.label ?? c.id })),
+  );
   renderColumns();
   renderFilters();
   renderSummary();
@@ -646,7 +816,10 @@ async function pickResource(name) {
 
 /** A run in progress (snapshot runs as Workflows): what it writes, how far it got, its last failed try. */
 function runningItem(run) {
-  const where = run.format === null ? "starting" : `${run.format}, step ${run.step}: ${countText(run.rows)} rows, ${Math.round(run.bytes / 1048576)} MiB so far`;
+  const where =
+    run.format === null
+      ? "starting"
+      : `${run.format}, step ${run.step}: ${countText(run.rows)} rows, ${Math.round(run.bytes / 1048576)} MiB so far`;
   const text = `${run.job}: running since ${new Date(run.started).toLocaleString()} (${where})${run.last_error ? `; last failed try: ${run.last_error}` : ""}`;
   return el("li", { className: run.last_error ? "warning" : "note", textContent: text });
 }
@@ -658,12 +831,31 @@ async function renderSnapshots(name) {
     const mine = jobs.filter((job) => job.query?.resource === name);
     const items = mine.flatMap((job) => [
       ...Object.entries(job.latest).map(([format, file]) =>
-        el("li", {}, el("a", { href: file.url, textContent: `${job.name} (${format})` }), ` ${countText(file.rows)} rows, ${new Date(file.time).toLocaleString()}`),
+        el(
+          "li",
+          {},
+          el("a", { href: file.url, textContent: `${job.name} (${format})` }),
+          ` ${countText(file.rows)} rows, ${new Date(file.time).toLocaleString()}`,
+        ),
       ),
       ...(job.running ? [runningItem(job.running)] : []),
-      ...(job.last_run?.status === "failed" ? [el("li", { className: "warning", textContent: `${job.name}: the last run failed: ${job.last_run.error ?? "no reason recorded"}` })] : []),
+      ...(job.last_run?.status === "failed"
+        ? [
+            el("li", {
+              className: "warning",
+              textContent: `${job.name}: the last run failed: ${job.last_run.error ?? "no reason recorded"}`,
+            }),
+          ]
+        : []),
     ]);
-    box.replaceChildren(items.length > 0 ? el("ul", {}, ...items) : el("p", { className: "muted", textContent: mine.length > 0 ? `Jobs ${mine.map((j) => j.name).join(", ")} have not run yet.` : "None." }));
+    box.replaceChildren(
+      items.length > 0
+        ? el("ul", {}, ...items)
+        : el("p", {
+            className: "muted",
+            textContent: mine.length > 0 ? `Jobs ${mine.map((j) => j.name).join(", ")} have not run yet.` : "None.",
+          }),
+    );
   } catch {
     box.replaceChildren(el("p", { className: "muted", textContent: "Not available." }));
   }
@@ -678,11 +870,17 @@ async function renderReference() {
   const doc = await getJson("/openapi.json");
   // Every export's parameters, once each (some belong to one format: numeric to Parquet).
   // Exports' descriptions first; then what only aggregates take (group_by, measures).
-  const of = (prefix) => Object.entries(doc.paths).filter(([path]) => path.startsWith(prefix)).flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]));
+  const of = (prefix) =>
+    Object.entries(doc.paths)
+      .filter(([path]) => path.startsWith(prefix))
+      .flatMap(([, op]) => op.get.parameters.map((p) => [p.name, p]));
   const exports = new Map(of("/export."));
   const params = [...new Map([...exports, ...of("/aggregate.").filter(([name]) => !exports.has(name))]).values()];
   $("reference").replaceChildren(
-    ...params.flatMap((p) => [el("dt", { id: p["x-anchor"], textContent: p.name }), el("dd", {}, ...withCode(`${p.description}.`), " Example: ", el("code", { textContent: p["x-example-link"] }))]),
+    ...params.flatMap((p) => [
+      el("dt", { id: p["x-anchor"], textContent: p.name }),
+      el("dd", {}, ...withCode(`${p.description}.`), " Example: ", el("code", { textContent: p["x-example-link"] })),
+    ]),
   );
   if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
 }
@@ -694,7 +892,13 @@ async function start() {
   const decimalAllowed = () => state.format === "tsv" || (state.format === "csv" && $("delimiter").value !== ",");
   $("delimiter").addEventListener("change", () => ($("decimal").disabled = !decimalAllowed()));
   for (const format of ["csv", "tsv", "xlsx", "json", "ndjson", "parquet"]) {
-    const radio = el("input", { type: "radio", name: "format", value: format, checked: format === state.format, id: `format-${format}` });
+    const radio = el("input", {
+      type: "radio",
+      name: "format",
+      value: format,
+      checked: format === state.format,
+      id: `format-${format}`,
+    });
     radio.addEventListener("change", () => {
       state.format = format;
       $("csv-options").disabled = format !== "csv" && format !== "tsv";
@@ -706,7 +910,8 @@ async function start() {
     $("formats").append(el("label", { className: "check", htmlFor: radio.id }, radio, FORMAT_NAMES[format]));
   }
   for (const id of ["q", "limit", "offset", "filename", "summary-limit"]) $(id).addEventListener("input", refreshLink);
-  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", () => setMode(radio.value));
+  for (const radio of document.querySelectorAll('input[name="mode"]'))
+    radio.addEventListener("change", () => setMode(radio.value));
   $("add-group").addEventListener("click", () => {
     state.groups.push({ column: "", bucket: "" });
     renderSummary();
@@ -728,7 +933,17 @@ async function start() {
     if ($("sort-column").value === "") $("sort-direction").value = "";
   });
 
-  for (const id of ["sort-column", "sort-direction", "delimiter", "header", "bom", "formula-guard", "decimal", "labels"]) $(id).addEventListener("change", refreshLink);
+  for (const id of [
+    "sort-column",
+    "sort-direction",
+    "delimiter",
+    "header",
+    "bom",
+    "formula-guard",
+    "decimal",
+    "labels",
+  ])
+    $(id).addEventListener("change", refreshLink);
   $("add-filter").addEventListener("click", () => {
     state.filters.push({ column: "", op: "eq", value: "" });
     renderFilters();
@@ -769,7 +984,12 @@ async function loadResources() {
   const wanted = new URLSearchParams(location.search).get("resource");
   $("resource").replaceChildren(
     el("option", { value: "", textContent: "Choose a table…" }),
-    ...list.resources.map((r) => el("option", { value: r.name, textContent: `${r.title ?? r.name}${typeof r.rows === "number" ? ` (${countText(r.rows)} rows)` : ""}` })),
+    ...list.resources.map((r) =>
+      el("option", {
+        value: r.name,
+        textContent: `${r.title ?? r.name}${typeof r.rows === "number" ? ` (${countText(r.rows)} rows)` : ""}`,
+      }),
+    ),
   );
   const first = wanted ?? list.resources[0]?.name;
   if (first) {

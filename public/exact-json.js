@@ -8,7 +8,9 @@
 export const EXACT_NUMBERS = typeof JSON.rawJSON === "function" && typeof JSON.isRawJSON === "function";
 
 function keepSource(_key, value, context) {
-  return typeof value === "number" && context?.source !== undefined && String(value) !== context.source ? JSON.rawJSON(context.source) : value;
+  return typeof value === "number" && context?.source !== undefined && String(value) !== context.source
+    ? JSON.rawJSON(context.source)
+    : value;
 }
 
 /** JSON.parse, with numbers a double cannot print as written kept as their text. */

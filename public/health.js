@@ -14,7 +14,10 @@ export function healthVerdict(status, body) {
   if (status < 500 && body?.ok !== false) return undefined;
   const problems = Array.isArray(body?.problems) ? body.problems.filter((p) => typeof p === "string" && p !== "") : [];
   const ckan = body?.ckan;
-  const where = typeof ckan?.base === "string" ? ` (CKAN at ${ckan.base}${ckan.reachable && ckan.version ? `, version ${ckan.version}` : ""})` : "";
+  const where =
+    typeof ckan?.base === "string"
+      ? ` (CKAN at ${ckan.base}${ckan.reachable && ckan.version ? `, version ${ckan.version}` : ""})`
+      : "";
   return {
     title: `This worker reports problems${where}: exports may fail until they are fixed.`,
     problems: problems.length > 0 ? problems : [`GET /health answered HTTP ${status} without naming a problem.`],
@@ -26,7 +29,10 @@ export async function showHealth(box, headers) {
   let verdict;
   try {
     const response = await fetch("/health", { headers: { accept: "application/json", ...headers }, cache: "no-store" });
-    const body = await response.text().then((text) => parseExact(text)).catch(() => undefined);
+    const body = await response
+      .text()
+      .then((text) => parseExact(text))
+      .catch(() => undefined);
     verdict = healthVerdict(response.status, body);
   } catch (error) {
     verdict = {
@@ -39,6 +45,8 @@ export async function showHealth(box, headers) {
   const title = document.createElement("strong");
   title.textContent = verdict.title;
   const list = document.createElement("ul");
-  list.append(...verdict.problems.map((problem) => Object.assign(document.createElement("li"), { textContent: problem })));
+  list.append(
+    ...verdict.problems.map((problem) => Object.assign(document.createElement("li"), { textContent: problem })),
+  );
   box.replaceChildren(title, list);
 }

@@ -16,18 +16,35 @@ function fail(message: string): never {
 }
 
 const { values, rest } = takeSwitches(process.argv.slice(2), ["port"], fail);
-const port = portNumber(values.get("port") ?? process.env["PORT"] ?? "8789", values.has("port") ? "--port" : "PORT", fail);
+const port = portNumber(
+  values.get("port") ?? process.env["PORT"] ?? "8789",
+  values.has("port") ? "--port" : "PORT",
+  fail,
+);
 await ensurePortFree(port, "the worker's port", fail);
 
-const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
-const wrangler = spawn(process.execPath, [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(port), "--test-scheduled", ...rest], {
-  stdio: ["inherit", "pipe", "inherit"],
-  env: { ...process.env, ...OFFLINE_WRANGLER },
-});
+const wranglerBin = join(
+  dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
+  "bin",
+  "wrangler.js",
+);
+const wrangler = spawn(
+  process.execPath,
+  [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(port), "--test-scheduled", ...rest],
+  {
+    stdio: ["inherit", "pipe", "inherit"],
+    env: { ...process.env, ...OFFLINE_WRANGLER },
+  },
+);
 
 // The crons to try are the config's own (the one wrangler dev reads: --config, else wrangler.toml).
 const at = rest.findIndex((arg) => arg === "--config" || arg === "-c" || arg.startsWith("--config="));
-const config = at < 0 ? "wrangler.toml" : rest[at]!.includes("=") ? rest[at]!.slice(rest[at]!.indexOf("=") + 1) : (rest[at + 1] ?? "wrangler.toml");
+const config =
+  at < 0
+    ? "wrangler.toml"
+    : rest[at]!.includes("=")
+      ? rest[at]!.slice(rest[at]!.indexOf("=") + 1)
+      : (rest[at + 1] ?? "wrangler.toml");
 let crons: string[] = [];
 try {
   const { experimental_readRawConfig } = await import("wrangler");
@@ -36,9 +53,15 @@ try {
   // wrangler itself will say what is wrong with the file.
 }
 const origin = `http://127.0.0.1:${port}`;
-const scheduled = crons.length === 0
-  ? `  (no [triggers] crons in ${config} yet: npm run setup -- --snapshot <alias>=<cron> adds a job and its cron)`
-  : crons.map((cron) => `  curl "${origin}/__scheduled?cron=${encodeURIComponent(cron).replaceAll("%20", "+")}"   (runs the snapshot jobs of ${cron})`).join("\n");
+const scheduled =
+  crons.length === 0
+    ? `  (no [triggers] crons in ${config} yet: npm run setup -- --snapshot <alias>=<cron> adds a job and its cron)`
+    : crons
+        .map(
+          (cron) =>
+            `  curl "${origin}/__scheduled?cron=${encodeURIComponent(cron).replaceAll("%20", "+")}"   (runs the snapshot jobs of ${cron})`,
+        )
+        .join("\n");
 let announced = false;
 wrangler.stdout.on("data", (data: Buffer) => {
   process.stdout.write(data);

@@ -39,7 +39,11 @@ interface Answer {
   json: unknown;
 }
 
-async function call(site: Site, action: string, init: { query?: Record<string, string>; body?: unknown }): Promise<Answer> {
+async function call(
+  site: Site,
+  action: string,
+  init: { query?: Record<string, string>; body?: unknown },
+): Promise<Answer> {
   const url = new URL(`${site.base}/api/action/${action}`);
   for (const [name, value] of Object.entries(init.query ?? {})) url.searchParams.set(name, value);
   const headers: Record<string, string> = { accept: "application/json" };
@@ -56,8 +60,13 @@ async function call(site: Site, action: string, init: { query?: Record<string, s
     });
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const why = (error as Error).name === "TimeoutError" ? `no answer within ${TIMEOUT_MS / 1000} s` : (cause?.code ?? cause?.message ?? (error as Error).message);
-    fail(`cannot reach ${site.base} (${why}).\nCheck the address (scheme, host, port) and that this machine can reach it.`);
+    const why =
+      (error as Error).name === "TimeoutError"
+        ? `no answer within ${TIMEOUT_MS / 1000} s`
+        : (cause?.code ?? cause?.message ?? (error as Error).message);
+    fail(
+      `cannot reach ${site.base} (${why}).\nCheck the address (scheme, host, port) and that this machine can reach it.`,
+    );
   }
   const text = await response.text();
   let json: unknown;
@@ -75,10 +84,14 @@ async function call(site: Site, action: string, init: { query?: Record<string, s
  */
 function ckanMessage(answer: Answer): string {
   const error = (answer.json as { error?: Record<string, unknown> } | undefined)?.error;
-  const message = typeof answer.json === "string" ? answer.json
-    : error === undefined ? `HTTP ${answer.status}`
-    : typeof error["message"] === "string" ? error["message"]
-    : JSON.stringify(error).slice(0, 200);
+  const message =
+    typeof answer.json === "string"
+      ? answer.json
+      : error === undefined
+        ? `HTTP ${answer.status}`
+        : typeof error["message"] === "string"
+          ? error["message"]
+          : JSON.stringify(error).slice(0, 200);
   return message.replace(/\.$/, "");
 }
 
@@ -98,7 +111,9 @@ async function checkSite(site: Site): Promise<string> {
   }
   const extensions = Array.isArray(status.extensions) ? status.extensions : [];
   if (!extensions.includes("datastore")) {
-    fail(`${site.base} is CKAN ${status.ckan_version} without the DataStore (no "datastore" plugin in status_show): it has no tables to export.`);
+    fail(
+      `${site.base} is CKAN ${status.ckan_version} without the DataStore (no "datastore" plugin in status_show): it has no tables to export.`,
+    );
   }
   return status.ckan_version;
 }
@@ -114,12 +129,15 @@ interface Checked {
 
 /** `kept`: published by an earlier run against another site, so its failure says how to let it go. */
 async function checkResource(site: Site, alias: string, id: string, kept = false): Promise<Checked> {
-  const search = (token: string | undefined) => call({ ...site, token }, "datastore_search", { body: { resource_id: id, limit: 0 } });
+  const search = (token: string | undefined) =>
+    call({ ...site, token }, "datastore_search", { body: { resource_id: id, limit: 0 } });
   const answer = await search(site.token);
   if (answer.status === 404) {
     fail(
       `${alias} = ${id}: not a table in ${site.base}'s DataStore (CKAN: ${ckanMessage(answer)}).\n` +
-        (kept ? `It was published for the CKAN_BASE_URL before: add --remove ${alias}, or --resource ${alias}=<its id on this site>.` : "Check the id, and that the resource's data was loaded into the DataStore."),
+        (kept
+          ? `It was published for the CKAN_BASE_URL before: add --remove ${alias}, or --resource ${alias}=<its id on this site>.`
+          : "Check the id, and that the resource's data was loaded into the DataStore."),
     );
   }
   if (answer.status === 403) {
@@ -129,11 +147,17 @@ async function checkResource(site: Site, alias: string, id: string, kept = false
         : `${alias} = ${id}: CKAN refused the token (${ckanMessage(answer)}).\nCheck CKAN_API_TOKEN: it must be a valid API token of a user who may read this resource.`,
     );
   }
-  if (result(answer) === undefined) fail(`${alias} = ${id}: datastore_search answered HTTP ${answer.status} (${ckanMessage(answer)}).`);
+  if (result(answer) === undefined)
+    fail(`${alias} = ${id}: datastore_search answered HTTP ${answer.status} (${ckanMessage(answer)}).`);
   // Readable without the token? A public resource answers anyone, a wrong token included.
   const anonymous = site.token === undefined ? answer : await search(undefined);
   const shown = result<{ name?: unknown }>(await call(site, "resource_show", { query: { id } }));
-  return { alias, id, name: typeof shown?.name === "string" ? shown.name : undefined, public: anonymous.status === 200 };
+  return {
+    alias,
+    id,
+    name: typeof shown?.name === "string" ? shown.name : undefined,
+    public: anonymous.status === 200,
+  };
 }
 
 // ---- choosing tables ----------------------------------------------------------------------------
@@ -150,8 +174,14 @@ function parseResourceArg(arg: string): [string, string] {
   const eq = arg.indexOf("=");
   const alias = eq < 0 ? "" : arg.slice(0, eq);
   const id = eq < 0 ? undefined : resourceId(arg.slice(eq + 1));
-  if (!ALIAS.test(alias)) fail(`--resource "${arg}": start with an alias (letters, digits, _ . -), then =, then the resource id or page URL.`);
-  if (id === undefined) fail(`--resource ${alias}=…: "${arg.slice(eq + 1)}" is neither a resource id nor a resource page URL (…/dataset/<name>/resource/<id>).`);
+  if (!ALIAS.test(alias))
+    fail(
+      `--resource "${arg}": start with an alias (letters, digits, _ . -), then =, then the resource id or page URL.`,
+    );
+  if (id === undefined)
+    fail(
+      `--resource ${alias}=…: "${arg.slice(eq + 1)}" is neither a resource id nor a resource page URL (…/dataset/<name>/resource/<id>).`,
+    );
   return [alias, id];
 }
 
@@ -159,13 +189,22 @@ function parseSnapshotArg(arg: string, aliases: ReadonlySet<string>): SnapshotJo
   const eq = arg.indexOf("=");
   const alias = arg.slice(0, Math.max(0, eq));
   const cron = arg.slice(eq + 1).trim();
-  if (!aliases.has(alias)) fail(`--snapshot "${arg}": "${alias}" is not a published alias (${[...aliases].join(", ") || "none"}).`);
-  if (!CRON.test(cron)) fail(`--snapshot ${alias}=…: "${cron}" is not a cron expression of five fields (e.g. "0 3 * * *").`);
+  if (!aliases.has(alias))
+    fail(`--snapshot "${arg}": "${alias}" is not a published alias (${[...aliases].join(", ") || "none"}).`);
+  if (!CRON.test(cron))
+    fail(`--snapshot ${alias}=…: "${cron}" is not a cron expression of five fields (e.g. "0 3 * * *").`);
   return { name: `${alias}-snapshot`, resource: alias, formats: ["csv"], cron, keep: 30 };
 }
 
 function slug(text: string): string {
-  return text.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "table";
+  return (
+    text
+      .toLowerCase()
+      .normalize("NFKD")
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40) || "table"
+  );
 }
 
 /** `wanted` if nobody has it, else the first of wanted-2, wanted-3, … that is free. */
@@ -183,11 +222,21 @@ interface Found {
 async function searchDatasets(site: Site, words: string): Promise<Found[]> {
   const query: Record<string, string> = { q: words, rows: "20" };
   if (site.token !== undefined) query["include_private"] = "true";
-  const found = result<{ results?: { title?: string; name?: string; resources?: { id: string; name?: string; datastore_active?: boolean }[] }[] }>(await call(site, "package_search", { query }));
+  const found = result<{
+    results?: {
+      title?: string;
+      name?: string;
+      resources?: { id: string; name?: string; datastore_active?: boolean }[];
+    }[];
+  }>(await call(site, "package_search", { query }));
   return (found?.results ?? []).flatMap((dataset) =>
     (dataset.resources ?? [])
       .filter((resource) => resource.datastore_active === true)
-      .map((resource) => ({ id: resource.id, label: `${dataset.title ?? dataset.name ?? "?"} / ${resource.name ?? resource.id}`, suggested: slug(resource.name ?? dataset.name ?? "table") })),
+      .map((resource) => ({
+        id: resource.id,
+        label: `${dataset.title ?? dataset.name ?? "?"} / ${resource.name ?? resource.id}`,
+        suggested: slug(resource.name ?? dataset.name ?? "table"),
+      })),
   );
 }
 
@@ -196,7 +245,9 @@ const TABLES_LISTED = 30;
 
 /** A table by its resource id, named as its page names it: "dataset title / resource name". */
 async function describeTable(site: Site, id: string, titles: Map<string, Promise<string | undefined>>): Promise<Found> {
-  const resource = result<{ name?: unknown; package_id?: unknown }>(await call(site, "resource_show", { query: { id } }));
+  const resource = result<{ name?: unknown; package_id?: unknown }>(
+    await call(site, "resource_show", { query: { id } }),
+  );
   const name = typeof resource?.name === "string" && resource.name !== "" ? resource.name : undefined;
   const packageId = typeof resource?.package_id === "string" ? resource.package_id : undefined;
   let title: string | undefined;
@@ -205,7 +256,11 @@ async function describeTable(site: Site, id: string, titles: Map<string, Promise
     if (pending === undefined) {
       pending = call(site, "package_show", { query: { id: packageId } }).then((answer) => {
         const dataset = result<{ title?: unknown; name?: unknown }>(answer);
-        return typeof dataset?.title === "string" && dataset.title !== "" ? dataset.title : typeof dataset?.name === "string" ? dataset.name : undefined;
+        return typeof dataset?.title === "string" && dataset.title !== ""
+          ? dataset.title
+          : typeof dataset?.name === "string"
+            ? dataset.name
+            : undefined;
       });
       titles.set(packageId, pending);
     }
@@ -216,29 +271,42 @@ async function describeTable(site: Site, id: string, titles: Map<string, Promise
 }
 
 async function datastoreTables(site: Site): Promise<Found[]> {
-  const tables = result<{ records?: { name?: string; alias_of?: string | null }[] }>(await call(site, "datastore_search", { body: { resource_id: "_table_metadata", limit: 1000 } }));
+  const tables = result<{ records?: { name?: string; alias_of?: string | null }[] }>(
+    await call(site, "datastore_search", { body: { resource_id: "_table_metadata", limit: 1000 } }),
+  );
   const ids = (tables?.records ?? [])
     .filter((row) => row.alias_of === null && typeof row.name === "string" && UUID_PATTERN.test(row.name))
     .map((row) => row.name as string);
-  if (ids.length > TABLES_LISTED) console.log(`  ${ids.length} tables; the first ${TABLES_LISTED} (type words to search for the others):`);
+  if (ids.length > TABLES_LISTED)
+    console.log(`  ${ids.length} tables; the first ${TABLES_LISTED} (type words to search for the others):`);
   const titles = new Map<string, Promise<string | undefined>>();
   const found: Found[] = [];
   // A few at a time: a portal's API is shared with everyone else's.
   for (let i = 0; i < Math.min(ids.length, TABLES_LISTED); i += 5) {
-    found.push(...(await Promise.all(ids.slice(i, Math.min(i + 5, TABLES_LISTED)).map((id) => describeTable(site, id, titles)))));
+    found.push(
+      ...(await Promise.all(ids.slice(i, Math.min(i + 5, TABLES_LISTED)).map((id) => describeTable(site, id, titles)))),
+    );
   }
   return found;
 }
 
 /** The picker's own step for what is published already: which aliases to take away, if any. */
-async function askRemovals(published: ReadonlyMap<string, string>, jobs: readonly JobRecord[], ask: Prompter): Promise<string[]> {
+async function askRemovals(
+  published: ReadonlyMap<string, string>,
+  jobs: readonly JobRecord[],
+  ask: Prompter,
+): Promise<string[]> {
   console.log(`\nPublished now (${published.size}):`);
   for (const [alias, id] of published) {
     const scheduled = jobs.filter((job) => job.resource === alias).map((job) => job.name);
     console.log(`  ${alias} = ${id}${scheduled.length > 0 ? `  (snapshot job ${scheduled.join(", ")})` : ""}`);
   }
   for (;;) {
-    const input = (await ask.question("Aliases to stop publishing (separated by spaces; their snapshot jobs go with them), Enter to keep them all: ")).trim();
+    const input = (
+      await ask.question(
+        "Aliases to stop publishing (separated by spaces; their snapshot jobs go with them), Enter to keep them all: ",
+      )
+    ).trim();
     const names = input === "" ? [] : input.split(/[\s,]+/);
     const unknown = names.filter((name) => !published.has(name));
     if (unknown.length === 0) return [...new Set(names)];
@@ -246,7 +314,11 @@ async function askRemovals(published: ReadonlyMap<string, string>, jobs: readonl
   }
 }
 
-async function pickInteractively(site: Site, ask: Prompter, published: ReadonlySet<string>): Promise<Map<string, string>> {
+async function pickInteractively(
+  site: Site,
+  ask: Prompter,
+  published: ReadonlySet<string>,
+): Promise<Map<string, string>> {
   const chosen = new Map<string, string>();
   const titles = new Map<string, Promise<string | undefined>>();
   console.log(
@@ -267,7 +339,9 @@ async function pickInteractively(site: Site, ask: Prompter, published: ReadonlyS
     }
     let pick = candidates[0];
     if (candidates.length > 1) {
-      candidates.forEach((candidate, i) => console.log(`  ${i + 1}. ${candidate.label}${candidate.label === candidate.id ? "" : `  (${candidate.id})`}`));
+      candidates.forEach((candidate, i) =>
+        console.log(`  ${i + 1}. ${candidate.label}${candidate.label === candidate.id ? "" : `  (${candidate.id})`}`),
+      );
       const number = Number((await ask.question("  number to publish (Enter to search again): ")).trim());
       pick = Number.isInteger(number) ? candidates[number - 1] : undefined;
     }
@@ -285,7 +359,9 @@ async function pickInteractively(site: Site, ask: Prompter, published: ReadonlyS
         console.log("  an alias is letters, digits, _ . - (starting with a letter or digit).");
       } else if (taken.has(alias)) {
         suggested = freeAlias(alias, taken);
-        console.log(`  ${alias} is taken${published.has(alias) ? " (published already)" : ""}: Enter takes ${suggested}, or type another.`);
+        console.log(
+          `  ${alias} is taken${published.has(alias) ? " (published already)" : ""}: Enter takes ${suggested}, or type another.`,
+        );
       } else {
         chosen.set(alias, pick.id);
         break;
@@ -390,11 +466,19 @@ function publishedJobs(raw: RawConfig): JobRecord[] | undefined {
       return undefined;
     }
   }
-  return Array.isArray(value) && value.every((job) => job !== null && typeof job === "object" && !Array.isArray(job)) ? (value as JobRecord[]) : undefined;
+  return Array.isArray(value) && value.every((job) => job !== null && typeof job === "object" && !Array.isArray(job))
+    ? (value as JobRecord[])
+    : undefined;
 }
 
 /** Writes beside the file, reads it back with wrangler's reader, and only then replaces it. */
-async function writeConfig(path: string, base: string, resources: Map<string, string>, jobs: JobRecord[] | undefined, crons: string[]): Promise<RawConfig> {
+async function writeConfig(
+  path: string,
+  base: string,
+  resources: Map<string, string>,
+  jobs: JobRecord[] | undefined,
+  crons: string[],
+): Promise<RawConfig> {
   const before = readFileSync(path, "utf8");
   const original = await readToml(path);
   const after = setProductionVars(before, { base, resources, jobs, crons });
@@ -407,9 +491,11 @@ async function writeConfig(path: string, base: string, resources: Map<string, st
     if (jobs !== undefined) {
       expected.vars["SNAPSHOT_JOBS"] = written.vars?.["SNAPSHOT_JOBS"];
       expected.triggers = { ...original.triggers, crons };
-      if (!isDeepStrictEqual(JSON.parse(String(written.vars?.["SNAPSHOT_JOBS"])), jobs)) fail(`could not write SNAPSHOT_JOBS into ${path}: edit it by hand.`);
+      if (!isDeepStrictEqual(JSON.parse(String(written.vars?.["SNAPSHOT_JOBS"])), jobs))
+        fail(`could not write SNAPSHOT_JOBS into ${path}: edit it by hand.`);
     }
-    if (!isDeepStrictEqual(written, expected)) fail(`could not edit ${path} safely (its layout is unusual): set CKAN_BASE_URL and [vars.RESOURCES] by hand.`);
+    if (!isDeepStrictEqual(written, expected))
+      fail(`could not edit ${path} safely (its layout is unusual): set CKAN_BASE_URL and [vars.RESOURCES] by hand.`);
     renameSync(temporary, path);
     return written;
   } finally {
@@ -420,7 +506,12 @@ async function writeConfig(path: string, base: string, resources: Map<string, st
 /** Rows of text in aligned columns, two spaces apart. */
 function columns(rows: readonly string[][]): string[] {
   const widths = rows.reduce<number[]>((w, row) => row.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ").trimEnd());
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
 }
 
 // ---- the command --------------------------------------------------------------------------------
@@ -473,15 +564,22 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
-  if (options.token !== undefined) fail("the token is never an argument (it would stay in your shell history): set CKAN_API_TOKEN, or run setup in a terminal to be asked.");
-  if (options.ckan === undefined) fail("--ckan <url> is missing: your portal's address, with its language segment if it has one (e.g. https://data.example.org/data/en).");
+  if (options.token !== undefined)
+    fail(
+      "the token is never an argument (it would stay in your shell history): set CKAN_API_TOKEN, or run setup in a terminal to be asked.",
+    );
+  if (options.ckan === undefined)
+    fail(
+      "--ckan <url> is missing: your portal's address, with its language segment if it has one (e.g. https://data.example.org/data/en).",
+    );
   let url: URL;
   try {
     url = new URL(options.ckan);
   } catch {
     fail(`--ckan "${options.ckan}" is not a URL: give the portal's address, e.g. https://data.example.org/data/en.`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") fail(`--ckan "${options.ckan}": the address must start with https:// (or http://).`);
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    fail(`--ckan "${options.ckan}": the address must start with https:// (or http://).`);
   // A pasted API address is cut back to the site base the worker adds /api/action/... to.
   const base = `${url.origin}${url.pathname.replace(/\/api(\/\d+)?(\/action(\/.*)?)?\/?$/, "").replace(/\/+$/, "")}`;
   const config = options.config ?? join(ROOT, "wrangler.toml");
@@ -489,7 +587,9 @@ async function main(): Promise<void> {
   try {
     accessSync(config, constants.R_OK | constants.W_OK);
   } catch (error) {
-    fail(`${config} cannot be read and written (${(error as NodeJS.ErrnoException).code ?? String(error)}): run setup in the project, or name the file with --config.`);
+    fail(
+      `${config} cannot be read and written (${(error as NodeJS.ErrnoException).code ?? String(error)}): run setup in the project, or name the file with --config.`,
+    );
   }
   const near = relative(process.cwd(), config);
   const where = near === "" || near.startsWith("..") ? config : near;
@@ -508,7 +608,10 @@ async function main(): Promise<void> {
   }
   const removed = new Set<string>();
   for (const alias of options.remove ?? []) {
-    if (!published.has(alias)) fail(`--remove ${alias}: ${where} publishes no alias ${alias} (${published.size === 0 ? "it publishes none" : `it publishes ${[...published.keys()].join(", ")}`}).`);
+    if (!published.has(alias))
+      fail(
+        `--remove ${alias}: ${where} publishes no alias ${alias} (${published.size === 0 ? "it publishes none" : `it publishes ${[...published.keys()].join(", ")}`}).`,
+      );
     if (given.has(alias)) fail(`--remove ${alias} and --resource ${alias}=… both given: keep one.`);
     removed.add(alias);
   }
@@ -528,7 +631,8 @@ async function main(): Promise<void> {
     }
 
     if (ask !== undefined && given.size === 0 && removed.size === 0) {
-      if (published.size > 0) for (const alias of await askRemovals(published, previousJobs ?? [], ask)) removed.add(alias);
+      if (published.size > 0)
+        for (const alias of await askRemovals(published, previousJobs ?? [], ask)) removed.add(alias);
       const kept = new Set([...published.keys()].filter((alias) => !removed.has(alias)));
       for (const [alias, id] of await pickInteractively(site, ask, kept)) given.set(alias, id);
     }
@@ -536,16 +640,25 @@ async function main(): Promise<void> {
     // The result: what was published, less what is removed, with what is given added or updated.
     const resources = new Map([...published].filter(([alias]) => !removed.has(alias)));
     for (const [alias, id] of given) resources.set(alias, id);
-    if (resources.size === 0) fail(`no table chosen: add --resource <alias>=<resource id or resource page URL>${interactive ? "" : " (or run without --yes to search)"}.`);
+    if (resources.size === 0)
+      fail(
+        `no table chosen: add --resource <alias>=<resource id or resource page URL>${interactive ? "" : " (or run without --yes to search)"}.`,
+      );
 
     // Tables published before were checked then, on this site; on another site they are checked again.
     const moved = previousBase !== undefined && previousBase !== base;
     const checked: Checked[] = [];
-    for (const [alias, id] of resources) if (given.has(alias) || moved) checked.push(await checkResource(site, alias, id, moved && !given.has(alias)));
-    for (const table of checked) console.log(`  ${table.alias} = ${table.id}  ${table.name ?? ""}${table.public ? "" : "  (private: read with the token)"}`);
+    for (const [alias, id] of resources)
+      if (given.has(alias) || moved) checked.push(await checkResource(site, alias, id, moved && !given.has(alias)));
+    for (const table of checked)
+      console.log(
+        `  ${table.alias} = ${table.id}  ${table.name ?? ""}${table.public ? "" : "  (private: read with the token)"}`,
+      );
     const anyPrivate = checked.some((table) => !table.public);
     if (token !== undefined && checked.length > 0 && !anyPrivate) {
-      console.log("  The token was not checked: every chosen table is public, and CKAN answers a wrong token there as if none were sent.");
+      console.log(
+        "  The token was not checked: every chosen table is public, and CKAN answers a wrong token there as if none were sent.",
+      );
     }
 
     // Snapshot jobs: a removed alias takes its jobs with it; --snapshot (or the question) adds or replaces one.
@@ -556,7 +669,11 @@ async function main(): Promise<void> {
     } else if (ask !== undefined) {
       for (const alias of given.keys()) {
         for (;;) {
-          const cron = (await ask.question(`Snapshot ${alias} to R2 on a schedule? A cron expression (e.g. 0 3 * * *), Enter for none: `)).trim();
+          const cron = (
+            await ask.question(
+              `Snapshot ${alias} to R2 on a schedule? A cron expression (e.g. 0 3 * * *), Enter for none: `,
+            )
+          ).trim();
           if (cron === "") break;
           if (CRON.test(cron)) {
             wanted.push(parseSnapshotArg(`${alias}=${cron}`, new Set(resources.keys())));
@@ -566,10 +683,15 @@ async function main(): Promise<void> {
         }
       }
     }
-    const dropped = (previousJobs ?? []).filter((job) => typeof job["resource"] === "string" && removed.has(job["resource"]));
+    const dropped = (previousJobs ?? []).filter(
+      (job) => typeof job["resource"] === "string" && removed.has(job["resource"]),
+    );
     let jobs: JobRecord[] | undefined;
     if (wanted.length > 0 || dropped.length > 0) {
-      if (previousJobs === undefined) fail(`SNAPSHOT_JOBS in ${where} is not a JSON list of jobs setup can edit: fix it by hand, then run setup again.`);
+      if (previousJobs === undefined)
+        fail(
+          `SNAPSHOT_JOBS in ${where} is not a JSON list of jobs setup can edit: fix it by hand, then run setup again.`,
+        );
       jobs = previousJobs.filter((job) => !dropped.includes(job));
       for (const job of wanted) {
         const at = jobs.findIndex((old) => old["name"] === job.name);
@@ -581,28 +703,59 @@ async function main(): Promise<void> {
     // A job without a cron runs on every trigger: the crons there already stay for it.
     const everyTrigger = finalJobs.some((job) => typeof job["cron"] !== "string");
     const crons = [...new Set([...jobCrons(finalJobs), ...(everyTrigger ? (current.triggers?.crons ?? []) : [])])];
-    const droppedText = dropped.length > 0 ? ` (and snapshot job${dropped.length > 1 ? "s" : ""} ${dropped.map((job) => String(job["name"])).join(", ")} with ${dropped.length > 1 ? "them" : "it"})` : "";
+    const droppedText =
+      dropped.length > 0
+        ? ` (and snapshot job${dropped.length > 1 ? "s" : ""} ${dropped.map((job) => String(job["name"])).join(", ")} with ${dropped.length > 1 ? "them" : "it"})`
+        : "";
 
     if (ask !== undefined) {
       const changes = [
         given.size > 0 ? `publish ${[...given.keys()].join(", ")}` : "",
         removed.size > 0 ? `stop publishing ${[...removed].join(", ")}${droppedText}` : "",
       ].filter((text) => text !== "");
-      const yes = (await ask.question(`${changes.length > 0 ? `${changes.join("; ")}: w` : "W"}rite CKAN_BASE_URL, RESOURCES${jobs ? ", SNAPSHOT_JOBS and [triggers]" : ""} into ${where}? [y/N] `)).trim().toLowerCase();
+      const yes = (
+        await ask.question(
+          `${changes.length > 0 ? `${changes.join("; ")}: w` : "W"}rite CKAN_BASE_URL, RESOURCES${jobs ? ", SNAPSHOT_JOBS and [triggers]" : ""} into ${where}? [y/N] `,
+        )
+      )
+        .trim()
+        .toLowerCase();
       if (yes !== "y" && yes !== "yes") fail(`nothing written: ${where} is as it was.`);
     }
     const written = await writeConfig(config, base, resources, jobs, crons);
     const bucket = written.r2_buckets?.[0]?.bucket_name ?? "datastore-export-snapshots";
     const names = new Map(checked.map((table) => [table.alias, table.name ?? ""]));
     const state = (alias: string): string =>
-      !given.has(alias) ? "kept" : !published.has(alias) ? "added" : published.get(alias) === given.get(alias) ? "unchanged" : `now this table (was ${published.get(alias)})`;
+      !given.has(alias)
+        ? "kept"
+        : !published.has(alias)
+          ? "added"
+          : published.get(alias) === given.get(alias)
+            ? "unchanged"
+            : `now this table (was ${published.get(alias)})`;
     console.log(`\nWrote ${where}: CKAN_BASE_URL = ${base}`);
-    console.log(columns([["alias", "resource id", "", "name"], ...[...resources].map(([alias, id]) => [alias, id, state(alias), names.get(alias) ?? ""])]).map((line) => `  ${line}`).join("\n"));
+    console.log(
+      columns([
+        ["alias", "resource id", "", "name"],
+        ...[...resources].map(([alias, id]) => [alias, id, state(alias), names.get(alias) ?? ""]),
+      ])
+        .map((line) => `  ${line}`)
+        .join("\n"),
+    );
     if (removed.size > 0) console.log(`  no longer published: ${[...removed].join(", ")}${droppedText}`);
     if (finalJobs.length > 0) {
       console.log(`Snapshot jobs (SNAPSHOT_JOBS), run by the [triggers] crons ${crons.join(", ") || "(none)"}:`);
-      const rows = finalJobs.map((job) => [String(job["name"]), String(job["resource"] ?? job["resource_id"] ?? ""), Array.isArray(job["formats"]) ? job["formats"].join(",") : "csv", typeof job["cron"] === "string" ? job["cron"] : "every trigger"]);
-      console.log(columns([["job", "alias", "formats", "cron"], ...rows]).map((line) => `  ${line}`).join("\n"));
+      const rows = finalJobs.map((job) => [
+        String(job["name"]),
+        String(job["resource"] ?? job["resource_id"] ?? ""),
+        Array.isArray(job["formats"]) ? job["formats"].join(",") : "csv",
+        typeof job["cron"] === "string" ? job["cron"] : "every trigger",
+      ]);
+      console.log(
+        columns([["job", "alias", "formats", "cron"], ...rows])
+          .map((line) => `  ${line}`)
+          .join("\n"),
+      );
     } else {
       console.log("No snapshot jobs (add one with --snapshot <alias>=<cron>).");
     }

@@ -12,7 +12,9 @@ import { signedPath } from "../src/security/signature.ts";
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 
 function usage(message: string): never {
-  console.error(`${message}\nusage: npm run sign -- "/export.csv?resource=<name>&..." [--expires 30d|12h|<unix seconds>] [--origin <worker URL>] [--config <wrangler.toml>]`);
+  console.error(
+    `${message}\nusage: npm run sign -- "/export.csv?resource=<name>&..." [--expires 30d|12h|<unix seconds>] [--origin <worker URL>] [--config <wrangler.toml>]`,
+  );
   process.exit(2);
 }
 
@@ -56,10 +58,15 @@ if (!key) usage("LINK_SIGNING_KEY is not set (in the environment or .dev.vars)")
 const { experimental_readRawConfig } = await import("wrangler");
 const vars = (experimental_readRawConfig({ config: configPath }).rawConfig.vars ?? {}) as Env;
 try {
-  checkLinkToSign(parsed, parseConfig({ ...vars, CKAN_BASE_URL: vars.CKAN_BASE_URL ?? "https://ckan.invalid", LINK_SIGNING_KEY: key }));
+  checkLinkToSign(
+    parsed,
+    parseConfig({ ...vars, CKAN_BASE_URL: vars.CKAN_BASE_URL ?? "https://ckan.invalid", LINK_SIGNING_KEY: key }),
+  );
 } catch (error) {
   if (!(error instanceof HttpError)) throw error;
-  console.error(`npm run sign: not signed, the worker would refuse this link (${error.status}${error.parameter === undefined ? "" : `, parameter ${error.parameter}`}): ${error.message}`);
+  console.error(
+    `npm run sign: not signed, the worker would refuse this link (${error.status}${error.parameter === undefined ? "" : `, parameter ${error.parameter}`}): ${error.message}`,
+  );
   process.exit(1);
 }
 console.log(parsed.origin + (await signedPath(key, parsed.pathname + parsed.search, expires)));

@@ -28,8 +28,14 @@ function ckanVersion(value: string, what: string): CkanVersion {
 const { values, rest } = takeSwitches(process.argv.slice(2), ["port", "emulator-port", "ckan", "sql"], fail);
 const port = (value: string, what: string): number => portNumber(value, what, fail);
 const workerPort = port(values.get("port") ?? process.env["PORT"] ?? "8787", values.has("port") ? "--port" : "PORT");
-const emulatorPort = port(values.get("emulator-port") ?? process.env["EMULATOR_PORT"] ?? "8788", values.has("emulator-port") ? "--emulator-port" : "EMULATOR_PORT");
-const version = ckanVersion(values.get("ckan") ?? process.env["EMULATOR_CKAN_VERSION"] ?? "2.12", values.has("ckan") ? "--ckan" : "EMULATOR_CKAN_VERSION");
+const emulatorPort = port(
+  values.get("emulator-port") ?? process.env["EMULATOR_PORT"] ?? "8788",
+  values.has("emulator-port") ? "--emulator-port" : "EMULATOR_PORT",
+);
+const version = ckanVersion(
+  values.get("ckan") ?? process.env["EMULATOR_CKAN_VERSION"] ?? "2.12",
+  values.has("ckan") ? "--ckan" : "EMULATOR_CKAN_VERSION",
+);
 const token = process.env["EMULATOR_TOKEN"] ?? "demo-token";
 await ensurePortFree(workerPort, "the worker's port", fail);
 // datastore_search_sql: off by default, as CKAN has it since 2.10; on, a real PostgreSQL (PGlite) answers.
@@ -42,11 +48,17 @@ try {
 }
 
 const emulator = await startEmulatorServer({ port: emulatorPort, token, version, sql }).catch((error: unknown) =>
-  fail(`the CKAN emulator cannot listen on 127.0.0.1:${emulatorPort} (${error instanceof Error ? error.message : String(error)}): try --emulator-port`),
+  fail(
+    `the CKAN emulator cannot listen on 127.0.0.1:${emulatorPort} (${error instanceof Error ? error.message : String(error)}): try --emulator-port`,
+  ),
 );
 const base = emulator.base;
-console.log(`CKAN emulator (answering as CKAN ${version}): ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`);
-console.log(`datastore_search_sql: ${sql ? "on (PGlite, a table loaded the first time a statement names it)" : "off (npm start -- --sql on to turn it on)"}`);
+console.log(
+  `CKAN emulator (answering as CKAN ${version}): ${base}/api/action/datastore_search (100,000-row "sample", 1,000,000-row "big", token-only "private", every-edge-case "edge")`,
+);
+console.log(
+  `datastore_search_sql: ${sql ? "on (PGlite, a table loaded the first time a statement names it)" : "off (npm start -- --sql on to turn it on)"}`,
+);
 
 // The demo's own configuration (the emulator's resources and snapshot jobs); wrangler.toml is the
 // operator's. Wrangler would look for .dev.vars beside demo/wrangler.toml: the developer's local
@@ -55,17 +67,27 @@ console.log(`datastore_search_sql: ${sql ? "on (PGlite, a table loaded the first
 const localSettings = join(ROOT, ".dev.vars");
 const ownEnvFile = rest.some((arg) => arg === "--env-file" || arg.startsWith("--env-file="));
 // wrangler's own script under this Node (npx would add npm's chatter and its own Node lookup).
-const wranglerBin = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
+const wranglerBin = join(
+  dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
+  "bin",
+  "wrangler.js",
+);
 const wrangler = spawn(
   process.execPath,
   [
-    wranglerBin, "dev",
-    "--config", join(ROOT, "demo", "wrangler.toml"),
+    wranglerBin,
+    "dev",
+    "--config",
+    join(ROOT, "demo", "wrangler.toml"),
     ...(existsSync(localSettings) && !ownEnvFile ? ["--env-file", localSettings] : []),
-    "--ip", "127.0.0.1",
-    "--port", String(workerPort),
-    "--var", `CKAN_BASE_URL:${base}`,
-    "--var", `CKAN_API_TOKEN:${token}`,
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(workerPort),
+    "--var",
+    `CKAN_BASE_URL:${base}`,
+    "--var",
+    `CKAN_API_TOKEN:${token}`,
     "--test-scheduled",
     ...rest,
   ],

@@ -2,7 +2,11 @@
 // taken out, everything else goes to wrangler as it came (wrangler refuses a second --port).
 
 /** Takes our own switches (`--name value` or `--name=value`) out of the command line. */
-export function takeSwitches(argv: readonly string[], names: readonly string[], fail: (message: string) => never): { values: Map<string, string>; rest: string[] } {
+export function takeSwitches(
+  argv: readonly string[],
+  names: readonly string[],
+  fail: (message: string) => never,
+): { values: Map<string, string>; rest: string[] } {
   const values = new Map<string, string>();
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -40,5 +44,7 @@ export async function ensurePortFree(port: number, what: string, fail: (message:
     await new Promise<void>((resolve) => server.close(() => resolve()));
     return;
   }
-  fail(`${what}: 127.0.0.1:${port} is taken (${taken}); npm start's demo uses 8787 and its emulator 8788. Choose another with --port.`);
+  fail(
+    `${what}: 127.0.0.1:${port} is taken (${taken}); npm start's demo uses 8787 and its emulator 8788. Choose another with --port.`,
+  );
 }

@@ -115,13 +115,21 @@ export function setProductionVars(toml: string, vars: ProductionVars): string {
   if (inline >= 0) lines.splice(inline, valueExtent(lines, inline) - inline);
 
   if (vars.jobs !== undefined) {
-    const text = vars.jobs.length === 0
-      ? ["SNAPSHOT_JOBS = '[]'"]
-      : ["SNAPSHOT_JOBS = '''", "[", ...vars.jobs.map((job, i) => `  ${JSON.stringify(job)}${i < vars.jobs!.length - 1 ? "," : ""}`), "]", "'''"];
+    const text =
+      vars.jobs.length === 0
+        ? ["SNAPSHOT_JOBS = '[]'"]
+        : [
+            "SNAPSHOT_JOBS = '''",
+            "[",
+            ...vars.jobs.map((job, i) => `  ${JSON.stringify(job)}${i < vars.jobs!.length - 1 ? "," : ""}`),
+            "]",
+            "'''",
+          ];
     // A new SNAPSHOT_JOBS goes after the last key of [vars] and the comments right below it.
     setKey(lines, varsHeader, "SNAPSHOT_JOBS", text, (end) => {
       let last = varsHeader;
-      for (let i = varsHeader + 1; i < end; i++) if (!isComment(lines[i]) && !isBlank(lines[i])) last = valueExtent(lines, i) - 1;
+      for (let i = varsHeader + 1; i < end; i++)
+        if (!isComment(lines[i]) && !isBlank(lines[i])) last = valueExtent(lines, i) - 1;
       let at = last + 1;
       while (isComment(lines[at]) && at < end) at++;
       return at;
@@ -180,7 +188,7 @@ export function setProductionVars(toml: string, vars: ProductionVars): string {
 export function withoutProductionVars(toml: string): string {
   const newline = toml.includes("\r\n") ? "\r\n" : "\n";
   const lines = toml.split(/\r?\n/);
-  const removeKeys = (section: string, keys: ((key: string) => boolean)): void => {
+  const removeKeys = (section: string, keys: (key: string) => boolean): void => {
     const header = findHeader(lines, section);
     if (header < 0) return;
     for (let i = header + 1; i < sectionEnd(lines, header); ) {
@@ -194,6 +202,10 @@ export function withoutProductionVars(toml: string): string {
   removeKeys("triggers", (key) => key === "crons");
   // A [triggers] setup added, left with no key, goes too: wrangler reads an empty table as one.
   const triggers = findHeader(lines, "triggers");
-  if (triggers >= 0 && lines.slice(triggers + 1, sectionEnd(lines, triggers)).every((line) => isBlank(line) || isComment(line))) lines.splice(triggers, 1);
+  if (
+    triggers >= 0 &&
+    lines.slice(triggers + 1, sectionEnd(lines, triggers)).every((line) => isBlank(line) || isComment(line))
+  )
+    lines.splice(triggers, 1);
   return lines.join(newline);
 }

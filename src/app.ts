@@ -47,7 +47,13 @@ export function createApp(deps: AppDeps) {
       try {
         const config = configFor(env);
         // With the Workflow bound, the cron only starts runs (one instance per job and time); else it runs them.
-        if (env.SNAPSHOT_RUNS !== undefined) return await startScheduled(cron, scheduledTime, { config, redact: redactor(env) }, env.SNAPSHOT_RUNS as Runs);
+        if (env.SNAPSHOT_RUNS !== undefined)
+          return await startScheduled(
+            cron,
+            scheduledTime,
+            { config, redact: redactor(env) },
+            env.SNAPSHOT_RUNS as Runs,
+          );
         return await runScheduled(cron, scheduledTime, snapshotDeps({ env, config, deps }));
       } catch (error) {
         log({ event: "scheduled", status: "failed", error: toHttpError(error).message }, redactor(env));

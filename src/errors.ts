@@ -57,7 +57,11 @@ export class FormatSizeExceeded extends ExportLimit {}
 
 /** CKAN failed, answered what cannot be used, or could not be reached in time (502, 503, 504). */
 export class UpstreamFailure extends HttpError {
-  constructor(status: 502 | 503 | 504, message: string, options: { cause?: unknown; headers?: Record<string, string> } = {}) {
+  constructor(
+    status: 502 | 503 | 504,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
     super(status, message, options);
     this.name = "UpstreamFailure";
   }
@@ -90,7 +94,8 @@ export class PermanentFailure extends Error {
   }
 }
 
-export const configError = (setting: string, problem: string): ConfigurationError => new ConfigurationError(setting, problem);
+export const configError = (setting: string, problem: string): ConfigurationError =>
+  new ConfigurationError(setting, problem);
 
 export const badRequest = (parameter: string, message: string): BadParameter => new BadParameter(parameter, message);
 

@@ -28,7 +28,8 @@ describe("aggregate snapshot jobs", () => {
     const h = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "5000", ...jobs(job) } });
     const [result] = await h.scheduled("0 3 * * *", T1);
     expect(result).toMatchObject({ job: "per-month", status: "ok" });
-    const link = "resource=sample&filter.active=true&sort=sum(amount)%20desc&limit=20&group_by=category,month(created)&measures=count,sum(amount),avg(ratio)";
+    const link =
+      "resource=sample&filter.active=true&sort=sum(amount)%20desc&limit=20&group_by=category,month(created)&measures=count,sum(amount),avg(ratio)";
     for (const format of ["csv", "json", "parquet"]) {
       const stored = (await bucket.get(`per-month/20261120T030000Z.${format}`))!;
       expect(stored, format).not.toBeNull();
@@ -50,7 +51,9 @@ describe("aggregate snapshot jobs", () => {
       ),
     });
     const health = (await (await h.get("/health")).json()) as { warnings: string[] };
-    expect(health.warnings.join("\n")).toContain('Snapshot job bad-shape "aggregate" must be {"group_by": "...", "measures": "..."}');
+    expect(health.warnings.join("\n")).toContain(
+      'Snapshot job bad-shape "aggregate" must be {"group_by": "...", "measures": "..."}',
+    );
     expect(health.warnings.join("\n")).toMatch(/Snapshot job with-fields:? Parameter fields is for exports/);
     // A column's type is the table's: checked when the job runs, and the run says so.
     const results = await h.scheduled("0 3 * * *", T1);

@@ -15,16 +15,23 @@ interface Recorded {
 const RECORDED = import.meta.glob<Recorded>("./fixtures/ckan-2.12-sql/*.json", { eager: true, import: "default" });
 const recorded = (name: string): Response => {
   const answer = RECORDED[`./fixtures/ckan-2.12-sql/${name}.json`]!;
-  const text = answer.content_type.startsWith("text/html") ? "<!DOCTYPE html><title>Error [500] - CKAN</title>" : (answer.raw_body_text ?? JSON.stringify(answer.body));
+  const text = answer.content_type.startsWith("text/html")
+    ? "<!DOCTYPE html><title>Error [500] - CKAN</title>"
+    : (answer.raw_body_text ?? JSON.stringify(answer.body));
   return new Response(text, { status: answer.status, headers: { "content-type": answer.content_type } });
 };
 
 const sqlAnswer = (records: Record<string, string | null>[], extra: Record<string, unknown> = {}): Response =>
-  Response.json({ help: "", success: true, result: { sql: "", records, fields: Object.keys(records[0] ?? {}).map((id) => ({ id, type: "text" })), ...extra } });
+  Response.json({
+    help: "",
+    success: true,
+    result: { sql: "", records, fields: Object.keys(records[0] ?? {}).map((id) => ({ id, type: "text" })), ...extra },
+  });
 
 const isSql = (body: Record<string, unknown>): boolean => typeof body.sql === "string";
 const env = { PAGE_SIZE: "500" };
-const LINK = "/aggregate.csv?resource=sample&group_by=category,month(created)&measures=count,sum(amount),max(created)&filter.id[lte]=3000&q=glacier";
+const LINK =
+  "/aggregate.csv?resource=sample&group_by=category,month(created)&measures=count,sum(amount),max(created)&filter.id[lte]=3000&q=glacier";
 
 describe("aggregates through datastore_search_sql", () => {
   it("ask one statement and read no rows, answering X-Aggregated-By: ckan-sql with the cells CKAN's datastore_search writes", async () => {

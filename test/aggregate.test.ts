@@ -43,11 +43,21 @@ describe.each(["2.12", "2.10"] as const)("aggregates computed by the worker on C
   it("counts, sums exactly and finds min and max per category, every digit and trailing zero as PostgreSQL's GROUP BY gives them", async () => {
     const rows = await edgeRows(version);
     const { get, calls } = harness({ emulator: { version }, env });
-    const response = await get("/aggregate.csv?resource=edge&group_by=category&measures=count,count(amount),sum(amount),min(amount),max(amount),max(created)");
+    const response = await get(
+      "/aggregate.csv?resource=edge&group_by=category&measures=count,count(amount),sum(amount),min(amount),max(amount),max(created)",
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("x-aggregated-by")).toBe("worker");
     const cells = csvRows(await response.text());
-    expect(cells[0]).toEqual(["category", "count", "count(amount)", "sum(amount)", "min(amount)", "max(amount)", "max(created)"]);
+    expect(cells[0]).toEqual([
+      "category",
+      "count",
+      "count(amount)",
+      "sum(amount)",
+      "min(amount)",
+      "max(amount)",
+      "max(created)",
+    ]);
 
     const categories = [...new Set(rows.map((r) => r.category as string | null))];
     // Groups in ascending order, the null group (an empty cell) last.
@@ -56,8 +66,11 @@ describe.each(["2.12", "2.10"] as const)("aggregates computed by the worker on C
     expect(cells.slice(1).map((r) => r[0])).toEqual(ordered.map((c) => c ?? ""));
     for (const line of cells.slice(1)) {
       const group = rows.filter((r) => (r.category ?? "") === line[0]);
-      const amounts = group.map((r) => r.amount).filter((a) => a !== null).map(numberText);
-      const byValue = [...amounts].sort((a, b) => Number(a) - Number(b) || (a.length - b.length));
+      const amounts = group
+        .map((r) => r.amount)
+        .filter((a) => a !== null)
+        .map(numberText);
+      const byValue = [...amounts].sort((a, b) => Number(a) - Number(b) || a.length - b.length);
       expect(line[1]).toBe(String(group.length));
       expect(line[2]).toBe(String(amounts.length));
       expect(line[3]).toBe(amounts.length === 0 ? "" : referenceSum(amounts));
@@ -66,13 +79,17 @@ describe.each(["2.12", "2.10"] as const)("aggregates computed by the worker on C
       // min and max keep the value as CKAN wrote it, a value of the column.
       expect(amounts).toContain(line[4]);
       expect(amounts).toContain(line[5]);
-      const created = group.map((r) => r.created).filter((c): c is string => c !== null).sort();
+      const created = group
+        .map((r) => r.created)
+        .filter((c): c is string => c !== null)
+        .sort();
       expect(line[6]).toBe(created.at(-1) ?? "");
     }
     // Pages were read with only the columns the aggregate needs, and several of them.
     const pages = calls.filter((c) => Array.isArray(c.body.fields) && c.body.sort !== "_id desc");
     expect(pages.length).toBeGreaterThan(5);
-    for (const page of pages) expect((page.body.fields as string[]).filter((f) => f !== "_id")).toEqual(["category", "amount", "created"]);
+    for (const page of pages)
+      expect((page.body.fields as string[]).filter((f) => f !== "_id")).toEqual(["category", "amount", "created"]);
   });
 
   it("buckets timestamps by month and dates by day, each bucket its first instant in the column's type", async () => {
@@ -87,7 +104,9 @@ describe.each(["2.12", "2.10"] as const)("aggregates computed by the worker on C
     const expected = [...months].sort(([a], [b]) => (a === "" ? 1 : b === "" ? -1 : a < b ? -1 : 1));
     expect(cells).toEqual([["month(created)", "count"], ...expected.map(([k, n]) => [k, String(n)])]);
 
-    const days = exactJson(await (await get("/aggregate.json?resource=edge&group_by=year(day)&measures=count(day),min(day)")).text()) as Record<string, Cell>[];
+    const days = exactJson(
+      await (await get("/aggregate.json?resource=edge&group_by=year(day)&measures=count(day),min(day)")).text(),
+    ) as Record<string, Cell>[];
     for (const group of days) {
       const year = group["year(day)"] as string | null;
       const members = rows.filter((r) => r.day !== null && (r.day as string).startsWith(year?.slice(0, 4) ?? "!"));
@@ -108,7 +127,10 @@ describe.each(["2.12", "2.10"] as const)("pages read as CKAN's CSV on CKAN %s", 
   ])("give the cells of pages read as JSON rows: %s", async (query) => {
     const viaCsv = harness({ emulator: { version }, env });
     const viaRows = harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } });
-    const [csv, rows] = await Promise.all([viaCsv.get(`/aggregate.json?resource=edge&${query}`), viaRows.get(`/aggregate.json?resource=edge&${query}`)]);
+    const [csv, rows] = await Promise.all([
+      viaCsv.get(`/aggregate.json?resource=edge&${query}`),
+      viaRows.get(`/aggregate.json?resource=edge&${query}`),
+    ]);
     expect(viaCsv.calls.filter((c) => c.body.records_format === "csv").length).toBeGreaterThan(3);
     expect(viaRows.calls.filter((c) => c.body.records_format === "csv")).toHaveLength(0);
     const text = await csv.text();
@@ -120,14 +142,18 @@ describe.each(["2.12", "2.10"] as const)("pages read as CKAN's CSV on CKAN %s", 
 describe("an aggregate's answer", () => {
   it("is one row of totals without group_by, with PostgreSQL's types: sum(int4) int8, avg numeric with 16 significant digits", async () => {
     const { get } = harness({ env, emulator: { version: "2.12" } });
-    const text = await (await get("/aggregate.json?resource=edge&measures=count,sum(id),avg(id),min(id)&filter.id[lte]=4321")).text();
+    const text = await (
+      await get("/aggregate.json?resource=edge&measures=count,sum(id),avg(id),min(id)&filter.id[lte]=4321")
+    ).text();
     // JSON numbers bare, every digit.
     expect(text).toBe('[\n{"count":4321,"sum(id)":9337681,"avg(id)":2161.0000000000000000,"min(id)":1}\n]\n');
   });
 
   it("writes a sum or average of no values as null, and an empty group list as no rows", async () => {
     const { get } = harness({ env });
-    const none = await (await get("/aggregate.ndjson?resource=edge&measures=count,sum(amount),avg(ratio),max(name)&filter.id=-5")).text();
+    const none = await (
+      await get("/aggregate.ndjson?resource=edge&measures=count,sum(amount),avg(ratio),max(name)&filter.id=-5")
+    ).text();
     expect(none).toBe('{"count":0,"sum(amount)":null,"avg(ratio)":null,"max(name)":null}\n');
     const groups = await (await get("/aggregate.csv?resource=edge&group_by=category&filter.id=-5")).text();
     expect(groups).toBe("category,count\r\n");
@@ -135,8 +161,16 @@ describe("an aggregate's answer", () => {
 
   it("sorts by any output column, keeps the top N, skips with offset", async () => {
     const { get } = harness({ env });
-    const all = csvRows(await (await get("/aggregate.csv?resource=edge&group_by=category&measures=count")).text()).slice(1);
-    const top = csvRows(await (await get("/aggregate.csv?resource=edge&group_by=category&measures=count&sort=count desc, category&limit=2&offset=1")).text());
+    const all = csvRows(
+      await (await get("/aggregate.csv?resource=edge&group_by=category&measures=count")).text(),
+    ).slice(1);
+    const top = csvRows(
+      await (
+        await get(
+          "/aggregate.csv?resource=edge&group_by=category&measures=count&sort=count desc, category&limit=2&offset=1",
+        )
+      ).text(),
+    );
     const expected = [...all].sort((a, b) => Number(b[1]) - Number(a[1]) || (a[0]! < b[0]! ? -1 : 1)).slice(1, 3);
     expect(top).toEqual([["category", "count"], ...expected]);
     expect(top).toHaveLength(3);
@@ -144,7 +178,11 @@ describe("an aggregate's answer", () => {
 
   it("heads columns with the data dictionary's labels and the function (header=label)", async () => {
     const { get } = harness({ env, emulator: { version: "2.12" } });
-    const text = await (await get("/aggregate.csv?resource=sample&group_by=category,month(created)&measures=count,sum(amount)&header=label&filter.id[lte]=100")).text();
+    const text = await (
+      await get(
+        "/aggregate.csv?resource=sample&group_by=category,month(created)&measures=count,sum(amount)&header=label&filter.id[lte]=100",
+      )
+    ).text();
     expect(text.split("\r\n")[0]).toBe("Program,Approved at (month),count,Amount (CAD) (sum)");
   });
 
@@ -173,11 +211,23 @@ describe("aggregate links, guarded as exports are", () => {
     const h = harness({ env: { ...env, LINK_SIGNING_KEY: "key-SECRET-1", ADMIN_TOKEN: "admin-SECRET-2" } });
     const link = "/aggregate.csv?resource=edge&group_by=category";
     expect((await h.get(`${link}&errors=status`)).status).toBe(403);
-    const refused = await h.get("/links", { method: "POST", headers: { authorization: "Bearer admin-SECRET-2" }, body: JSON.stringify({ link: `${link}&measures=nope` }) });
+    const refused = await h.get("/links", {
+      method: "POST",
+      headers: { authorization: "Bearer admin-SECRET-2" },
+      body: JSON.stringify({ link: `${link}&measures=nope` }),
+    });
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { error: { parameter: string } }).error.parameter).toBe("measures");
-    const signed = (await (await h.get("/links", { method: "POST", headers: { authorization: "Bearer admin-SECRET-2" }, body: JSON.stringify({ link }) })).json()) as { link: string };
-    const response = await h.get(signed.link.replace("http://worker.test", ""), { headers: { origin: "https://dash.example" } });
+    const signed = (await (
+      await h.get("/links", {
+        method: "POST",
+        headers: { authorization: "Bearer admin-SECRET-2" },
+        body: JSON.stringify({ link }),
+      })
+    ).json()) as { link: string };
+    const response = await h.get(signed.link.replace("http://worker.test", ""), {
+      headers: { origin: "https://dash.example" },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get("access-control-expose-headers")).toContain("X-Aggregated-By");
     expect((await response.text()).split("\r\n")[0]).toBe("category,count");
@@ -200,8 +250,16 @@ describe("bad aggregate links", () => {
     ["measures=count(meta)", "measures", /json/],
     ["measures=max(active)", "measures", /min and max take/],
     ["group_by=category&sort=amount", "sort", /not a column of this aggregate/],
-    [`group_by=${["id", "amount", "ratio", "category", "name", "note", "formula", "created", "day"].join(",")}`, "group_by", /at most|the most/],
-    [`measures=${Array.from({ length: 17 }, (_, i) => (i === 0 ? "count" : `count(id)`)).join(",")}`, "measures", /the most/],
+    [
+      `group_by=${["id", "amount", "ratio", "category", "name", "note", "formula", "created", "day"].join(",")}`,
+      "group_by",
+      /at most|the most/,
+    ],
+    [
+      `measures=${Array.from({ length: 17 }, (_, i) => (i === 0 ? "count" : `count(id)`)).join(",")}`,
+      "measures",
+      /the most/,
+    ],
     ["measures=count,count", "measures", /twice/],
     ["fields=id", "fields", /for exports/],
     ["limit=-1", "limit", /whole number/],

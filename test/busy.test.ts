@@ -27,7 +27,9 @@ describe("an isolate running as many exports as it holds", () => {
     // Streaming downloads whose readers are slow (here: not reading at all) hold their place; from
     // as many clients (one client alone may run only MAX_EXPORTS_PER_CLIENT).
     for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++) {
-      const response = await get(`/export.${["csv", "json", "xlsx", "ndjson"][i % 4]}?resource=sample&limit=50000`, { headers: { "cf-connecting-ip": `192.0.2.${i + 1}` } });
+      const response = await get(`/export.${["csv", "json", "xlsx", "ndjson"][i % 4]}?resource=sample&limit=50000`, {
+        headers: { "cf-connecting-ip": `192.0.2.${i + 1}` },
+      });
       expect(response.status).toBe(200);
       open.push(response);
     }
@@ -44,7 +46,9 @@ describe("an isolate running as many exports as it holds", () => {
     }
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe(String(BUSY_RETRY_SECONDS));
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(`already running ${MAX_EXPORTS_PER_ISOLATE} exports`);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+      `already running ${MAX_EXPORTS_PER_ISOLATE} exports`,
+    );
     // Refused before its first page: the calls since are the open exports' pages ahead.
     expect(calls.slice(upstreamBefore).filter((c) => c.body.limit === 10)).toEqual([]);
     const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.event === "request");
@@ -70,7 +74,10 @@ describe("an isolate running as many exports as it holds", () => {
     }
     // And after a failed one (an unknown column: refused before any row).
     expect((await get("/export.csv?resource=sample&fields=nope")).status).toBe(400);
-    for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++) open.push(await get("/export.csv?resource=sample&limit=50000", { headers: { "cf-connecting-ip": `192.0.2.${i + 1}` } }));
+    for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++)
+      open.push(
+        await get("/export.csv?resource=sample&limit=50000", { headers: { "cf-connecting-ip": `192.0.2.${i + 1}` } }),
+      );
     expect(open.every((r) => r.status === 200)).toBe(true);
   });
 });

@@ -5,8 +5,10 @@ import { cacheKey } from "../src/protocol/cache-key.ts";
 import { signedPath } from "../src/security/signature.ts";
 import { harness, isProbe, pageCalls } from "./harness.ts";
 
-const cached = (env: Record<string, string> = {}, fault?: (n: number, body: Record<string, unknown>) => Response | undefined) =>
-  harness({ emulator: { version: "2.12" }, env: { CACHE_TTL_SECONDS: "300", ...env }, ...(fault ? { fault } : {}) });
+const cached = (
+  env: Record<string, string> = {},
+  fault?: (n: number, body: Record<string, unknown>) => Response | undefined,
+) => harness({ emulator: { version: "2.12" }, env: { CACHE_TTL_SECONDS: "300", ...env }, ...(fault ? { fault } : {}) });
 
 describe("edge cache", () => {
   it("answers a repeat from the cache with zero upstream requests, whatever the parameter order or cache buster", async () => {
@@ -46,7 +48,9 @@ describe("edge cache", () => {
     expect(hit.headers.get("etag")).toBe(etag);
     expect(await hit.text()).toBe("");
     const off = harness({ emulator: { version: "2.12" } });
-    const fresh = await off.get("/export.json?resource=sample&limit=10", { headers: { "if-none-match": `"other", ${etag}` } });
+    const fresh = await off.get("/export.json?resource=sample&limit=10", {
+      headers: { "if-none-match": `"other", ${etag}` },
+    });
     expect(fresh.status).toBe(304);
   });
 
@@ -56,7 +60,9 @@ describe("edge cache", () => {
     await (await h.get(await signedPath(key, "/export.csv?resource=sample&limit=5"))).text();
     await h.settle();
     const calls = h.calls.length;
-    const later = await h.get(await signedPath(key, "/export.csv?limit=5&resource=sample", Math.floor(Date.now() / 1000) + 600));
+    const later = await h.get(
+      await signedPath(key, "/export.csv?limit=5&resource=sample", Math.floor(Date.now() / 1000) + 600),
+    );
     expect(later.headers.get("x-cache")).toBe("HIT");
     expect(h.calls.length).toBe(calls);
   });
@@ -74,7 +80,9 @@ describe("edge cache", () => {
     expect(new Uint8Array(await again.arrayBuffer())).toEqual(bytes);
     expect(h.calls.length).toBe(upstream);
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-    expect(again.headers.get("etag")).toBe(`"${[...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`);
+    expect(again.headers.get("etag")).toBe(
+      `"${[...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("")}"`,
+    );
   });
 
   it("serves a streamed entry only once its fill recorded the content's hash, which says it is whole", async () => {
@@ -91,7 +99,9 @@ describe("edge cache", () => {
 
   it("never stores a streamed export that fails half-way", async () => {
     let failing = true;
-    const h = cached({ BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, (n) => (failing && n === 3 ? new Response("down", { status: 500 }) : undefined));
+    const h = cached({ BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, (n) =>
+      failing && n === 3 ? new Response("down", { status: 500 }) : undefined,
+    );
     const broken = await h.get("/export.csv?resource=sample&limit=4000");
     expect(broken.status).toBe(200);
     await broken.text().catch(() => "");
@@ -120,7 +130,9 @@ describe("edge cache", () => {
     let failing = true;
     let pages = 0;
     // The second page fails (the probe for the largest _id is not a page).
-    const h = cached({ UPSTREAM_RETRIES: "0" }, (_n, body) => (!isProbe(body) && ++pages === 2 && failing ? new Response("down", { status: 500 }) : undefined));
+    const h = cached({ UPSTREAM_RETRIES: "0" }, (_n, body) =>
+      !isProbe(body) && ++pages === 2 && failing ? new Response("down", { status: 500 }) : undefined,
+    );
     expect((await h.get("/export.csv?resource=sample&limit=2500")).status).toBe(502);
     await h.settle();
     failing = false;
@@ -146,7 +158,10 @@ describe("edge cache", () => {
     const capped = cached({ CKAN_BASE_URL: site, MAX_ROWS: "50000" });
     expect((await capped.get(`${whole}&fields=id`)).status).toBe(400);
 
-    const moved = cached({ CKAN_BASE_URL: site, RESOURCES: JSON.stringify({ sample: "b16b16b1-0000-4000-8000-000000000001" }) });
+    const moved = cached({
+      CKAN_BASE_URL: site,
+      RESOURCES: JSON.stringify({ sample: "b16b16b1-0000-4000-8000-000000000001" }),
+    });
     expect((await moved.get(path)).headers.get("x-cache")).toBe("MISS");
     const tokenless = cached({ CKAN_BASE_URL: site, CKAN_API_TOKEN: "" });
     expect((await tokenless.get(path)).headers.get("x-cache")).toBe("MISS");

@@ -6,7 +6,11 @@ import { HttpError } from "../src/errors.ts";
 import { FIXTURES as fixtures } from "./fixtures/ckan-2.10.ts";
 
 const TOKEN = "tok-SECRET-client-5150";
-const config = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", CKAN_API_TOKEN: TOKEN, UPSTREAM_RETRIES: "0" });
+const config = parseConfig({
+  CKAN_BASE_URL: "https://portal.example/data/en",
+  CKAN_API_TOKEN: TOKEN,
+  UPSTREAM_RETRIES: "0",
+});
 
 /** A client whose upstream answers with one recorded CKAN 2.10 response. */
 function replay(status: number, contentType: string, body: unknown) {
@@ -41,9 +45,14 @@ describe("CKAN client fed real CKAN 2.10 responses", () => {
         const body = fixture.body as { result: { fields: unknown[]; records: unknown; total?: number } };
         expect(result.fields).toEqual(body.result.fields);
         // Each value arrives as the exact JSON text CKAN wrote; read back, it means what CKAN's JSON says.
-        const values = typeof result.records === "string" ? result.records : result.records.map((record) =>
-          Array.isArray(record) ? record.map((v) => JSON.parse(v)) : Object.fromEntries(Object.entries(record).map(([k, v]) => [k, JSON.parse(v)])),
-        );
+        const values =
+          typeof result.records === "string"
+            ? result.records
+            : result.records.map((record) =>
+                Array.isArray(record)
+                  ? record.map((v) => JSON.parse(v))
+                  : Object.fromEntries(Object.entries(record).map(([k, v]) => [k, JSON.parse(v)])),
+              );
         expect(values).toEqual(body.result.records);
         expect(result.total).toBe(body.result.total);
       } else {
@@ -71,7 +80,11 @@ describe("CKAN client fed real CKAN 2.10 responses", () => {
   it("keeps CKAN's SQL out of a refused query, and leaves which parameter is at fault to the link (refusals.ts)", async () => {
     const { client } = replay(409, "application/json", {
       success: false,
-      error: { __type: "Validation Error", query: ["Invalid query"], info: { statement: ["SELECT secret_sql FROM x"], orig: ["bad"] } },
+      error: {
+        __type: "Validation Error",
+        query: ["Invalid query"],
+        info: { statement: ["SELECT secret_sql FROM x"], orig: ["bad"] },
+      },
     });
     const error = (await client.search({ resource_id: "x", limit: 1 }).catch((e: unknown) => e)) as HttpError;
     expect(error.status).toBe(400);
@@ -85,7 +98,10 @@ describe("CKAN client fed real CKAN 2.10 responses", () => {
     const { client } = replay(500, "application/json", { success: false, error: { message: `bad header ${TOKEN}` } });
     const error = (await client.search({ resource_id: "x", limit: 1 }).catch((e: unknown) => e)) as HttpError;
     expect(error.status).toBe(502);
-    const { client: c2 } = replay(418, "application/json", { success: false, error: { __type: "Odd", message: `echo ${TOKEN}` } });
+    const { client: c2 } = replay(418, "application/json", {
+      success: false,
+      error: { __type: "Odd", message: `echo ${TOKEN}` },
+    });
     const e2 = (await c2.search({ resource_id: "x", limit: 1 }).catch((e: unknown) => e)) as HttpError;
     expect(e2.status).toBe(502);
     expect(e2.message).toContain("echo [redacted]");
@@ -99,7 +115,9 @@ describe("a CKAN_BASE_URL no deployed worker can reach", () => {
       const client = new CkanClient(parseConfig({ CKAN_BASE_URL: base, UPSTREAM_RETRIES: "0" }), async () => {
         throw new TypeError("connect ECONNREFUSED");
       });
-      const error = await client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 }).catch((e: unknown) => e);
+      const error = await client
+        .search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 })
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpError);
       expect(error).toMatchObject({ status: 503, setting: "CKAN_BASE_URL" });
       expect((error as HttpError).message).toContain("this machine's own address");
@@ -110,7 +128,9 @@ describe("a CKAN_BASE_URL no deployed worker can reach", () => {
     const client = new CkanClient(config, async () => {
       throw new TypeError("connect ECONNREFUSED");
     });
-    await expect(client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 })).rejects.toMatchObject({ status: 502 });
+    await expect(
+      client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 1 }),
+    ).rejects.toMatchObject({ status: 502 });
   });
 });
 

@@ -8,7 +8,20 @@ import { describe, expect, it } from "vitest";
 describe("the specs' worker environment", () => {
   it("holds the demo config's bindings and vars, and nothing else", () => {
     // The pool adds its own __VITEST_POOL_WORKERS_* bindings.
-    expect(Object.keys(env).filter((name) => !name.startsWith("__VITEST_POOL_WORKERS_")).sort()).toEqual(["ASSETS", "CKAN_BASE_URL", "MAX_ROWS", "RATE_LIMITER", "RESOURCES", "SNAPSHOTS", "SNAPSHOT_JOBS", "SNAPSHOT_RUNS"]);
+    expect(
+      Object.keys(env)
+        .filter((name) => !name.startsWith("__VITEST_POOL_WORKERS_"))
+        .sort(),
+    ).toEqual([
+      "ASSETS",
+      "CKAN_BASE_URL",
+      "MAX_ROWS",
+      "RATE_LIMITER",
+      "RESOURCES",
+      "SNAPSHOTS",
+      "SNAPSHOT_JOBS",
+      "SNAPSHOT_RUNS",
+    ]);
     expect((env as { CKAN_BASE_URL?: string }).CKAN_BASE_URL).toBe("http://127.0.0.1:8788/data/en");
   });
 });

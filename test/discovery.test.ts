@@ -5,7 +5,14 @@ import { verifyLink } from "../src/security/signature.ts";
 import { harness } from "./harness.ts";
 
 type Column = { id: string; type: string; label?: string; description?: string; values?: unknown[]; distinct?: number };
-type Detail = { name: string; rows: number; columns: Column[]; examples: { title: string; url: string }[]; range_filters: boolean | null; max_rows: number };
+type Detail = {
+  name: string;
+  rows: number;
+  columns: Column[];
+  examples: { title: string; url: string }[];
+  range_filters: boolean | null;
+  max_rows: number;
+};
 type ErrorBody = { error: { status: number; message: string; parameter?: string; docs?: string } };
 
 const ADMIN = "admin-token-for-discovery";
@@ -16,7 +23,10 @@ describe("GET /resources", () => {
     const { get } = harness();
     const res = await get("/resources");
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { resources: { name: string; resource_id: string; rows: number; links: Record<string, string> }[]; max_rows: number };
+    const body = (await res.json()) as {
+      resources: { name: string; resource_id: string; rows: number; links: Record<string, string> }[];
+      max_rows: number;
+    };
     expect(body.resources.map((r) => [r.name, r.resource_id, r.rows])).toEqual([
       ["sample", EMULATOR_RESOURCES.sample, 100_000],
       ["private", EMULATOR_RESOURCES.private, 50],
@@ -33,8 +43,13 @@ describe("GET /resources", () => {
 
   it("names and describes each resource as CKAN's resource_show does, asked without the token", async () => {
     const { get, calls } = harness();
-    const body = (await (await get("/resources")).json()) as { resources: { name: string; title?: string; description?: string }[] };
-    expect(body.resources.find((r) => r.name === "sample")).toMatchObject({ title: "Sample grants", description: expect.stringContaining("100,000") });
+    const body = (await (await get("/resources")).json()) as {
+      resources: { name: string; title?: string; description?: string }[];
+    };
+    expect(body.resources.find((r) => r.name === "sample")).toMatchObject({
+      title: "Sample grants",
+      description: expect.stringContaining("100,000"),
+    });
     // The private resource is private to anonymous callers: no name is known, and that is not an error.
     expect(body.resources.find((r) => r.name === "private")?.title).toBeUndefined();
     const shows = calls.filter((c) => c.url.includes("/resource_show"));
@@ -44,7 +59,9 @@ describe("GET /resources", () => {
 
   it("keeps a resource CKAN refuses in the list, with the reason", async () => {
     const { get } = harness({ env: { CKAN_API_TOKEN: undefined, ALLOW_UNLISTED_RESOURCES: "false" } });
-    const body = (await (await get("/resources")).json()) as { resources: { name: string; error?: { status: number } }[] };
+    const body = (await (await get("/resources")).json()) as {
+      resources: { name: string; error?: { status: number } }[];
+    };
     expect(body.resources.find((r) => r.name === "private")?.error?.status).toBe(403);
   });
 });
@@ -57,7 +74,15 @@ describe("GET /resources/<alias>", () => {
     const body = (await res.json()) as Detail;
     expect(body.rows).toBe(100_000);
     expect(body.columns.map((c) => `${c.id}:${c.type}`)).toEqual([
-      "id:int4", "amount:numeric", "ratio:float8", "category:text", "name:text", "note:text", "formula:text", "created:timestamp", "active:bool",
+      "id:int4",
+      "amount:numeric",
+      "ratio:float8",
+      "category:text",
+      "name:text",
+      "note:text",
+      "formula:text",
+      "created:timestamp",
+      "active:bool",
     ]);
     const byId = Object.fromEntries(body.columns.map((c) => [c.id, c]));
     expect(byId.category!.values).toEqual(["alpha", "beta", "delta", "epsilon", "gamma"]);
@@ -71,7 +96,9 @@ describe("GET /resources/<alias>", () => {
       expect(answer.status, example.title).toBe(200);
       await answer.body?.cancel();
     }
-    expect(body.examples.map((e) => e.url)).toContain("http://worker.test/export.csv?resource=sample&filter.category=alpha&limit=10");
+    expect(body.examples.map((e) => e.url)).toContain(
+      "http://worker.test/export.csv?resource=sample&filter.category=alpha&limit=10",
+    );
     // Aggregates too: rows per few-valued column, a numeric column per month, its totals.
     expect(body.examples.map((e) => e.url)).toEqual(
       expect.arrayContaining([
@@ -91,7 +118,11 @@ describe("GET /resources/<alias>", () => {
           result: {
             fields: [
               { id: "_id", type: "int" },
-              { id: "amount", type: "numeric", info: { label: "Amount (CAD)", notes: "Paid, taxes included.", type_override: "" } },
+              {
+                id: "amount",
+                type: "numeric",
+                info: { label: "Amount (CAD)", notes: "Paid, taxes included.", type_override: "" },
+              },
               { id: "category", type: "text", info: { label: "", notes: "" } },
             ],
             records: [],
@@ -110,7 +141,12 @@ describe("GET /resources/<alias>", () => {
   it("still answers when CKAN refuses distinct: the columns just have no values", async () => {
     const { get } = harness({
       fault: (_, body) =>
-        body.distinct === true ? Response.json({ success: false, error: { __type: "Validation Error", distinct: ["The parameter is not allowed"] } }, { status: 409 }) : undefined,
+        body.distinct === true
+          ? Response.json(
+              { success: false, error: { __type: "Validation Error", distinct: ["The parameter is not allowed"] } },
+              { status: 409 },
+            )
+          : undefined,
     });
     const res = await get("/resources/sample");
     expect(res.status).toBe(200);
@@ -122,7 +158,9 @@ describe("GET /resources/<alias>", () => {
     const { get } = harness();
     const res = await get("/resources/sampel");
     expect(res.status).toBe(404);
-    expect(((await res.json()) as ErrorBody).error.message).toBe('No resource is published under the name "sampel". Published: sample, private, big, edge (GET /resources lists them).');
+    expect(((await res.json()) as ErrorBody).error.message).toBe(
+      'No resource is published under the name "sampel". Published: sample, private, big, edge (GET /resources lists them).',
+    );
   });
 
   it("is kept in the edge cache like an export", async () => {
@@ -141,7 +179,13 @@ describe("GET /resources/<alias>", () => {
     const site = "http://ckan-discovery-settings.test/data/en";
     const before = harness({ env: { CACHE_TTL_SECONDS: "60", CKAN_BASE_URL: site } });
     expect(((await (await before.get("/resources/sample")).json()) as { rows: number }).rows).toBe(100_000);
-    const moved = harness({ env: { CACHE_TTL_SECONDS: "60", CKAN_BASE_URL: site, RESOURCES: JSON.stringify({ sample: EMULATOR_RESOURCES.edge }) } });
+    const moved = harness({
+      env: {
+        CACHE_TTL_SECONDS: "60",
+        CKAN_BASE_URL: site,
+        RESOURCES: JSON.stringify({ sample: EMULATOR_RESOURCES.edge }),
+      },
+    });
     const res = await moved.get("/resources/sample");
     expect(res.headers.get("x-cache")).toBe("MISS");
     expect(((await res.json()) as { rows: number }).rows).toBe(4321);
@@ -160,7 +204,9 @@ describe("discovery with signed links", () => {
     expect(res.headers.get("cache-control")).toBe("private, no-store");
     const body = (await res.json()) as Detail;
     const example = new URL(body.examples[0]!.url);
-    expect(await verifyLink(KEY, example.pathname, example.searchParams, example.searchParams.get("sig") ?? "")).toBe(true);
+    expect(await verifyLink(KEY, example.pathname, example.searchParams, example.searchParams.get("sig") ?? "")).toBe(
+      true,
+    );
     expect((await get(example.pathname + example.search)).status).toBe(200);
   });
 
@@ -181,7 +227,11 @@ describe("names that are not valid URL encoding", () => {
 describe("POST /links", () => {
   const env = { LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: ADMIN };
   const post = (get: ReturnType<typeof harness>["get"], body: unknown, token = ADMIN) =>
-    get("/links", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    get("/links", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("answers a link that is not a URL with a 400", async () => {
     const { get } = harness({ env });
@@ -192,7 +242,10 @@ describe("POST /links", () => {
 
   it("signs an export link for an operator, with an expiry", async () => {
     const { get } = harness({ env });
-    const res = await post(get, { link: "/export.csv?resource=sample&limit=5&filter.category=alpha", expires_in: 3600 });
+    const res = await post(get, {
+      link: "/export.csv?resource=sample&limit=5&filter.category=alpha",
+      expires_in: 3600,
+    });
     expect(res.status).toBe(200);
     const { link, expires } = (await res.json()) as { link: string; expires: string };
     expect(Date.parse(expires) - Date.now()).toBeGreaterThan(3500_000);
@@ -244,7 +297,9 @@ describe("errors that help", () => {
       expect(res.status, query).toBe(400);
       const { error } = (await res.json()) as ErrorBody;
       expect(error.parameter, query).toBe(parameter === "filter.nope" ? "filters" : parameter);
-      expect(error.message, query).toBe('sample has no column "nope". Its columns are: id, amount, ratio, category, name, note, formula, created, active.');
+      expect(error.message, query).toBe(
+        'sample has no column "nope". Its columns are: id, amount, ratio, category, name, note, formula, created, active.',
+      );
     }
   });
 
@@ -252,7 +307,9 @@ describe("errors that help", () => {
     const { get } = harness();
     const limit = (await (await get("/export.csv?resource=sample&limit=ten")).json()) as ErrorBody;
     expect(limit.error.docs).toBe("http://worker.test/#param-limit");
-    const range = (await (await get("/export.csv?resource=sample&filter.amount[gte]=1&filter.amount=2")).json()) as ErrorBody;
+    const range = (await (
+      await get("/export.csv?resource=sample&filter.amount[gte]=1&filter.amount=2")
+    ).json()) as ErrorBody;
     expect(range.error.docs).toBe("http://worker.test/#param-filter-field");
   });
 });
@@ -262,7 +319,11 @@ describe("GET /", () => {
     const assets = (testEnv as { ASSETS?: Fetcher }).ASSETS;
     const { get } = harness(assets === undefined ? {} : { env: { ASSETS: assets } });
     const json = await get("/", { headers: { accept: "application/json" } });
-    expect(await json.json()).toMatchObject({ service: "Datastore Export", resources: "http://worker.test/resources", openapi: "http://worker.test/openapi.json" });
+    expect(await json.json()).toMatchObject({
+      service: "Datastore Export",
+      resources: "http://worker.test/resources",
+      openapi: "http://worker.test/openapi.json",
+    });
     if (assets === undefined) return;
     const page = await get("/", { headers: { accept: "text/html,application/xhtml+xml" } });
     expect(page.status).toBe(200);
@@ -274,13 +335,18 @@ describe("GET /", () => {
 describe("GET /openapi.json", () => {
   it("describes every export route with exactly the parameters its parser accepts", async () => {
     const { get } = harness();
-    const doc = (await (await get("/openapi.json")).json()) as { openapi: string; paths: Record<string, { get?: { parameters?: { name: string }[] } }> };
+    const doc = (await (await get("/openapi.json")).json()) as {
+      openapi: string;
+      paths: Record<string, { get?: { parameters?: { name: string }[] } }>;
+    };
     expect(doc.openapi).toBe("3.1.0");
     const names = (path: string) => doc.paths[path]?.get?.parameters?.map((p) => p.name);
     expect(names("/export.csv")).toContain("delimiter");
     expect(names("/export.tsv")).not.toContain("delimiter");
     expect(names("/export.json")).not.toContain("bom");
     expect(names("/export.json")).toContain("filter.<field>");
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/resources", "/resources/{alias}", "/links", "/snapshots", "/"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/resources", "/resources/{alias}", "/links", "/snapshots", "/"]),
+    );
   });
 });

@@ -1,7 +1,7 @@
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { float8Text } from "../emulator/number-text.ts";
-import { EDGE_COLUMNS, EDGE_ROWS, edgeCell } from "../emulator/edge-rows.ts";
+import { EDGE_COLUMNS, EDGE_ROWS } from "../emulator/edge-rows.ts";
 import { createEmulator, EMULATOR_RESOURCES, type EmulatorOptions } from "../emulator/index.ts";
 import { pyDumps } from "../emulator/py-json.ts";
 import { FIXTURES, RECORDED_TABLE_ID, RECORDED_TABLE_TAIL, type Fixture } from "./fixtures/ckan-2.12.ts";
@@ -38,7 +38,9 @@ async function result(body: Json, options: EmulatorOptions = {}): Promise<Json> 
 
 /** The recording's text for the emulated table: its resource id, and the real table's name in excerpts. */
 function forEdge(text: string): string {
-  return text.replaceAll(RECORDED_TABLE_ID, edge).replaceAll(RECORDED_TABLE_TAIL, edge.slice(-RECORDED_TABLE_TAIL.length));
+  return text
+    .replaceAll(RECORDED_TABLE_ID, edge)
+    .replaceAll(RECORDED_TABLE_TAIL, edge.slice(-RECORDED_TABLE_TAIL.length));
 }
 
 describe("side by side with real CKAN 2.12 answers", () => {
@@ -73,7 +75,9 @@ describe("side by side with real CKAN 2.12 answers", () => {
         const kept = records as unknown[];
         const parsed = JSON.parse(mine.records) as unknown[];
         expect(parsed.slice(0, kept.length)).toEqual(kept);
-        expect(parsed.length).toBe(Math.min(32000, total?.() ?? kept.length, (fixture.request["limit"] as number | undefined) ?? 100));
+        expect(parsed.length).toBe(
+          Math.min(32000, total?.() ?? kept.length, (fixture.request["limit"] as number | undefined) ?? 100),
+        );
       } else if (typeof fixture.request["q"] === "string") {
         // Rows that tie on rank come in an order PostgreSQL does not define.
         expect(rowsOf(mine.records).sort()).toEqual(rowsOf(real.records).sort());
@@ -93,13 +97,18 @@ describe("records text, every edge row", () => {
     return cell.startsWith('"') ? (JSON.parse(cell) as string) : cell;
   }
 
-  for (const [format, delimiter] of [["csv", ","], ["tsv", "\t"]] as const) {
+  for (const [format, delimiter] of [
+    ["csv", ","],
+    ["tsv", "\t"],
+  ] as const) {
     it(`${format} holds the same text as lists, cell for cell, across pages`, async () => {
       for (let offset = 0; offset < EDGE_ROWS; offset += 1000) {
         const request = { resource_id: edge, limit: 1000, offset };
         const lists = splitRecords((await call({ ...request, records_format: "lists" })).text).records;
         const copy = (await result({ ...request, records_format: format }))["records"] as string;
-        const expected = members(lists).map((row) => members(row).map((cell, i) => copyCellFromJson(cell, EDGE_COLUMNS[i]?.id ?? "")));
+        const expected = members(lists).map((row) =>
+          members(row).map((cell, i) => copyCellFromJson(cell, EDGE_COLUMNS[i]?.id ?? "")),
+        );
         const parsed = Papa.parse<string[]>(copy.slice(0, -1), { delimiter, newline: "\n", quoteChar: '"' });
         expect(parsed.errors).toEqual([]);
         expect(parsed.data).toEqual(expected);
@@ -120,8 +129,15 @@ describe("records text, every edge row", () => {
   });
 
   it("writes numbers in JSON with every digit PostgreSQL prints", async () => {
-    const { text } = await call({ resource_id: edge, filters: { id: [4, 5, 7] }, fields: "amount,ratio", records_format: "lists" });
-    expect(splitRecords(text).records).toBe("[[12345678901234567890.123456789,0.05991945753341821],[-0.50,-3.407019206677593e+17],[42583.010,-3.6762611479600606e-10]]");
+    const { text } = await call({
+      resource_id: edge,
+      filters: { id: [4, 5, 7] },
+      fields: "amount,ratio",
+      records_format: "lists",
+    });
+    expect(splitRecords(text).records).toBe(
+      "[[12345678901234567890.123456789,0.05991945753341821],[-0.50,-3.407019206677593e+17],[42583.010,-3.6762611479600606e-10]]",
+    );
   });
 
   it("agrees with 2.10 on every value but the timestamps' milliseconds", async () => {
@@ -152,8 +168,24 @@ describe("generated edge rows", () => {
     const ratios = column("ratio").filter((v): v is number => typeof v === "number");
     expect(ratios.some((v) => float8Text(v).includes("e+"))).toBe(true);
     expect(ratios.some((v) => float8Text(v).includes("e-"))).toBe(true);
-    for (const pattern of [/\r\n/, /[^\r]\n/, /"/, /,/, /\t/, /^=/, /^\+/, /^-/, /^@/, /^$/, /Ñandú/, /\p{Extended_Pictographic}/u]) {
-      expect(texts.some((text) => pattern.test(text)), String(pattern)).toBe(true);
+    for (const pattern of [
+      /\r\n/,
+      /[^\r]\n/,
+      /"/,
+      /,/,
+      /\t/,
+      /^=/,
+      /^\+/,
+      /^-/,
+      /^@/,
+      /^$/,
+      /Ñandú/,
+      /\p{Extended_Pictographic}/u,
+    ]) {
+      expect(
+        texts.some((text) => pattern.test(text)),
+        String(pattern),
+      ).toBe(true);
     }
     const tags = column("tags").filter((v): v is (string | null)[] => Array.isArray(v));
     expect(tags.some((t) => t.some((item) => item?.includes("{")))).toBe(true);
@@ -172,9 +204,17 @@ describe("CKAN 2.12 behaviour", () => {
   it("counts an unfiltered table from a cache that can be stale, and anything filtered exactly", async () => {
     const stale = { staleTotal: 321 };
     expect((await result({ resource_id: edge, limit: 0 }, stale))["total"]).toBe(EDGE_ROWS - 321);
-    expect((await result({ resource_id: edge, limit: 0, include_total: true, total_estimation_threshold: 1 }, stale))["total"]).toBe(EDGE_ROWS - 321);
-    expect((await result({ resource_id: edge, limit: 0, filters: { category: "beta" } }, stale))["total"]).toBe(edgeRows.filter((row) => row[3] === "beta").length);
-    expect((await result({ resource_id: edge, limit: 0, q: "canyon" }, stale))["total"]).toBe(edgeRows.filter(holdsWord("canyon")).length);
+    expect(
+      (await result({ resource_id: edge, limit: 0, include_total: true, total_estimation_threshold: 1 }, stale))[
+        "total"
+      ],
+    ).toBe(EDGE_ROWS - 321);
+    expect((await result({ resource_id: edge, limit: 0, filters: { category: "beta" } }, stale))["total"]).toBe(
+      edgeRows.filter((row) => row[3] === "beta").length,
+    );
+    expect((await result({ resource_id: edge, limit: 0, q: "canyon" }, stale))["total"]).toBe(
+      edgeRows.filter(holdsWord("canyon")).length,
+    );
     const all = await result({ resource_id: edge, limit: 32000, fields: "_id", records_format: "lists" }, stale);
     expect((all["records"] as unknown[]).length).toBe(EDGE_ROWS);
     expect(all).not.toHaveProperty("total_was_estimated");
@@ -184,7 +224,15 @@ describe("CKAN 2.12 behaviour", () => {
     const ids: number[] = [];
     let filters: Json = {};
     for (let page = 0; page < 10; page++) {
-      const answer = await result({ resource_id: edge, limit: 1000, fields: ["_id"], records_format: "lists", include_next_page: true, include_total: false, filters });
+      const answer = await result({
+        resource_id: edge,
+        limit: 1000,
+        fields: ["_id"],
+        records_format: "lists",
+        include_next_page: true,
+        include_total: false,
+        filters,
+      });
       const rows = answer["records"] as number[][];
       ids.push(...rows.map(([id]) => id ?? 0));
       if (rows.length < 1000) {
@@ -199,7 +247,11 @@ describe("CKAN 2.12 behaviour", () => {
 
   it("takes range filters on any column, numeric ones compared with every digit", async () => {
     const ids = async (filters: Json) =>
-      ((await result({ resource_id: edge, filters, fields: "_id", limit: 32000, records_format: "lists" }))["records"] as number[][]).map(([id]) => id);
+      (
+        (await result({ resource_id: edge, filters, fields: "_id", limit: 32000, records_format: "lists" }))[
+          "records"
+        ] as number[][]
+      ).map(([id]) => id);
     // A double cannot tell 12345678901234567890.123456789 from 12345678901234567890.12345678.
     expect(await ids({ id: { lte: 12 }, amount: { gt: "12345678901234567890.12345678" } })).toEqual([4]);
     expect(await ids({ id: { lte: 12 }, amount: { gte: "-0.5", lte: "0" } })).toEqual([5, 8]);
@@ -209,29 +261,54 @@ describe("CKAN 2.12 behaviour", () => {
   });
 
   it("echoes the parsed filters as filterops, $or and lists of dicts included", async () => {
-    const answer = await result({ resource_id: edge, filters: [{ id: 3 }, { id: { gte: 11 }, category: ["beta", "gamma"] }], fields: "_id", limit: 3 });
+    const answer = await result({
+      resource_id: edge,
+      filters: [{ id: 3 }, { id: { gte: 11 }, category: ["beta", "gamma"] }],
+      fields: "_id",
+      limit: 3,
+    });
     expect(answer["filterops"]).toEqual({
       op: "$or",
       field: null,
       value: [
         { op: "eq", field: "id", value: 3 },
-        { op: "$and", field: null, value: [{ op: "gte", field: "id", value: 11 }, { op: "in", field: "category", value: ["beta", "gamma"] }] },
+        {
+          op: "$and",
+          field: null,
+          value: [
+            { op: "gte", field: "id", value: 11 },
+            { op: "in", field: "category", value: ["beta", "gamma"] },
+          ],
+        },
       ],
     });
     expect(answer["records"]).toEqual([{ _id: 3 }, { _id: 11 }, { _id: 12 }]);
-    expect(answer["total"]).toBe(1 + edgeRows.slice(10).filter((row) => row[3] === "beta" || row[3] === "gamma").length);
+    expect(answer["total"]).toBe(
+      1 + edgeRows.slice(10).filter((row) => row[3] === "beta" || row[3] === "gamma").length,
+    );
   });
 
   it("refuses an unknown operation, and every unknown field at once", async () => {
     const bad = await call({ resource_id: edge, filters: { id: { near: 3 } } });
     expect(bad.response.status).toBe(409);
-    expect(JSON.parse(bad.text).error).toEqual({ filters: ["Unknown filter operation: 'near'"], __type: "Validation Error" });
+    expect(JSON.parse(bad.text).error).toEqual({
+      filters: ["Unknown filter operation: 'near'"],
+      __type: "Validation Error",
+    });
     const unknown = await call({ resource_id: edge, filters: { nope: 1, id: 2, also: { gt: 1 } } });
-    expect(JSON.parse(unknown.text).error).toEqual({ filters: ["Unknown field: nope", "Unknown field: also"], __type: "Validation Error" });
+    expect(JSON.parse(unknown.text).error).toEqual({
+      filters: ["Unknown field: nope", "Unknown field: also"],
+      __type: "Validation Error",
+    });
   });
 
   it("answers a value PostgreSQL cannot read with the statement, the bound values and PostgreSQL's words", async () => {
-    const { response, text } = await call({ resource_id: edge, filters: { active: 1 }, records_format: "lists", limit: 2 });
+    const { response, text } = await call({
+      resource_id: edge,
+      filters: { active: 1 },
+      records_format: "lists",
+      limit: 2,
+    });
     expect(response.status).toBe(409);
     const info = JSON.parse(text).error.info as { statement: string[]; params: unknown[]; orig: string[] };
     expect(info.params).toEqual([{ value_0: 1 }]);
@@ -253,11 +330,22 @@ describe("CKAN's traps, in both versions", () => {
       const error = JSON.parse(broken.text).error as { query: string[]; info: { orig: string[]; statement: string[] } };
       expect(error.query).toEqual(["Invalid query"]);
       expect(error.info.orig[0]).toMatch(/^syntax error at or near "\|\|"\nLINE \d: \.\.\..*as "rank" \|\| '\]' v/);
-      expect(error.info.statement[0]).toContain(`coalesce(to_json(ts_rank(_full_text, "query", 32)),'null') as "rank" || ']' v`);
+      expect(error.info.statement[0]).toContain(
+        `coalesce(to_json(ts_rank(_full_text, "query", 32)),'null') as "rank" || ']' v`,
+      );
       // Asking for rank among the fields writes the same broken SQL.
-      expect((await call({ resource_id: edge, q: "river", records_format: "lists", fields: "id,rank" }, { version })).response.status).toBe(409);
-      const fine = await result({ resource_id: edge, q: "river", records_format: "lists", fields: "id,name", limit: 2 }, { version });
-      expect(fine["fields"]).toEqual([{ id: "id", type: "int4" }, { id: "name", type: "text" }]);
+      expect(
+        (await call({ resource_id: edge, q: "river", records_format: "lists", fields: "id,rank" }, { version }))
+          .response.status,
+      ).toBe(409);
+      const fine = await result(
+        { resource_id: edge, q: "river", records_format: "lists", fields: "id,name", limit: 2 },
+        { version },
+      );
+      expect(fine["fields"]).toEqual([
+        { id: "id", type: "int4" },
+        { id: "name", type: "text" },
+      ]);
       for (const format of ["objects", "csv"]) {
         const ranked = await result({ resource_id: edge, q: "river", records_format: format, limit: 2 }, { version });
         expect((ranked["fields"] as { id: string }[]).at(-1)).toEqual({ id: "rank", type: "float" });
@@ -266,7 +354,10 @@ describe("CKAN's traps, in both versions", () => {
   }
 
   it("2.10 cannot bind a range filter: psycopg2 cannot adapt the dict, CKAN answers Invalid query", async () => {
-    const { response, text } = await call({ resource_id: edge, filters: { id: { gte: 10, lt: 13 } }, limit: 3 }, { version: "2.10" });
+    const { response, text } = await call(
+      { resource_id: edge, filters: { id: { gte: 10, lt: 13 } }, limit: 3 },
+      { version: "2.10" },
+    );
     expect(response.status).toBe(409);
     const error = JSON.parse(text).error as Json;
     expect(error).toEqual({

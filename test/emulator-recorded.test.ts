@@ -41,14 +41,18 @@ async function replay(fixture: RecordedAnswer, version: CkanVersion, rewrite: (t
   const response =
     request["method"] === "GET"
       ? await emulator.fetch(new Request(`${url}?${String(request["query"] ?? "")}`, { headers }))
-      : await emulator.fetch(new Request(url, { method: "POST", headers, body: rewrite(JSON.stringify(request["body"] ?? request)) }));
+      : await emulator.fetch(
+          new Request(url, { method: "POST", headers, body: rewrite(JSON.stringify(request["body"] ?? request)) }),
+        );
   return { response, text: await response.text() };
 }
 
 for (const version of ["2.10", "2.11"] as const) {
   describe(`side by side with real CKAN ${version} answers to datastore_search`, () => {
     // The wrong-token recordings are held below, with the site's actions.
-    const searches = Object.entries(RECORDED[version]).filter(([name]) => !SITE_ACTIONS.includes(name) && !name.startsWith("bad_token"));
+    const searches = Object.entries(RECORDED[version]).filter(
+      ([name]) => !SITE_ACTIONS.includes(name) && !name.startsWith("bad_token"),
+    );
 
     it("covers every recorded search", () => {
       expect(searches.length).toBe(21);
@@ -66,7 +70,9 @@ for (const version of ["2.10", "2.11"] as const) {
           return;
         }
         const total = TOTALS[name];
-        const real = splitRecords(total === undefined ? recorded : recorded.replace(/"total": \d+/, `"total": ${total()}`));
+        const real = splitRecords(
+          total === undefined ? recorded : recorded.replace(/"total": \d+/, `"total": ${total()}`),
+        );
         const ours = splitRecords(text);
         if (name === "total_estimation") {
           // An estimate from PostgreSQL's planner statistics: the recorded one happened to be exact,
@@ -101,7 +107,16 @@ for (const version of ["2.10", "2.11"] as const) {
 describe("2.11 against 2.10", () => {
   it("binds filter values by name and writes a plain column name bare, as recorded", async () => {
     const answer = async (version: CkanVersion, filters: Json) =>
-      JSON.parse(await (await createEmulator({ version }).fetch(new Request(`${SITE_URL}/api/3/action/datastore_search`, { method: "POST", body: JSON.stringify({ resource_id: edge, filters, limit: 1 }) }))).text()) as { error: { info: { statement: string[]; params: unknown[] } } };
+      JSON.parse(
+        await (
+          await createEmulator({ version }).fetch(
+            new Request(`${SITE_URL}/api/3/action/datastore_search`, {
+              method: "POST",
+              body: JSON.stringify({ resource_id: edge, filters, limit: 1 }),
+            }),
+          )
+        ).text(),
+      ) as { error: { info: { statement: string[]; params: unknown[] } } };
     const v211 = await answer("2.11", { id: "abc" });
     expect(v211.error.info.params).toEqual([{ value_0: "abc" }]);
     expect(v211.error.info.statement[0]).toContain("WHERE (id = %(value_0)s)");
@@ -116,7 +131,16 @@ describe("2.11 against 2.10", () => {
       return strip(RECORDED["2.10"][name]?.raw_body_text ?? "") !== strip(RECORDED["2.11"][name]?.raw_body_text ?? "");
     });
     // What differs: the bound values (two errors), the ranked rows' tie order (q_*), the version.
-    expect(differing.sort()).toEqual(["err_bad_filter_type", "q_csv_no_fields", "q_lists_fields", "q_lists_no_fields", "q_objects_no_fields", "range_filter", "status_show", "table_metadata"]);
+    expect(differing.sort()).toEqual([
+      "err_bad_filter_type",
+      "q_csv_no_fields",
+      "q_lists_fields",
+      "q_lists_no_fields",
+      "q_objects_no_fields",
+      "range_filter",
+      "status_show",
+      "table_metadata",
+    ]);
   });
 });
 
@@ -138,22 +162,43 @@ for (const version of VERSIONS) {
 
     it("status_show without the datastore plugin, and datastore_search then unknown", async () => {
       const emulator = createEmulator({ version, datastore: false });
-      const status = (await (await emulator.fetch(new Request(`${SITE_URL}/api/3/action/status_show`))).json()) as { result: { extensions: string[] } };
+      const status = (await (await emulator.fetch(new Request(`${SITE_URL}/api/3/action/status_show`))).json()) as {
+        result: { extensions: string[] };
+      };
       expect(status.result.extensions).toEqual(["activity"]);
-      const search = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/datastore_search`, { method: "POST", body: JSON.stringify({ resource_id: sample }) }));
+      const search = await emulator.fetch(
+        new Request(`${SITE_URL}/api/3/action/datastore_search`, {
+          method: "POST",
+          body: JSON.stringify({ resource_id: sample }),
+        }),
+      );
       expect(search.status).toBe(400);
       expect(await search.json()).toBe("Bad request - Action name not known: datastore_search");
     });
 
     it("resource_show of a public resource: CKAN's keys in CKAN's order, the dump URL, a DataStore resource", async () => {
       const real = JSON.parse(mine(textOf(fixture("resource_show_public")))) as { help: string; result: Json };
-      const response = await createEmulator({ version }).fetch(new Request(`${SITE_URL}/api/3/action/resource_show?id=${sample}`));
+      const response = await createEmulator({ version }).fetch(
+        new Request(`${SITE_URL}/api/3/action/resource_show?id=${sample}`),
+      );
       expect(response.status).toBe(200);
       const text = await response.text();
       const ours = JSON.parse(text) as { help: string; result: Json };
       expect(ours.help).toBe(real.help);
       expect(Object.keys(ours.result)).toEqual(Object.keys(real.result));
-      for (const key of ["cache_last_updated", "cache_url", "datastore_active", "format", "hash", "mimetype", "mimetype_inner", "resource_type", "size", "state", "url_type"]) {
+      for (const key of [
+        "cache_last_updated",
+        "cache_url",
+        "datastore_active",
+        "format",
+        "hash",
+        "mimetype",
+        "mimetype_inner",
+        "resource_type",
+        "size",
+        "state",
+        "url_type",
+      ]) {
         expect(ours.result[key], key).toEqual(real.result[key]);
       }
       expect(ours.result["url"]).toBe(`${SITE_URL}/datastore/dump/${sample}`);
@@ -162,10 +207,16 @@ for (const version of VERSIONS) {
 
     it("resource_show of a private resource without the token, byte for byte", async () => {
       const real = fixture("resource_show_private_no_token");
-      const response = await createEmulator({ token: TOKEN, version }).fetch(new Request(`${SITE_URL}/api/3/action/resource_show?id=${EMULATOR_RESOURCES.private}`));
+      const response = await createEmulator({ token: TOKEN, version }).fetch(
+        new Request(`${SITE_URL}/api/3/action/resource_show?id=${EMULATOR_RESOURCES.private}`),
+      );
       expect(response.status).toBe(real.status);
       expect(await response.text()).toBe(mine(textOf(real)));
-      const withToken = await createEmulator({ token: TOKEN, version }).fetch(new Request(`${SITE_URL}/api/3/action/resource_show?id=${EMULATOR_RESOURCES.private}`, { headers: { authorization: TOKEN } }));
+      const withToken = await createEmulator({ token: TOKEN, version }).fetch(
+        new Request(`${SITE_URL}/api/3/action/resource_show?id=${EMULATOR_RESOURCES.private}`, {
+          headers: { authorization: TOKEN },
+        }),
+      );
       expect(withToken.status).toBe(200);
     });
 
@@ -175,9 +226,15 @@ for (const version of VERSIONS) {
       expect(response.status).toBe(200);
       const ours = JSON.parse(text) as { result: Json };
       expect(Object.keys(ours.result)).toEqual(Object.keys((JSON.parse(textOf(real)) as { result: Json }).result));
-      const found = (await (await createEmulator({ version }).fetch(new Request(`${SITE_URL}/api/3/action/package_search?q=grants&rows=10`))).json()) as { result: { count: number; results: { name: string; resources: { id: string }[] }[] } };
+      const found = (await (
+        await createEmulator({ version }).fetch(new Request(`${SITE_URL}/api/3/action/package_search?q=grants&rows=10`))
+      ).json()) as { result: { count: number; results: { name: string; resources: { id: string }[] }[] } };
       expect(found.result.results.map((dataset) => dataset.name)).toEqual(["demo-grants"]);
-      expect(found.result.results[0]?.resources.map((resource) => resource.id)).toEqual([sample, EMULATOR_RESOURCES.big, edge]);
+      expect(found.result.results[0]?.resources.map((resource) => resource.id)).toEqual([
+        sample,
+        EMULATOR_RESOURCES.big,
+        edge,
+      ]);
     });
 
     it("datastore_search on _table_metadata: the envelope byte for byte, one row per table and alias", async () => {
@@ -194,9 +251,25 @@ for (const version of VERSIONS) {
         expect(row["_id"]).toMatch(/^[0-9a-f]{16}$/);
         expect(row["oid"]).toMatch(/^\d+$/);
       }
-      const all = await createEmulator({ version }).fetch(new Request(`${SITE_URL}/api/3/action/datastore_search`, { method: "POST", body: JSON.stringify({ resource_id: "_table_metadata" }) }));
-      const names = ((await all.json()) as { result: { records: Json[] } }).result.records.map((row) => [row["name"], row["alias_of"]]);
-      expect(names).toEqual(expect.arrayContaining([[sample, null], [EMULATOR_RESOURCES.private, null], [EMULATOR_RESOURCES.big, null], [edge, null], ["edge", edge]]));
+      const all = await createEmulator({ version }).fetch(
+        new Request(`${SITE_URL}/api/3/action/datastore_search`, {
+          method: "POST",
+          body: JSON.stringify({ resource_id: "_table_metadata" }),
+        }),
+      );
+      const names = ((await all.json()) as { result: { records: Json[] } }).result.records.map((row) => [
+        row["name"],
+        row["alias_of"],
+      ]);
+      expect(names).toEqual(
+        expect.arrayContaining([
+          [sample, null],
+          [EMULATOR_RESOURCES.private, null],
+          [EMULATOR_RESOURCES.big, null],
+          [edge, null],
+          ["edge", edge],
+        ]),
+      );
     });
 
     it("a wrong token is no error on a public resource (answered as for anyone), a 403 on a private one", async () => {
@@ -219,9 +292,18 @@ for (const version of VERSIONS) {
 describe("the demo tables' data dictionary", () => {
   it("answers each described field with its label and notes, as CKAN's `info`; undescribed fields and rank without", async () => {
     const emulator = createEmulator({ version: "2.12" });
-    const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/datastore_search`, { method: "POST", body: JSON.stringify({ resource_id: sample, q: "glacier", limit: 1 }) }));
+    const response = await emulator.fetch(
+      new Request(`${SITE_URL}/api/3/action/datastore_search`, {
+        method: "POST",
+        body: JSON.stringify({ resource_id: sample, q: "glacier", limit: 1 }),
+      }),
+    );
     const fields = ((await response.json()) as { result: { fields: { id: string; info?: Json }[] } }).result.fields;
-    expect(fields.find((field) => field.id === "amount")?.info).toEqual({ label: "Amount (CAD)", notes: expect.stringContaining("taxes included"), type_override: "" });
+    expect(fields.find((field) => field.id === "amount")?.info).toEqual({
+      label: "Amount (CAD)",
+      notes: expect.stringContaining("taxes included"),
+      type_override: "",
+    });
     expect(fields.find((field) => field.id === "_id")).toEqual({ id: "_id", type: "int" });
     expect(fields.find((field) => field.id === "formula")).toEqual({ id: "formula", type: "text" });
     expect(fields.at(-1)).toEqual({ id: "rank", type: "float" });

@@ -9,7 +9,10 @@ import { harness } from "./harness.ts";
 
 async function sql(emulator: ReturnType<typeof harness>["emulator"], statement: string): Promise<Response> {
   return emulator.fetch(
-    new Request("http://ckan.test/api/3/action/datastore_search_sql", { method: "POST", body: JSON.stringify({ sql: statement }) }),
+    new Request("http://ckan.test/api/3/action/datastore_search_sql", {
+      method: "POST",
+      body: JSON.stringify({ sql: statement }),
+    }),
   );
 }
 
@@ -23,11 +26,18 @@ describe("datastore_search_sql in the workers specs' emulator", () => {
 
   it("answers a GROUP BY with PostgreSQL's groups, in CKAN's shape", async () => {
     const { emulator } = harness({ emulator: { version: "2.12", sql: true }, warm: false });
-    const response = await sql(emulator, `SELECT category, count(*) AS n, sum(amount)::text AS s FROM "${EMULATOR_RESOURCES.edge}" WHERE category IN ('alpha', 'beta') GROUP BY 1 ORDER BY 1`);
+    const response = await sql(
+      emulator,
+      `SELECT category, count(*) AS n, sum(amount)::text AS s FROM "${EMULATOR_RESOURCES.edge}" WHERE category IN ('alpha', 'beta') GROUP BY 1 ORDER BY 1`,
+    );
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { result: { records: { category: string; n: number; s: string }[]; fields: unknown[] } };
+    const body = (await response.json()) as {
+      result: { records: { category: string; n: number; s: string }[]; fields: unknown[] };
+    };
     expect(body.result.records.map((record) => record.category)).toEqual(["alpha", "beta"]);
-    expect(body.result.records.every((record) => Number.isInteger(record.n) && /^-?\d+\.\d+$/.test(record.s))).toBe(true);
+    expect(body.result.records.every((record) => Number.isInteger(record.n) && /^-?\d+\.\d+$/.test(record.s))).toBe(
+      true,
+    );
     expect(body.result.fields).toEqual([
       { id: "category", type: "text" },
       { id: "n", type: "int8" },

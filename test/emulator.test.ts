@@ -17,8 +17,16 @@ const { sample, big } = EMULATOR_RESOURCES;
 const ENDPOINT = "http://ckan.test/data/en/api/action/datastore_search";
 
 type Json = Record<string, unknown>;
-interface Field { id: string; type: string }
-interface Result extends Json { fields: Field[]; records: unknown; total?: number; next_page?: Json }
+interface Field {
+  id: string;
+  type: string;
+}
+interface Result extends Json {
+  fields: Field[];
+  records: unknown;
+  total?: number;
+  next_page?: Json;
+}
 
 async function call(body: Json, options: EmulatorOptions & { authorization?: string } = {}) {
   const emulator = createEmulator({ token: TOKEN, version: "2.10", ...options });
@@ -30,10 +38,14 @@ async function call(body: Json, options: EmulatorOptions & { authorization?: str
 
 /** The result with every JSON number kept as its text (JSON.parse's reviver sees the source). */
 async function searchLossless(body: Json, options: EmulatorOptions = {}): Promise<Result> {
-  const response = await createEmulator({ token: TOKEN, version: "2.10", ...options }).fetch(new Request(ENDPOINT, { method: "POST", body: JSON.stringify(body) }));
+  const response = await createEmulator({ token: TOKEN, version: "2.10", ...options }).fetch(
+    new Request(ENDPOINT, { method: "POST", body: JSON.stringify(body) }),
+  );
   expect(response.status).toBe(200);
-  const keepText = (_key: string, value: unknown, context?: { source?: string }) => (typeof value === "number" ? context?.source : value);
-  return (JSON.parse(await response.text(), keepText as (key: string, value: unknown) => unknown) as { result: Result }).result;
+  const keepText = (_key: string, value: unknown, context?: { source?: string }) =>
+    typeof value === "number" ? context?.source : value;
+  return (JSON.parse(await response.text(), keepText as (key: string, value: unknown) => unknown) as { result: Result })
+    .result;
 }
 
 async function search(body: Json, options: EmulatorOptions & { authorization?: string } = {}): Promise<Result> {
@@ -44,8 +56,14 @@ async function search(body: Json, options: EmulatorOptions & { authorization?: s
 
 /** The JSON types a cell of each PostgreSQL type may take in `records`. */
 const CELL_TYPES: Record<string, string[]> = {
-  int: ["number"], int4: ["number", "null"], numeric: ["number", "null"], float8: ["number", "null"],
-  float: ["number"], text: ["string", "null"], timestamp: ["string", "null"], bool: ["boolean", "null"],
+  int: ["number"],
+  int4: ["number", "null"],
+  numeric: ["number", "null"],
+  float8: ["number", "null"],
+  float: ["number"],
+  text: ["string", "null"],
+  timestamp: ["string", "null"],
+  bool: ["boolean", "null"],
 };
 
 function jsonType(value: unknown): string {
@@ -69,7 +87,8 @@ function expectRecordShapes(result: Result): void {
     if (cells.length !== columns.length) problems.push(`record ${n}: ${cells.length} cells`);
     cells.forEach((cell, i) => {
       const column = columns[i];
-      if (!CELL_TYPES[column?.type ?? ""]?.includes(jsonType(cell))) problems.push(`record ${n}: ${column?.id} is ${jsonType(cell)}`);
+      if (!CELL_TYPES[column?.type ?? ""]?.includes(jsonType(cell)))
+        problems.push(`record ${n}: ${column?.id} is ${jsonType(cell)}`);
     });
   }
   expect(problems).toEqual([]);
@@ -78,7 +97,8 @@ function expectRecordShapes(result: Result): void {
 describe("side by side with real CKAN 2.10 answers", () => {
   for (const [name, fixture] of Object.entries(FIXTURES)) {
     it(name, async () => {
-      const authorization = name === "private_with_token" ? TOKEN : name === "err_bad_token" ? "wrong-token" : undefined;
+      const authorization =
+        name === "private_with_token" ? TOKEN : name === "err_bad_token" ? "wrong-token" : undefined;
       const { response, body } = await call(fixture.request, { authorization });
       const expected = fixture.body as Json;
       expect(response.status).toBe(fixture.status);
@@ -132,13 +152,19 @@ describe("full-text search", () => {
     expect(plain.fields.map((f) => f.id)).toEqual(["_id", "name"]);
     expect(Object.keys((plain.records as Json[])[0] ?? {})).toEqual(["_id", "name"]);
     const withRank = await search({ resource_id: sample, q: "glacier", fields: "rank,_id", limit: 5 });
-    expect(withRank.fields).toEqual([{ id: "rank", type: "float" }, { id: "_id", type: "int" }]);
+    expect(withRank.fields).toEqual([
+      { id: "rank", type: "float" },
+      { id: "_id", type: "int" },
+    ]);
   });
 });
 
 describe("filters", () => {
   it("treats a list as IN and compares by the column's type", async () => {
-    const result = await search({ resource_id: sample, filters: { id: [4, "1", 2, 3, 99999999], category: ["alpha", "beta"] } });
+    const result = await search({
+      resource_id: sample,
+      filters: { id: [4, "1", 2, 3, 99999999], category: ["alpha", "beta"] },
+    });
     const records = result.records as Json[];
     expect(result.total).toBe(records.length);
     for (const record of records) {
@@ -165,7 +191,8 @@ describe("filters", () => {
 
 describe("sort", () => {
   it("puts nulls first when descending and last when ascending", async () => {
-    const desc = (await search({ resource_id: sample, sort: "amount desc", fields: ["_id", "amount"], limit: 6000 })).records as Json[];
+    const desc = (await search({ resource_id: sample, sort: "amount desc", fields: ["_id", "amount"], limit: 6000 }))
+      .records as Json[];
     const firstValue = desc.findIndex((r) => r["amount"] !== null);
     expect(firstValue).toBeGreaterThan(0);
     expect(desc.slice(firstValue).every((r) => r["amount"] !== null)).toBe(true);
@@ -188,7 +215,13 @@ describe("paging", () => {
   it("returns every row exactly once across offsets in _id order", async () => {
     const ids: number[] = [];
     for (let offset = 0; offset < 100_000; offset += 32_000) {
-      const page = await search({ resource_id: sample, fields: ["_id"], records_format: "lists", limit: 50_000, offset });
+      const page = await search({
+        resource_id: sample,
+        fields: ["_id"],
+        records_format: "lists",
+        limit: 50_000,
+        offset,
+      });
       expect(page["limit"]).toBe(32_000);
       ids.push(...(page.records as number[][]).map(([id]) => id ?? 0));
     }
@@ -199,7 +232,14 @@ describe("paging", () => {
     const seen = new Set<number>();
     let total = 0;
     for (let offset = 0; offset < 100_000; offset += 25_000) {
-      const page = await search({ resource_id: sample, sort: "category, created desc", fields: "_id", records_format: "lists", limit: 25_000, offset });
+      const page = await search({
+        resource_id: sample,
+        sort: "category, created desc",
+        fields: "_id",
+        records_format: "lists",
+        limit: 25_000,
+        offset,
+      });
       total = page.total ?? 0;
       for (const [id] of page.records as number[][]) seen.add(id ?? 0);
     }
@@ -211,14 +251,23 @@ describe("paging", () => {
     const emulator = createEmulator({ version: "2.10" });
     const started = performance.now();
     for (let round = 0; round < 20; round++) {
-      const request = new Request(ENDPOINT, { method: "POST", body: JSON.stringify({ resource_id: big, offset: 990_000 + round, limit: 5 }) });
+      const request = new Request(ENDPOINT, {
+        method: "POST",
+        body: JSON.stringify({ resource_id: big, offset: 990_000 + round, limit: 5 }),
+      });
       const result = ((await (await emulator.fetch(request)).json()) as { result: Result }).result;
       expect((result.records as Json[]).map((r) => r["_id"])).toEqual([1, 2, 3, 4, 5].map((n) => 990_000 + round + n));
       expect(result.total).toBe(1_000_000);
     }
     expect(performance.now() - started).toBeLessThan(1000);
     expect(emulator.requests).toBe(20);
-    const last = await search({ resource_id: big, offset: 990_000, limit: 32_000, fields: ["_id"], records_format: "lists" });
+    const last = await search({
+      resource_id: big,
+      offset: 990_000,
+      limit: 32_000,
+      fields: ["_id"],
+      records_format: "lists",
+    });
     expect((last.records as number[][]).length).toBe(10_000);
     expect((last.records as number[][]).at(-1)).toEqual([1_000_000]);
   });
@@ -241,7 +290,10 @@ describe("paging", () => {
 
   it("links pages like CKAN 2.10: next always, prev only past the first two", async () => {
     const links = async (offset: number) => (await search({ resource_id: sample, limit: 10, offset }))["_links"];
-    expect(await links(10)).toEqual({ start: "/api/action/datastore_search", next: "/api/action/datastore_search?offset=20" });
+    expect(await links(10)).toEqual({
+      start: "/api/action/datastore_search",
+      next: "/api/action/datastore_search?offset=20",
+    });
     expect((await links(25)) as Json).toHaveProperty("prev", "/api/action/datastore_search?offset=15");
     expect((await links(99_995)) as Json).toHaveProperty("next", "/api/action/datastore_search?offset=100005");
   });
@@ -253,7 +305,10 @@ describe("CKAN 2.12 mode", () => {
     const ids: number[] = [];
     let expected = -1;
     for (let guard = 0; guard < 100; guard++) {
-      const page = await search({ resource_id: sample, filters, fields: ["_id"], limit: 5000, include_next_page: true }, { version: "2.12" });
+      const page = await search(
+        { resource_id: sample, filters, fields: ["_id"], limit: 5000, include_next_page: true },
+        { version: "2.12" },
+      );
       expect(page).not.toHaveProperty("_links");
       if (expected < 0) expected = page.total ?? 0;
       ids.push(...(page.records as Json[]).map((r) => r["_id"] as number));
@@ -283,7 +338,10 @@ describe("records_format csv and tsv", () => {
   const pgText = (value: unknown): string =>
     value === null ? "" : value === true ? "t" : value === false ? "f" : String(value);
 
-  for (const [format, delimiter] of [["csv", ","], ["tsv", "\t"]] as const) {
+  for (const [format, delimiter] of [
+    ["csv", ","],
+    ["tsv", "\t"],
+  ] as const) {
     it(`${format} reads back equal to the lists format`, async () => {
       const request = { resource_id: sample, limit: 3000, offset: 17 };
       // Numbers as their JSON text: CSV keeps every digit and trailing zero ("1274.30").
@@ -339,8 +397,25 @@ describe("generated rows", () => {
     const rows = Array.from({ length: 3000 }, (_, i) => rowAt(i));
     const column = (n: number) => rows.map((row) => row[n]);
     const texts = [...column(5), ...column(7)].filter((v): v is string => typeof v === "string");
-    for (const pattern of [/^=/, /^-\d+$/, /^-[a-z]/, /^\+/, /^@/, /^\d+$/, /\r\n/, /[^\r]\n/, /"/, /,/, /Ñandú/, /Zürich/, /\p{Extended_Pictographic}/u]) {
-      expect(texts.some((text) => pattern.test(text)), String(pattern)).toBe(true);
+    for (const pattern of [
+      /^=/,
+      /^-\d+$/,
+      /^-[a-z]/,
+      /^\+/,
+      /^@/,
+      /^\d+$/,
+      /\r\n/,
+      /[^\r]\n/,
+      /"/,
+      /,/,
+      /Ñandú/,
+      /Zürich/,
+      /\p{Extended_Pictographic}/u,
+    ]) {
+      expect(
+        texts.some((text) => pattern.test(text)),
+        String(pattern),
+      ).toBe(true);
     }
     for (const n of [2, 5, 6, 8, 9]) expect(column(n)).toContain(null);
     // numeric as PostgreSQL's text: two decimals kept, and now and then more digits than a double holds.
@@ -351,7 +426,11 @@ describe("generated rows", () => {
     expect(amounts.some((v) => v.replace(/\D/g, "").length >= 18 && String(Number(v)) !== v)).toBe(true);
     // Amounts in Canadian dollars a grant may be (the page heads them "Amount (CAD)"): -6,000 to
     // 10,000, at most 19 digits; the 29-digit values are the edge table's.
-    expect(amounts.every((v) => /^-?\d{1,5}\.\d+$/.test(v) && Math.abs(Number(v)) <= 10_000 && v.replace(/\D/g, "").length <= 19)).toBe(true);
+    expect(
+      amounts.every(
+        (v) => /^-?\d{1,5}\.\d+$/.test(v) && Math.abs(Number(v)) <= 10_000 && v.replace(/\D/g, "").length <= 19,
+      ),
+    ).toBe(true);
     const created = column(8).filter((v): v is string => v !== null);
     expect(created).toEqual([...created].sort());
     expect(new Set(created).size).toBe(created.length);

@@ -9,7 +9,20 @@ import { asCsvText, exactJson, harness } from "./harness.ts";
 
 const EDGE = EMULATOR_RESOURCES.edge;
 const ROWS = 4321;
-const COLUMNS = ["id", "amount", "ratio", "category", "name", "note", "formula", "created", "day", "active", "tags", "meta"];
+const COLUMNS = [
+  "id",
+  "amount",
+  "ratio",
+  "category",
+  "name",
+  "note",
+  "formula",
+  "created",
+  "day",
+  "active",
+  "tags",
+  "meta",
+];
 const JSON_COLUMNS = new Set(["tags", "meta"]);
 
 /** What CKAN itself says, asked directly in one call: each value's JSON and its CSV text. */
@@ -62,17 +75,29 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
   it("CSV: a text column last, with nulls, reads the same on CKAN's CSV pages as on its JSON pages", async () => {
     const path = "/export.csv?resource=edge&fields=id,tags,note";
     const [viaCsv, viaJson] = await Promise.all([
-      harness({ emulator: { version }, env }).get(path).then((r) => r.text()),
-      harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } }).get(path).then((r) => r.text()),
+      harness({ emulator: { version }, env })
+        .get(path)
+        .then((r) => r.text()),
+      harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } })
+        .get(path)
+        .then((r) => r.text()),
     ]);
     expect(viaCsv).toBe(viaJson);
     expect(viaCsv).toMatch(/\r\n11,[^\r\n]*,\r\n/);
   });
 
   it("TSV, semicolons and pipes: CKAN's CSV pages give the same bytes as its JSON pages, guard on and off", async () => {
-    for (const path of ["/export.tsv?resource=edge", "/export.tsv?resource=edge&formula_guard=0", "/export.csv?resource=edge&delimiter=%3B", "/export.csv?resource=edge&delimiter=%7C&formula_guard=0"]) {
+    for (const path of [
+      "/export.tsv?resource=edge",
+      "/export.tsv?resource=edge&formula_guard=0",
+      "/export.csv?resource=edge&delimiter=%3B",
+      "/export.csv?resource=edge&delimiter=%7C&formula_guard=0",
+    ]) {
       const passthrough = harness({ emulator: { version }, env });
-      const [viaCsv, viaJson] = [await (await passthrough.get(path)).text(), await (await harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } }).get(path)).text()];
+      const [viaCsv, viaJson] = [
+        await (await passthrough.get(path)).text(),
+        await (await harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } }).get(path)).text(),
+      ];
       expect(passthrough.calls.filter((c) => c.body.records_format === "csv").length, path).toBeGreaterThan(3);
       expect(viaCsv, path).toBe(viaJson);
     }
@@ -80,7 +105,10 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
 
   it("TSV: the same cells as the CSV", async () => {
     const h = harness({ emulator: { version }, env });
-    const csv = Papa.parse<string[]>((await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(), { newline: "\r\n" }).data;
+    const csv = Papa.parse<string[]>(
+      (await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(),
+      { newline: "\r\n" },
+    ).data;
     const tsv = await (await h.get("/export.tsv?resource=edge&formula_guard=0")).text();
     expect(Papa.parse<string[]>(tsv.trimEnd(), { newline: "\r\n", delimiter: "\t" }).data).toEqual(csv);
   });
@@ -95,7 +123,10 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
       expect(Object.keys(records[i]!)).toEqual(COLUMNS);
       expect(Object.values(records[i]!), `row ${i + 1}`).toEqual(value);
     }
-    const lines = text.split("\n").slice(1, -2).map((line) => line.replace(/,$/, ""));
+    const lines = text
+      .split("\n")
+      .slice(1, -2)
+      .map((line) => line.replace(/,$/, ""));
     expect(lines).toHaveLength(ROWS);
     for (const [i, line] of lines.entries()) {
       const meta = csvCells[i]![11]!;
@@ -108,9 +139,15 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
   it("JSON and NDJSON: pages copied from CKAN's answer bytes are byte for byte those encoded from its records", async () => {
     const copied = harness({ emulator: { version }, env });
     const encoded = harness({ emulator: { version }, env: { ...env, JSON_PASSTHROUGH: "false" } });
-    for (const path of ["/export.json?resource=edge", "/export.ndjson?resource=edge", "/export.json?resource=edge&fields=meta,id,name", "/export.ndjson?resource=edge&fields=meta"]) {
+    for (const path of [
+      "/export.json?resource=edge",
+      "/export.ndjson?resource=edge",
+      "/export.json?resource=edge&fields=meta,id,name",
+      "/export.ndjson?resource=edge&fields=meta",
+    ]) {
       // Decoded by hand: workerd warns on .text() of a type it does not know as text (application/x-ndjson).
-      const text = async (response: Promise<Response>): Promise<string> => new TextDecoder().decode(await (await response).arrayBuffer());
+      const text = async (response: Promise<Response>): Promise<string> =>
+        new TextDecoder().decode(await (await response).arrayBuffer());
       const [a, b] = [await text(copied.get(path)), await text(encoded.get(path))];
       expect(a.length, path).toBeGreaterThan(100_000);
       expect(a === b, path).toBe(true);
@@ -129,12 +166,17 @@ describe("q and totals on a CKAN that answers like the real one", () => {
     const rows = Papa.parse<string[]>((await res.text()).trimEnd(), { newline: "\r\n" }).data;
     expect(rows[0]).toEqual(COLUMNS);
     expect(rows.length).toBeGreaterThan(10);
-    expect(calls.every((c) => !(c.body.q !== undefined && c.body.records_format === "lists" && c.body.fields === undefined))).toBe(true);
+    expect(
+      calls.every((c) => !(c.body.q !== undefined && c.body.records_format === "lists" && c.body.fields === undefined)),
+    ).toBe(true);
   });
 
   it("loses no row when CKAN's cached count is lower than the rows there are", async () => {
     for (const sort of ["", "&sort=id desc"]) {
-      const { get } = harness({ emulator: { version: "2.12", staleTotal: 10 }, env: { PAGE_SIZE: "1000", BUFFER_BYTES: "0" } });
+      const { get } = harness({
+        emulator: { version: "2.12", staleTotal: 10 },
+        env: { PAGE_SIZE: "1000", BUFFER_BYTES: "0" },
+      });
       const res = await get(`/export.csv?resource=edge&fields=id${sort}`);
       expect(res.headers.get("x-total-count"), sort).toBe(String(ROWS - 10));
       const ids = (await res.text()).trimEnd().split("\r\n").slice(1);
@@ -149,7 +191,11 @@ describe("range filters", () => {
     const { get, calls } = harness({ emulator: { version: "2.12" } });
     const res = await get("/export.csv?resource=edge&fields=id,amount&filter.id[gte]=100&filter.id[lt]=110");
     expect(res.status).toBe(200);
-    const ids = (await res.text()).trimEnd().split("\r\n").slice(1).map((line) => Number(line.split(",")[0]));
+    const ids = (await res.text())
+      .trimEnd()
+      .split("\r\n")
+      .slice(1)
+      .map((line) => Number(line.split(",")[0]));
     expect(ids).toEqual(Array.from({ length: 10 }, (_, i) => 100 + i));
     expect(calls[0]!.body.filters).toEqual({ id: { gte: "100", lt: "110" } });
     const json = await get('/export.json?resource=edge&fields=id&filters={"id":{"gt":4319}}');
@@ -158,7 +204,9 @@ describe("range filters", () => {
 
   it("match numbers a double cannot hold exactly as written", async () => {
     const { get, calls } = harness({ emulator: { version: "2.12" } });
-    const res = await get('/export.csv?resource=edge&fields=id,amount&filters={"amount":12345678901234567890.123456789}');
+    const res = await get(
+      '/export.csv?resource=edge&fields=id,amount&filters={"amount":12345678901234567890.123456789}',
+    );
     const rows = (await res.text()).trimEnd().split("\r\n").slice(1);
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.every((row) => row.endsWith(",12345678901234567890.123456789"))).toBe(true);

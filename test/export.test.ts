@@ -1,7 +1,7 @@
 import { parquetMetadata } from "hyparquet";
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { asCsvText, exactJson, ExactNumber, harness, isProbe, pageCalls, readAll } from "./harness.ts";
+import { asCsvText, exactJson, type ExactNumber, harness, isProbe, pageCalls, readAll } from "./harness.ts";
 import { readWorkbook } from "./xlsx-reader.ts";
 
 const SAMPLE = "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2";
@@ -13,7 +13,9 @@ describe("GET /export.csv", () => {
     const res = await get("/export.csv?resource=sample&limit=3");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
-    expect(res.headers.get("content-disposition")).toBe(`attachment; filename="sample.csv"; filename*=UTF-8''sample.csv`);
+    expect(res.headers.get("content-disposition")).toBe(
+      `attachment; filename="sample.csv"; filename*=UTF-8''sample.csv`,
+    );
     expect(res.headers.get("x-total-count")).toBe("100000");
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     const text = await res.text();
@@ -55,7 +57,9 @@ describe("GET /export.csv", () => {
 
   it("appends _id to the user's sort so offset paging is stable", async () => {
     const { get, calls } = harness({ env: { PAGE_SIZE: "100" } });
-    const text = await (await get("/export.csv?resource=sample&sort=category desc&limit=250&fields=id,category")).text();
+    const text = await (
+      await get("/export.csv?resource=sample&sort=category desc&limit=250&fields=id,category")
+    ).text();
     const rows = Papa.parse<string[]>(text.trimEnd(), { newline: "\r\n" }).data.slice(1);
     expect(new Set(rows.map((r) => r[0])).size).toBe(250);
     expect(calls[0]!.body.sort).toBe("category desc, _id");
@@ -66,8 +70,15 @@ describe("GET /export.csv", () => {
     const { get } = harness({ env: { PAGE_SIZE: "300" } });
     const query = 'resource=sample&limit=1200&filters={"category":["alpha","beta"]}&formula_guard=0';
     const csv = await (await get(`/export.csv?${query}`)).text();
-    const json = exactJson(await (await get(`/export.json?${query.replace("&formula_guard=0", "")}`)).text()) as Record<string, unknown>[];
-    const parsed = Papa.parse<Record<string, string>>(csv, { header: true, skipEmptyLines: true, newline: "\r\n" }).data;
+    const json = exactJson(await (await get(`/export.json?${query.replace("&formula_guard=0", "")}`)).text()) as Record<
+      string,
+      unknown
+    >[];
+    const parsed = Papa.parse<Record<string, string>>(csv, {
+      header: true,
+      skipEmptyLines: true,
+      newline: "\r\n",
+    }).data;
     expect(parsed).toHaveLength(1200);
     expect(json).toHaveLength(1200);
     // Both carry CKAN's own text for every number (`-3699.60` stays `-3699.60`).
@@ -78,7 +89,9 @@ describe("GET /export.csv", () => {
     const { get } = harness();
     const csv = await (await get("/export.csv?resource=sample&limit=400&fields=id,amount,formula")).text();
     const rows = Papa.parse<string[]>(csv.trimEnd(), { newline: "\r\n" }).data.slice(1);
-    const json = exactJson(await (await get("/export.json?resource=sample&limit=400&fields=id,amount,formula")).text()) as {
+    const json = exactJson(
+      await (await get("/export.json?resource=sample&limit=400&fields=id,amount,formula")).text(),
+    ) as {
       amount: ExactNumber | null;
       formula: string | null;
     }[];
@@ -91,14 +104,16 @@ describe("GET /export.csv", () => {
       expect(row[1]).toBe(json[i]!.amount === null ? "" : json[i]!.amount.text);
     }
     expect(guarded).toBeGreaterThan(10);
-    expect(json.some((r) => r.amount !== null && r.amount.text.startsWith("-"))).toBe(true);
+    expect(json.some((r) => r.amount?.text.startsWith("-"))).toBe(true);
   });
 
   it("writes a BOM, no header, and semicolons on request; TSV and NDJSON too", async () => {
     const { get } = harness();
     const bom = new Uint8Array(await (await get("/export.csv?resource=sample&limit=1&bom=1")).arrayBuffer());
     expect([...bom.slice(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
-    const semi = await (await get("/export.csv?resource=sample&limit=2&header=0&delimiter=;&fields=id,category")).text();
+    const semi = await (
+      await get("/export.csv?resource=sample&limit=2&header=0&delimiter=;&fields=id,category")
+    ).text();
     expect(semi).toMatch(/^1;\w+\r\n2;\w+\r\n$/);
     const tsv = await get("/export.tsv?resource=sample&limit=2&fields=id,category");
     expect(tsv.headers.get("content-type")).toBe("text/tab-separated-values; charset=utf-8");
@@ -122,7 +137,12 @@ describe("GET /export.csv", () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("");
     expect(calls).toHaveLength(1);
-    expect(calls[0]!.body).toMatchObject({ limit: 0, include_total: true, q: "glacier", filters: { category: "alpha" } });
+    expect(calls[0]!.body).toMatchObject({
+      limit: 0,
+      include_total: true,
+      q: "glacier",
+      filters: { category: "alpha" },
+    });
     const full = await get("/export.csv?resource=sample&q=glacier&filter.category=alpha");
     for (const name of ["content-type", "content-disposition", "x-total-count", "cache-control"]) {
       expect(res.headers.get(name), name).toBe(full.headers.get(name));
@@ -206,7 +226,9 @@ describe("header=label", () => {
     // with one label (a Parquet file needs its names unique) get the id beside the second.
     const twice = harness({
       fault: async (_n, body) => {
-        const answer = await harness().emulator.fetch(new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }));
+        const answer = await harness().emulator.fetch(
+          new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
+        );
         const json = (await answer.json()) as { result: { fields: { id: string; info?: unknown }[] } };
         for (const field of json.result.fields) if (field.id === "ratio") field.info = { label: "Amount (CAD)" };
         return Response.json(json);
@@ -214,7 +236,9 @@ describe("header=label", () => {
     });
     const parquet = await twice.get("/export.parquet?resource=sample&fields=id,amount,ratio&limit=2&header=label");
     expect(parquet.status).toBe(200);
-    const schema = parquetMetadata(await parquet.arrayBuffer()).schema.slice(1).map((element) => element.name);
+    const schema = parquetMetadata(await parquet.arrayBuffer())
+      .schema.slice(1)
+      .map((element) => element.name);
     expect(schema).toEqual(["Grant number", "Amount (CAD)", "Amount (CAD) (ratio)"]);
     expect((await get("/export.parquet?resource=sample&limit=2&header=0")).status).toBe(400);
     const bad = await get("/export.csv?resource=sample&limit=2&header=labels");
@@ -230,7 +254,9 @@ describe("Workers' subrequest limit", () => {
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { message: string; parameter: string } };
     expect(error.parameter).toBe("limit");
-    expect(error.message).toMatch(/about 102 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=8000/);
+    expect(error.message).toMatch(
+      /about 102 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=8000/,
+    );
     expect(calls).toHaveLength(1);
     // HEAD knows no row's cost: it refuses only what even full pages could not fetch.
     const tight = harness({ env: { SUBREQUEST_LIMIT: "5", PAGE_SIZE: "1000" } });
@@ -256,7 +282,10 @@ describe("keyset paging", () => {
     expect(calls[0]!.body.include_next_page).toBe(true);
     expect(calls[1]!.body.include_next_page).toBeUndefined();
     // Then ranges of _id after the first page's last one, sized by the table's density, up to the limit.
-    expect(pageCalls(calls.slice(2)).map((c) => c.body.filters)).toEqual([{ _id: { gt: 500, lte: 1000 } }, { _id: { gt: 1000, lte: 1200 } }]);
+    expect(pageCalls(calls.slice(2)).map((c) => c.body.filters)).toEqual([
+      { _id: { gt: 500, lte: 1000 } },
+      { _id: { gt: 1000, lte: 1200 } },
+    ]);
     expect(calls.slice(2).filter((c) => isProbe(c.body))).toHaveLength(1);
   });
 
@@ -290,24 +319,43 @@ describe("failures", () => {
   /** Fails the `on`-th page request and every one after (the probe for the largest _id is not a page). */
   const fail500 = (on: number) => {
     let pages = 0;
-    return (_n: number, body: Record<string, unknown>) => (!isProbe(body) && ++pages >= on ? new Response("boom", { status: 500 }) : undefined);
+    return (_n: number, body: Record<string, unknown>) =>
+      !isProbe(body) && ++pages >= on ? new Response("boom", { status: 500 }) : undefined;
   };
 
   it("makes a CSV cut off on the third page visibly incomplete, and errors the stream", async () => {
-    const { get } = harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "1" }, fault: fail500(3) });
+    const { get } = harness({
+      emulator: { version: "2.12" },
+      env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "1" },
+      fault: fail500(3),
+    });
     const res = await get("/export.csv?resource=sample&limit=5000&fields=id");
     expect(res.status).toBe(200);
     const { text, error } = await readAll(res);
     expect(error).toBeDefined();
     const rows = Papa.parse<string[]>(text.trimEnd(), { newline: "\r\n" }).data;
     expect(rows).toHaveLength(1 + 2000 + 1);
-    expect(rows.at(-1)).toEqual([expect.stringMatching(/^#EXPORT INCOMPLETE: CKAN answered HTTP 500\..*only part of the export/)]);
+    expect(rows.at(-1)).toEqual([
+      expect.stringMatching(/^#EXPORT INCOMPLETE: CKAN answered HTTP 500\..*only part of the export/),
+    ]);
   });
 
   it("leaves a cut-off JSON export invalid and a cut-off NDJSON export with a non-JSON last line", async () => {
-    const json = await readAll(await harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, fault: fail500(2) }).get("/export.json?resource=sample&limit=3000"));
+    const json = await readAll(
+      await harness({
+        emulator: { version: "2.12" },
+        env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" },
+        fault: fail500(2),
+      }).get("/export.json?resource=sample&limit=3000"),
+    );
     expect(() => JSON.parse(json.text)).toThrow();
-    const nd = await readAll(await harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" }, fault: fail500(2) }).get("/export.ndjson?resource=sample&limit=3000"));
+    const nd = await readAll(
+      await harness({
+        emulator: { version: "2.12" },
+        env: { BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0" },
+        fault: fail500(2),
+      }).get("/export.ndjson?resource=sample&limit=3000"),
+    );
     expect(nd.text.trimEnd().split("\n").at(-1)).toMatch(/^#EXPORT INCOMPLETE/);
   });
 
@@ -319,36 +367,57 @@ describe("failures", () => {
   });
 
   it("retries 5xx and 429 (honouring Retry-After), not 4xx", async () => {
-    const flaky = harness({ emulator: { version: "2.12" }, fault: (n) => (n <= 2 ? new Response("busy", { status: n === 1 ? 503 : 429, headers: { "retry-after": "0" } }) : undefined) });
+    const flaky = harness({
+      emulator: { version: "2.12" },
+      fault: (n) =>
+        n <= 2 ? new Response("busy", { status: n === 1 ? 503 : 429, headers: { "retry-after": "0" } }) : undefined,
+    });
     expect((await flaky.get("/export.csv?resource=sample&limit=5")).status).toBe(200);
     expect(flaky.calls).toHaveLength(3);
     const down = harness({ env: { UPSTREAM_RETRIES: "2" }, fault: () => new Response("down", { status: 502 }) });
     expect((await down.get("/export.csv?resource=sample&limit=5")).status).toBe(502);
     expect(down.calls).toHaveLength(3);
-    const tooLong = harness({ fault: () => new Response("later", { status: 429, headers: { "retry-after": "3600" } }) });
+    const tooLong = harness({
+      fault: () => new Response("later", { status: 429, headers: { "retry-after": "3600" } }),
+    });
     const limited = await tooLong.get("/export.csv?resource=sample&limit=5");
     expect(limited.status).toBe(503);
     expect(limited.headers.get("retry-after")).toBe("3600");
-    const bad = harness({ fault: () => Response.json({ success: false, error: { __type: "Validation Error", sort: ["invalid value \"x\""] } }, { status: 409 }) });
+    const bad = harness({
+      fault: () =>
+        Response.json(
+          { success: false, error: { __type: "Validation Error", sort: ['invalid value "x"'] } },
+          { status: 409 },
+        ),
+    });
     expect((await bad.get("/export.csv?resource=sample&limit=5&sort=x")).status).toBe(400);
     // One search, not retried (the second call only looks up the columns for the error's hint).
     expect(bad.calls.filter((call) => call.body.sort !== undefined)).toHaveLength(1);
   });
 
   it("maps network errors, time-outs, HTML and success:false to 502/504", async () => {
-    const network = harness({ env: { UPSTREAM_RETRIES: "1" }, fault: () => Promise.reject(new TypeError("connection refused")) });
+    const network = harness({
+      env: { UPSTREAM_RETRIES: "1" },
+      fault: () => Promise.reject(new TypeError("connection refused")),
+    });
     const unreachable = await network.get("/export.csv?resource=sample");
     expect(unreachable.status).toBe(502);
     // Which address failed and which setting to check, so an operator can act on it.
-    expect(((await unreachable.json()) as { error: { message: string } }).error.message).toMatch(/at ckan-\d+\.test .*CKAN_BASE_URL/);
+    expect(((await unreachable.json()) as { error: { message: string } }).error.message).toMatch(
+      /at ckan-\d+\.test .*CKAN_BASE_URL/,
+    );
     expect(network.calls).toHaveLength(2);
     const slow = harness({ env: { UPSTREAM_TIMEOUT_SECONDS: "1" }, fault: () => new Promise<Response>(() => {}) });
     const timedOut = await slow.get("/export.csv?resource=sample");
     expect(timedOut.status).toBe(504);
     expect(((await timedOut.json()) as { error: { message: string } }).error.message).toContain("1 s");
-    const html = harness({ fault: () => new Response("<html>", { status: 200, headers: { "content-type": "text/html" } }) });
+    const html = harness({
+      fault: () => new Response("<html>", { status: 200, headers: { "content-type": "text/html" } }),
+    });
     expect((await html.get("/export.csv?resource=sample")).status).toBe(502);
-    const wrongBase = harness({ fault: () => new Response("<html>404</html>", { status: 404, headers: { "content-type": "text/html" } }) });
+    const wrongBase = harness({
+      fault: () => new Response("<html>404</html>", { status: 404, headers: { "content-type": "text/html" } }),
+    });
     const notThere = await wrongBase.get("/export.csv?resource=sample");
     expect(notThere.status).toBe(502);
     expect(((await notThere.json()) as { error: { message: string } }).error.message).toContain("CKAN_BASE_URL");
@@ -377,13 +446,28 @@ describe("failures", () => {
 
   it("names sort and the column's type when CKAN cannot order a sorted column, and never blames filters a link does not have", async () => {
     // PostgreSQL's refusal as CKAN 2.11 wraps it: a json column has no order.
-    const refused = () => Response.json({ success: false, error: { query: ["Invalid query"], info: { orig: ["could not identify an ordering operator for type json"] }, __type: "Validation Error" } }, { status: 409 });
-    const { get } = harness({ fault: (_n, body) => (typeof body.sort === "string" && body.sort.startsWith("meta") ? refused() : undefined) });
+    const refused = () =>
+      Response.json(
+        {
+          success: false,
+          error: {
+            query: ["Invalid query"],
+            info: { orig: ["could not identify an ordering operator for type json"] },
+            __type: "Validation Error",
+          },
+        },
+        { status: 409 },
+      );
+    const { get } = harness({
+      fault: (_n, body) => (typeof body.sort === "string" && body.sort.startsWith("meta") ? refused() : undefined),
+    });
     const res = await get("/export.csv?resource=edge&sort=meta desc");
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { message: string; parameter?: string; docs?: string } };
     expect(error.parameter).toBe("sort");
-    expect(error.message).toBe('CKAN could not sort by "meta" (json): PostgreSQL has no order for a column of that type. Sort by another column.');
+    expect(error.message).toBe(
+      'CKAN could not sort by "meta" (json): PostgreSQL has no order for a column of that type. Sort by another column.',
+    );
     expect(error.docs).toMatch(/#param-sort$/);
     const both = await get("/export.csv?resource=edge&sort=meta&filter.id=1");
     expect(both.status).toBe(400);
@@ -395,11 +479,15 @@ describe("failures", () => {
     expect((await get("/export.csv?resource_id=00000000-0000-4000-8000-000000000000")).status).toBe(404);
     const denied = await get("/export.csv?resource=private");
     expect(denied.status).toBe(403);
-    expect(((await denied.json()) as { error: { message: string } }).error.message).toContain("private on the CKAN site, and this worker has no CKAN token");
+    expect(((await denied.json()) as { error: { message: string } }).error.message).toContain(
+      "private on the CKAN site, and this worker has no CKAN token",
+    );
     const wrongToken = harness({ env: { CKAN_API_TOKEN: "not-the-token" } });
     const refused = await wrongToken.get("/export.csv?resource=private");
     expect(refused.status).toBe(403);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("configured CKAN token cannot read this resource");
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+      "configured CKAN token cannot read this resource",
+    );
     const withToken = harness();
     const ok = await withToken.get("/export.csv?resource=private");
     expect(ok.status).toBe(200);
@@ -415,12 +503,21 @@ describe("routes and configuration", () => {
     expect(notFound.headers.get("content-type")).toBe("application/json; charset=utf-8");
     // The 404 lists what there is, from the route table: every export format included.
     const { message } = ((await notFound.json()) as { error: { message: string } }).error;
-    for (const route of ["GET|HEAD /export.csv", "GET|HEAD /export.xlsx", "GET /resources", "POST /links", "GET|HEAD /snapshots/{name}/{file}"]) expect(message).toContain(route);
+    for (const route of [
+      "GET|HEAD /export.csv",
+      "GET|HEAD /export.xlsx",
+      "GET /resources",
+      "POST /links",
+      "GET|HEAD /snapshots/{name}/{file}",
+    ])
+      expect(message).toContain(route);
     // A path that exists, asked with a method it does not answer: 405 naming the ones it does.
     const postList = await get("/resources", { method: "POST" });
     expect(postList.status).toBe(405);
     expect(postList.headers.get("allow")).toBe("GET");
-    expect(((await postList.json()) as { error: { message: string } }).error.message).toBe("POST is not how /resources is used: it answers GET.");
+    expect(((await postList.json()) as { error: { message: string } }).error.message).toBe(
+      "POST is not how /resources is used: it answers GET.",
+    );
     expect((await get("/export.xml?resource=sample")).status).toBe(404);
     const post = await get("/export.csv?resource=sample", { method: "POST" });
     expect(post.status).toBe(405);
@@ -457,14 +554,18 @@ describe("routes and configuration", () => {
 describe("refusals that say what was meant", () => {
   it("suggests the known parameter a typo was meant for, with its docs; says a range bound lost its bracket; refuses an empty resource", async () => {
     const { get, calls } = harness();
-    const typo = (await (await get("/export.csv?resource=sample&limt=10")).json()) as { error: { status: number; message: string; parameter: string; docs?: string } };
+    const typo = (await (await get("/export.csv?resource=sample&limt=10")).json()) as {
+      error: { status: number; message: string; parameter: string; docs?: string };
+    };
     expect(typo.error).toMatchObject({ status: 400, parameter: "limt" });
     expect(typo.error.message).toMatch(/^Unknown parameter limt\. Did you mean limit\?/);
     expect(typo.error.docs).toMatch(/\/#param-limit$/);
     const bracket = await get("/export.csv?resource=sample&filter.amount[gt=1");
     expect(bracket.status).toBe(400);
     const { error } = (await bracket.json()) as { error: { message: string; docs?: string } };
-    expect(error.message).toContain("has no closing bracket: a range filter's bound is written filter.amount[gt]=<value>.");
+    expect(error.message).toContain(
+      "has no closing bracket: a range filter's bound is written filter.amount[gt]=<value>.",
+    );
     expect(error.docs).toMatch(/\/#param-filter-field-gt-gte-lt-lte$/);
     const empty = await get("/export.csv?resource=");
     expect(empty.status).toBe(400);
@@ -475,7 +576,9 @@ describe("refusals that say what was meant", () => {
 
 describe("names and filters that look hostile", () => {
   it("writes a download name cut after 120 characters without splitting a character", async () => {
-    const res = await harness().get(`/export.csv?resource=sample&limit=1&filename=${"a".repeat(119)}${encodeURIComponent("😀")}b`);
+    const res = await harness().get(
+      `/export.csv?resource=sample&limit=1&filename=${"a".repeat(119)}${encodeURIComponent("😀")}b`,
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("content-disposition")).toContain("%F0%9F%98%80.csv");
   });

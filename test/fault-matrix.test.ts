@@ -14,7 +14,9 @@ const ALL = SECRETS.join(" | ");
 
 function leaks(text: string): string[] {
   const found = new Set<string>();
-  for (const secret of SECRETS) for (let i = 0; i + 8 <= secret.length; i++) if (text.includes(secret.slice(i, i + 8))) found.add(secret.slice(i, i + 8));
+  for (const secret of SECRETS)
+    for (let i = 0; i + 8 <= secret.length; i++)
+      if (text.includes(secret.slice(i, i + 8))) found.add(secret.slice(i, i + 8));
   return [...found];
 }
 
@@ -41,22 +43,32 @@ function hostileCells(emulated: Response): Promise<Response> {
   return emulated.json().then((answer) => {
     const result = (answer as { result: { records: unknown; fields: { id: string }[] } }).result;
     // id, amount, ratio, ...: the amount a cell that would close its record, the ratio a formula.
-    if (typeof result.records === "string") result.records = result.records.replace(/^(\d+),([^,\n]*),([^,\n]*),/gm, '$1,"1,""evil"":true",=1+1,');
+    if (typeof result.records === "string")
+      result.records = result.records.replace(/^(\d+),([^,\n]*),([^,\n]*),/gm, '$1,"1,""evil"":true",=1+1,');
     return Response.json(answer);
   });
 }
 
-type Upstream = (n: number, body: Record<string, unknown>, emulated: () => Promise<Response>) => Promise<Response | undefined> | Response | undefined;
+type Upstream = (
+  n: number,
+  body: Record<string, unknown>,
+  emulated: () => Promise<Response>,
+) => Promise<Response | undefined> | Response | undefined;
 
 /** Each upstream fault, from the second page on (the first page gave the download its 200). */
 const UPSTREAMS: Record<string, Upstream> = {
   "echoes the secrets in a validation error": () =>
-    Response.json({ help: ALL, success: false, error: { __type: `Validation Error ${ALL}`, [`filters ${ALL}`]: [`near ${ALL}`] } }, { status: 409 }),
+    Response.json(
+      { help: ALL, success: false, error: { __type: `Validation Error ${ALL}`, [`filters ${ALL}`]: [`near ${ALL}`] } },
+      { status: 409 },
+    ),
   "echoes the secrets in a 500": () => Response.json({ success: false, error: { message: ALL } }, { status: 500 }),
-  redirects: () => new Response(null, { status: 307, headers: { location: `https://elsewhere.example/steal?${TOKEN}` } }),
+  redirects: () =>
+    new Response(null, { status: 307, headers: { location: `https://elsewhere.example/steal?${TOKEN}` } }),
   stalls: () => never(),
   "resets mid-page": () => resetMidPage(),
-  "sends invalid JSON": () => new Response(`{"success": true, "result": {"fields": [${ALL}`, { headers: { "content-type": "application/json" } }),
+  "sends invalid JSON": () =>
+    new Response(`{"success": true, "result": {"fields": [${ALL}`, { headers: { "content-type": "application/json" } }),
   "sends hostile cells": (_, __, emulated) => emulated().then(hostileCells),
 };
 
@@ -68,7 +80,9 @@ describe("the fault matrix", () => {
     logged = [];
     for (const level of ["log", "info", "warn", "error", "debug"] as const) {
       vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
-        logged.push(args.map((a) => (a instanceof Error ? `${a.message} ${a.stack} ${String(a.cause)}` : String(a))).join(" "));
+        logged.push(
+          args.map((a) => (a instanceof Error ? `${a.message} ${a.stack} ${String(a.cause)}` : String(a))).join(" "),
+        );
       });
     }
   });
@@ -78,11 +92,34 @@ describe("the fault matrix", () => {
     const state = { faulty: true };
     const h = harness({
       emulator: { token: TOKEN },
-      env: { CKAN_API_TOKEN: TOKEN, ADMIN_TOKEN: ADMIN, CACHE_TTL_SECONDS: "300", BUFFER_BYTES: "0", UPSTREAM_RETRIES: "0", UPSTREAM_TIMEOUT_SECONDS: "1", STALL_SECONDS: "1", ...env },
+      env: {
+        CKAN_API_TOKEN: TOKEN,
+        ADMIN_TOKEN: ADMIN,
+        CACHE_TTL_SECONDS: "300",
+        BUFFER_BYTES: "0",
+        UPSTREAM_RETRIES: "0",
+        UPSTREAM_TIMEOUT_SECONDS: "1",
+        STALL_SECONDS: "1",
+        ...env,
+      },
       fault: (n, body) => {
         // The other client's export (limit 5) and every first page are answered by the site.
-        if (!state.faulty || upstream === undefined || body.limit === 5 || !(typeof body.offset === "number" && body.offset > 0)) return undefined;
-        return upstream(n, body, () => h.emulator.fetch(new Request("http://x/api/action/datastore_search", { method: "POST", headers: { authorization: TOKEN, "content-type": "application/json" }, body: JSON.stringify(body) })));
+        if (
+          !state.faulty ||
+          upstream === undefined ||
+          body.limit === 5 ||
+          !(typeof body.offset === "number" && body.offset > 0)
+        )
+          return undefined;
+        return upstream(n, body, () =>
+          h.emulator.fetch(
+            new Request("http://x/api/action/datastore_search", {
+              method: "POST",
+              headers: { authorization: TOKEN, "content-type": "application/json" },
+              body: JSON.stringify(body),
+            }),
+          ),
+        );
       },
     });
     return { ...h, state };
@@ -96,7 +133,11 @@ describe("the fault matrix", () => {
   async function expectContained(
     h: ReturnType<typeof worker>,
     answers: { text: string; headers: Headers }[],
-    { stored = "nothing", link = LINK, rows = 3000 }: { stored?: "nothing" | "whole"; link?: string; rows?: number } = {},
+    {
+      stored = "nothing",
+      link = LINK,
+      rows = 3000,
+    }: { stored?: "nothing" | "whole"; link?: string; rows?: number } = {},
   ): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
     for (const { text, headers } of answers) {
@@ -118,7 +159,9 @@ describe("the fault matrix", () => {
     it(`an upstream that ${name}: no secret, nothing cached, another client served`, async () => {
       const h = worker(upstream);
       const faulty = await h.get(LINK, { headers: { "cf-connecting-ip": "192.0.2.1" } });
-      const other = await h.get("/export.csv?resource=sample&limit=5", { headers: { "cf-connecting-ip": "192.0.2.2" } });
+      const other = await h.get("/export.csv?resource=sample&limit=5", {
+        headers: { "cf-connecting-ip": "192.0.2.2" },
+      });
       expect(other.status).toBe(200);
       const otherText = await other.text();
       expect(otherText.trimEnd().split("\r\n")).toHaveLength(6);
@@ -126,7 +169,8 @@ describe("the fault matrix", () => {
       if (name === "sends hostile cells") {
         // Read whole: every record parses and has only its columns.
         expect(error).toBeUndefined();
-        for (const line of text.trimEnd().split("\n")) expect(Object.keys(JSON.parse(line) as object)).not.toContain("evil");
+        for (const line of text.trimEnd().split("\n"))
+          expect(Object.keys(JSON.parse(line) as object)).not.toContain("evil");
       } else {
         expect(error).toBeDefined();
         expect(text.trimEnd().split("\n").at(-1)).toMatch(/^#EXPORT INCOMPLETE: /);
@@ -154,14 +198,26 @@ describe("the fault matrix", () => {
     const otherText = await other.text();
     // The client gets an error once it comes back: its download was stopped.
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    const { error } = await readAll(new Response(new ReadableStream({ pull: async (c) => { const r = await reader.read(); if (r.done) c.close(); else c.enqueue(r.value); } })));
+    const { error } = await readAll(
+      new Response(
+        new ReadableStream({
+          pull: async (c) => {
+            const r = await reader.read();
+            if (r.done) c.close();
+            else c.enqueue(r.value);
+          },
+        }),
+      ),
+    );
     expect(error).toBeDefined();
     await expectContained(h, [{ text: otherText, headers: other.headers }], { stored: "whole", link, rows: 20000 });
   });
 
   it("a client that trickles (one small chunk at a time, slower than the minimum rate): stopped, nothing cached", async () => {
     const h = worker(undefined, { PAGE_SIZE: "1" });
-    const trickled = await h.get("/export.ndjson?resource=sample&limit=200", { headers: { "cf-connecting-ip": "192.0.2.5" } });
+    const trickled = await h.get("/export.ndjson?resource=sample&limit=200", {
+      headers: { "cf-connecting-ip": "192.0.2.5" },
+    });
     const reader = trickled.body!.getReader();
     let text = "";
     const decoder = new TextDecoder();
@@ -174,10 +230,21 @@ describe("the fault matrix", () => {
     }
     // Cut short: the runtime is told only that (the edge cache's copy read on, whole); the log says why.
     expect(failure).toMatchObject({ name: "DownloadCut" });
-    expect(logged.some((line) => line.includes('"event":"client_stopped"') && line.includes("slower than 4096 bytes a second"))).toBe(true);
+    expect(
+      logged.some(
+        (line) => line.includes('"event":"client_stopped"') && line.includes("slower than 4096 bytes a second"),
+      ),
+    ).toBe(true);
     expect(text.trimEnd().split("\n").length).toBeLessThan(200);
     const other = await h.get("/export.csv?resource=sample&limit=5", { headers: { "cf-connecting-ip": "192.0.2.6" } });
     expect(other.status).toBe(200);
-    await expectContained(h, [{ text, headers: trickled.headers }, { text: await other.text(), headers: other.headers }], { stored: "whole", link: "/export.ndjson?resource=sample&limit=200", rows: 200 });
+    await expectContained(
+      h,
+      [
+        { text, headers: trickled.headers },
+        { text: await other.text(), headers: other.headers },
+      ],
+      { stored: "whole", link: "/export.ndjson?resource=sample&limit=200", rows: 200 },
+    );
   });
 });

@@ -52,7 +52,14 @@ export function harness(options: HarnessOptions = {}) {
     if (warming) return emulator.fetch(request);
     // datastore_search is a POST with a JSON body; resource_show a GET with none.
     const body = request.method === "POST" ? ((await request.clone().json()) as Record<string, unknown>) : {};
-    calls.push({ url: request.url, method: request.method, authorization: request.headers.get("authorization"), body, signal: request.signal, redirect: request.redirect });
+    calls.push({
+      url: request.url,
+      method: request.method,
+      authorization: request.headers.get("authorization"),
+      body,
+      signal: request.signal,
+      redirect: request.redirect,
+    });
     const faulty = await options.fault?.(calls.length, body);
     return faulty ?? emulator.fetch(request);
   };
@@ -77,7 +84,13 @@ export function harness(options: HarnessOptions = {}) {
       : (async () => {
           warming = true;
           const probeEnv = { ...env, CACHE_TTL_SECONDS: "0", LINK_SIGNING_KEY: undefined, RATE_LIMITER: undefined };
-          await (await app.fetch(new Request("http://worker.test/export.csv?resource=sample&limit=1"), probeEnv, createExecutionContext())).text();
+          await (
+            await app.fetch(
+              new Request("http://worker.test/export.csv?resource=sample&limit=1"),
+              probeEnv,
+              createExecutionContext(),
+            )
+          ).text();
           warming = false;
         })();
   const get = async (path: string, init?: RequestInit): Promise<Response> => {

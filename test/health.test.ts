@@ -5,7 +5,13 @@ import { harness, TOKEN } from "./harness.ts";
 
 interface Health {
   ok: boolean;
-  ckan: { base: string; reachable: boolean; version: string | null; datastore: boolean | null; range_filters: boolean | null };
+  ckan: {
+    base: string;
+    reachable: boolean;
+    version: string | null;
+    datastore: boolean | null;
+    range_filters: boolean | null;
+  };
   token: { configured: boolean; accepted: boolean | null; note?: string };
   resources: { name: string; ok: boolean; private: boolean | null; error?: string }[];
   snapshots: { r2_binding: boolean; jobs: number };
@@ -45,7 +51,10 @@ describe("GET /health", () => {
   });
 
   it("is 503 when CKAN refuses the token: it unlocks nothing, so it is judged wrong", async () => {
-    const { status, body, text } = await health({ emulator: { version: "2.12" }, env: { CKAN_API_TOKEN: "not-the-token-9c2e" } });
+    const { status, body, text } = await health({
+      emulator: { version: "2.12" },
+      env: { CKAN_API_TOKEN: "not-the-token-9c2e" },
+    });
     expect(status).toBe(503);
     expect(body.token.accepted).toBe(false);
     expect(body.problems).toHaveLength(1);
@@ -55,7 +64,10 @@ describe("GET /health", () => {
   });
 
   it("cannot judge a token when every published table is public, and says why", async () => {
-    const { status, body } = await health({ emulator: { version: "2.12" }, env: { RESOURCES: JSON.stringify({ sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" }) } });
+    const { status, body } = await health({
+      emulator: { version: "2.12" },
+      env: { RESOURCES: JSON.stringify({ sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" }) },
+    });
     expect(status).toBe(200);
     expect(body.token.accepted).toBeNull();
     expect(body.token.note).toContain("as if none were sent");
@@ -76,11 +88,16 @@ describe("GET /health", () => {
     });
     expect(status).toBe(503);
     expect(body.ckan.reachable).toBe(false);
-    expect(body.problems[0]).toMatch(/^CKAN did not answer at http:\/\/ckan-\d+\.test\/data\/en \(the connection failed\)\. Check CKAN_BASE_URL/);
+    expect(body.problems[0]).toMatch(
+      /^CKAN did not answer at http:\/\/ckan-\d+\.test\/data\/en \(the connection failed\)\. Check CKAN_BASE_URL/,
+    );
   });
 
   it("is 503 when the base URL leads to something that is not CKAN (a missing language segment, say)", async () => {
-    const { status, body } = await health({ fault: () => new Response("<html>Page not found</html>", { status: 404, headers: { "content-type": "text/html" } }) });
+    const { status, body } = await health({
+      fault: () =>
+        new Response("<html>Page not found</html>", { status: 404, headers: { "content-type": "text/html" } }),
+    });
     expect(status).toBe(503);
     expect(body.ckan.reachable).toBe(true);
     expect(body.problems[0]).toContain("is not CKAN's status_show");
@@ -101,7 +118,16 @@ describe("GET /health", () => {
   });
 
   it("lists snapshot problems as warnings, which stop no export", async () => {
-    const { status, body } = await health({ emulator: { version: "2.12" }, env: { SNAPSHOTS: undefined, SNAPSHOT_JOBS: JSON.stringify([{ name: "daily", resource: "sample", cron: "0 3 * * *" }, { name: "bad", resource: "nope" }]) } });
+    const { status, body } = await health({
+      emulator: { version: "2.12" },
+      env: {
+        SNAPSHOTS: undefined,
+        SNAPSHOT_JOBS: JSON.stringify([
+          { name: "daily", resource: "sample", cron: "0 3 * * *" },
+          { name: "bad", resource: "nope" },
+        ]),
+      },
+    });
     expect(status).toBe(200);
     expect(body.snapshots).toEqual({ r2_binding: false, jobs: 1 });
     const bad = body.warnings.find((w) => w.startsWith("Snapshot job bad"));
@@ -113,7 +139,10 @@ describe("GET /health", () => {
   });
 
   it("is for operators when links are signed: it would reveal what exists", async () => {
-    const response = await harness({ warm: false, env: { LINK_SIGNING_KEY: "k".repeat(32), ADMIN_TOKEN: "admin-token-1234" } }).get("/health");
+    const response = await harness({
+      warm: false,
+      env: { LINK_SIGNING_KEY: "k".repeat(32), ADMIN_TOKEN: "admin-token-1234" },
+    }).get("/health");
     expect(response.status).toBe(401);
   });
 });

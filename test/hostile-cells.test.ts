@@ -19,7 +19,7 @@ const ROWS: string[][] = [
   ["12", "3", "t", "2", "c"],
   ["1", '1","isAdmin":true,"x":"', "t", '{"a":1}', "plain"],
   ["2", '1,"evil":true', 'f","evil":"', '1},"evil":{"b":2', "=1+1"],
-  ["3", "=1+1", "=cmd|' /C calc'!A0", "1", "\u00a0=HYPERLINK(\"http://evil.example\")"],
+  ["3", "=1+1", "=cmd|' /C calc'!A0", "1", '\u00a0=HYPERLINK("http://evil.example")'],
   ["4", "-12.5", "t", "null", "\u3000=1+1"],
   ["5", " +1+cmd", "", "", "\u200b@SUM(A1)"],
   ["6", "\ufe661+1", "t", "[1,2]", "\ufeff=1"],
@@ -59,23 +59,50 @@ describe("hostile cells from the upstream", () => {
   ] as const;
   for (const [name, format, env] of cases) {
     it(`${name}: every record parses, with exactly its columns; a number cell that is no number is a string`, async () => {
-      const { get } = harness({ env: { ...env, PAGE_SIZE: "3" }, fault: (_, body) => (body.resource_id !== undefined ? hostileAnswer(body) : undefined) });
+      const { get } = harness({
+        env: { ...env, PAGE_SIZE: "3" },
+        fault: (_, body) => (body.resource_id !== undefined ? hostileAnswer(body) : undefined),
+      });
       const res = await get(`/export.${format}?resource=sample&limit=${ROWS.length}`);
       expect(res.status).toBe(200);
       const text = await res.text();
-      const records = (format === "json" ? JSON.parse(text) : text.trim().split("\n").map((line) => JSON.parse(line))) as Record<string, unknown>[];
+      const records = (
+        format === "json"
+          ? JSON.parse(text)
+          : text
+              .trim()
+              .split("\n")
+              .map((line) => JSON.parse(line))
+      ) as Record<string, unknown>[];
       expect(records).toHaveLength(ROWS.length);
       for (const record of records) expect(Object.keys(record)).toEqual(["amount", "flag", "doc", "note"]);
-      expect(records.map((r) => r.amount)).toEqual([1, 2, 3, '1","isAdmin":true,"x":"', '1,"evil":true', "=1+1", -12.5, " +1+cmd", "\ufe661+1", "\uff1d1+1"]);
+      expect(records.map((r) => r.amount)).toEqual([
+        1,
+        2,
+        3,
+        '1","isAdmin":true,"x":"',
+        '1,"evil":true',
+        "=1+1",
+        -12.5,
+        " +1+cmd",
+        "\ufe661+1",
+        "\uff1d1+1",
+      ]);
       expect(records[4]!.flag).toBe('f","evil":"');
       expect(records[4]!.doc).toBe('1},"evil":{"b":2');
       expect(text).not.toMatch(/"isAdmin":true,|"evil":true|"evil":\{/);
     });
   }
 
-  for (const [name, env] of [["CKAN's CSV pages rewritten", {}], ["rows encoded", { CSV_PASSTHROUGH: "false" }]] as const) {
+  for (const [name, env] of [
+    ["CKAN's CSV pages rewritten", {}],
+    ["rows encoded", { CSV_PASSTHROUGH: "false" }],
+  ] as const) {
     it(`CSV, ${name}: every cell a spreadsheet could run is guarded, whatever its column's type`, async () => {
-      const { get } = harness({ env: { ...env, PAGE_SIZE: "3" }, fault: (_, body) => (body.resource_id !== undefined ? hostileAnswer(body) : undefined) });
+      const { get } = harness({
+        env: { ...env, PAGE_SIZE: "3" },
+        fault: (_, body) => (body.resource_id !== undefined ? hostileAnswer(body) : undefined),
+      });
       const res = await get(`/export.csv?resource=sample&limit=${ROWS.length}&fields=amount,flag,note`);
       expect(res.status).toBe(200);
       const lines = (await res.text()).trimEnd().split("\r\n");

@@ -18,7 +18,8 @@ describe("rate-limit keys with signing on", () => {
     const { keys, limiter } = recordingLimiter();
     const { get } = harness({ env: { LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: ADMIN, RATE_LIMITER: limiter } });
     const client = { "cf-connecting-ip": "192.0.2.44" };
-    for (let i = 0; i < 3; i++) expect((await get(`/openapi.json?sig=made-up-${i}`, { headers: client })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await get(`/openapi.json?sig=made-up-${i}`, { headers: client })).status).toBe(200);
     const operator = { ...client, authorization: `Bearer ${ADMIN}` };
     await (await get("/resources?sig=made-up", { headers: operator })).arrayBuffer();
     await (await get("/health?sig=made-up", { headers: operator })).arrayBuffer();
@@ -42,7 +43,13 @@ describe("wrong admin tokens", () => {
   ];
   for (const [path, init] of routes) {
     it(`${init.method ?? "GET"} ${path}: ten a minute per client, then 429 with Retry-After, even for the right token; other clients unaffected`, async () => {
-      const { get } = harness({ env: { LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: ADMIN, SNAPSHOT_JOBS: JSON.stringify([{ name: "daily", resource: "sample", formats: ["csv"] }]) } });
+      const { get } = harness({
+        env: {
+          LINK_SIGNING_KEY: KEY,
+          ADMIN_TOKEN: ADMIN,
+          SNAPSHOT_JOBS: JSON.stringify([{ name: "daily", resource: "sample", formats: ["csv"] }]),
+        },
+      });
       const guesser = `198.51.100.${routes.findIndex(([p]) => p === path) + 10}`;
       const attempt = (token: string, ip = guesser) =>
         get(path, { ...init, headers: { authorization: `Bearer ${token}`, "cf-connecting-ip": ip } });
@@ -52,7 +59,9 @@ describe("wrong admin tokens", () => {
       const seconds = Number(limited.headers.get("retry-after"));
       expect(seconds).toBeGreaterThan(0);
       expect(seconds).toBeLessThanOrEqual(60);
-      expect(((await limited.json()) as { error: { message: string } }).error.message).toMatch(/Too many wrong admin tokens/);
+      expect(((await limited.json()) as { error: { message: string } }).error.message).toMatch(
+        /Too many wrong admin tokens/,
+      );
       expect((await attempt(ADMIN)).status).toBe(429);
       // Another client is judged on its own.
       expect((await attempt("wrong", "203.0.113.200")).status).toBe(401);

@@ -30,7 +30,11 @@ describe("a refused connection to a CKAN_BASE_URL on this machine", () => {
   const refused = () => Promise.reject(new TypeError("connect ECONNREFUSED 127.0.0.1:8788"));
 
   it("in local development (the worker served at a loopback address): a retryable 502 naming CKAN_BASE_URL and the address", async () => {
-    const { get, calls } = harness({ warm: false, env: { CKAN_BASE_URL: "http://127.0.0.1:8788/data/en", UPSTREAM_RETRIES: "1" }, fault: refused });
+    const { get, calls } = harness({
+      warm: false,
+      env: { CKAN_BASE_URL: "http://127.0.0.1:8788/data/en", UPSTREAM_RETRIES: "1" },
+      fault: refused,
+    });
     const res = await get("http://127.0.0.1:8787/export.csv?resource=sample&limit=5");
     expect(res.status).toBe(502);
     expect(res.headers.get("retry-after")).toBe("5");
@@ -43,7 +47,11 @@ describe("a refused connection to a CKAN_BASE_URL on this machine", () => {
   });
 
   it("in a deployed worker: still the 503 that names the setting", async () => {
-    const { get } = harness({ warm: false, env: { CKAN_BASE_URL: "http://127.0.0.1:8788/data/en", UPSTREAM_RETRIES: "1" }, fault: refused });
+    const { get } = harness({
+      warm: false,
+      env: { CKAN_BASE_URL: "http://127.0.0.1:8788/data/en", UPSTREAM_RETRIES: "1" },
+      fault: refused,
+    });
     const res = await get("https://export.example.org/export.csv?resource=sample&limit=5");
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { setting: string } }).error.setting).toBe("CKAN_BASE_URL");

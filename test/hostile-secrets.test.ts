@@ -28,20 +28,35 @@ function leaks(text: string): string[] {
 }
 
 const validation = (fields: Record<string, unknown>): Response =>
-  Response.json({ help: `https://ckan.test/help?${ALL}`, success: false, error: { __type: "Validation Error", ...fields } }, { status: 409 });
+  Response.json(
+    { help: `https://ckan.test/help?${ALL}`, success: false, error: { __type: "Validation Error", ...fields } },
+    { status: 409 },
+  );
 
 /** The upstream's answers that quote the secrets: in error keys, messages, types, help, field names. */
 const echoes: Record<string, () => Response> = {
-  "a validation error's message, past the first 20 characters": () => validation({ q: [`the query could not be parsed near ${ALL}`] }),
+  "a validation error's message, past the first 20 characters": () =>
+    validation({ q: [`the query could not be parsed near ${ALL}`] }),
   "a validation error's key": () => validation({ [`Authorization: ${ALL}`]: ["not allowed"] }),
   "an error type and message": () =>
-    Response.json({ help: ALL, success: false, error: { __type: `Gateway ${ALL}`, message: `upstream said: ${ALL} ${ALL}` } }, { status: 418 }),
-  "an error's message in a 500 body": () => Response.json({ success: false, error: { message: `proxy: ${ALL}` } }, { status: 500 }),
+    Response.json(
+      { help: ALL, success: false, error: { __type: `Gateway ${ALL}`, message: `upstream said: ${ALL} ${ALL}` } },
+      { status: 418 },
+    ),
+  "an error's message in a 500 body": () =>
+    Response.json({ success: false, error: { message: `proxy: ${ALL}` } }, { status: 500 }),
   "a 200 answer's field names and help": () =>
     Response.json({
       help: ALL,
       success: true,
-      result: { fields: [{ id: "id", type: "int4" }, { id: `echo ${TOKEN}`, type: "text", info: { label: ALL, notes: ALL } }], records: [{ id: 1, [`echo ${TOKEN}`]: "x" }], total: 1 },
+      result: {
+        fields: [
+          { id: "id", type: "int4" },
+          { id: `echo ${TOKEN}`, type: "text", info: { label: ALL, notes: ALL } },
+        ],
+        records: [{ id: 1, [`echo ${TOKEN}`]: "x" }],
+        total: 1,
+      },
     }),
 };
 
@@ -51,7 +66,9 @@ describe("an upstream that echoes the secrets: no run of 8 of their characters l
     logged = [];
     for (const level of ["log", "info", "warn", "error", "debug"] as const) {
       vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
-        logged.push(args.map((a) => (a instanceof Error ? `${a.message} ${a.stack} ${String(a.cause)}` : String(a))).join(" "));
+        logged.push(
+          args.map((a) => (a instanceof Error ? `${a.message} ${a.stack} ${String(a.cause)}` : String(a))).join(" "),
+        );
       });
     }
   });
@@ -103,8 +120,11 @@ describe("an upstream that echoes the secrets: no run of 8 of their characters l
     await scheduled("0 3 * * *", Date.UTC(2026, 0, 3));
     const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
     let stored = "";
-    for (const object of (await bucket.list({ prefix: "echoed", include: ["customMetadata", "httpMetadata"] })).objects) {
-      stored += JSON.stringify([object.key, object.customMetadata, object.httpMetadata]) + ((await (await bucket.get(object.key))?.text()) ?? "");
+    for (const object of (await bucket.list({ prefix: "echoed", include: ["customMetadata", "httpMetadata"] }))
+      .objects) {
+      stored +=
+        JSON.stringify([object.key, object.customMetadata, object.httpMetadata]) +
+        ((await (await bucket.get(object.key))?.text()) ?? "");
     }
     expect(leaks(stored)).toEqual([]);
     // The upstream's words did reach the run's records and logs, redacted.
@@ -120,7 +140,13 @@ describe("an upstream that echoes the secrets: no run of 8 of their characters l
   it("a failure mid-stream quoting the secrets: the #EXPORT INCOMPLETE line holds none of them", async () => {
     const { get } = harness({
       emulator: { token: TOKEN },
-      env: { CKAN_API_TOKEN: TOKEN, ADMIN_TOKEN: ADMIN, LINK_SIGNING_KEY: SIGNING_KEY, UPSTREAM_RETRIES: "0", BUFFER_BYTES: "0" },
+      env: {
+        CKAN_API_TOKEN: TOKEN,
+        ADMIN_TOKEN: ADMIN,
+        LINK_SIGNING_KEY: SIGNING_KEY,
+        UPSTREAM_RETRIES: "0",
+        BUFFER_BYTES: "0",
+      },
       fault: (n) => (n > 1 ? validation({ [`filters ${ALL}`]: [`near ${ALL}`] }) : undefined),
     });
     const res = await get(await signedPath(SIGNING_KEY, "/export.csv?resource=sample&limit=3000"));

@@ -37,7 +37,9 @@ describe("downloads whose clients stop reading", () => {
     await get("/");
     // As many stalled downloads as the isolate holds, from as many clients.
     for (let i = 0; i < MAX_EXPORTS_PER_ISOLATE; i++) await stall(get, `192.0.2.${i + 1}`);
-    expect((await get("/export.csv?resource=sample&limit=10", { headers: { "cf-connecting-ip": "192.0.2.99" } })).status).toBe(503);
+    expect(
+      (await get("/export.csv?resource=sample&limit=10", { headers: { "cf-connecting-ip": "192.0.2.99" } })).status,
+    ).toBe(503);
     // Once they are found stalled, every one of their upstream requests is aborted...
     await until(() => lines.filter((line) => line.includes('"status":408')).length === MAX_EXPORTS_PER_ISOLATE);
     const stalledCalls = calls.filter((call) => call.body.limit !== 10 && call.body.limit !== 1);
@@ -49,8 +51,14 @@ describe("downloads whose clients stop reading", () => {
     const text = await next.text();
     expect(text.startsWith("id,")).toBe(true);
     expect(text).toContain("\r\n10,");
-    const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.status === 408);
-    expect(logged[0]).toMatchObject({ event: "request", route: "/export.csv", error: expect.stringMatching(/no progress for 1 s/) });
+    const logged = lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((entry) => entry.status === 408);
+    expect(logged[0]).toMatchObject({
+      event: "request",
+      route: "/export.csv",
+      error: expect.stringMatching(/no progress for 1 s/),
+    });
   });
 
   it("end with the #EXPORT INCOMPLETE line for a reader that comes back, then a broken transfer", async () => {
@@ -70,7 +78,9 @@ describe("downloads whose clients stop reading", () => {
       }
     })().catch((e: unknown) => e);
     expect(error).toMatchObject({ message: expect.stringMatching(/download cut short|no progress/) });
-    expect(text.trimEnd().split("\n").at(-1)).toMatch(/^"?#EXPORT INCOMPLETE: The download made no progress for 1 s \(the client stopped reading\)/);
+    expect(text.trimEnd().split("\n").at(-1)).toMatch(
+      /^"?#EXPORT INCOMPLETE: The download made no progress for 1 s \(the client stopped reading\)/,
+    );
   });
 });
 
@@ -78,17 +88,23 @@ describe("one client's downloads", () => {
   it(`at most ${MAX_EXPORTS_PER_CLIENT} at once per client: the next is a 429 with Retry-After, while another client is served at once`, async () => {
     const { get } = harness({ emulator: { version: "2.12" }, env: { BUFFER_BYTES: "0" } });
     for (let i = 0; i < MAX_EXPORTS_PER_CLIENT; i++) await stall(get, "203.0.113.7");
-    const refused = await get("/export.csv?resource=sample&limit=10", { headers: { "cf-connecting-ip": "203.0.113.7" } });
+    const refused = await get("/export.csv?resource=sample&limit=10", {
+      headers: { "cf-connecting-ip": "203.0.113.7" },
+    });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/already running 3 exports at once/);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /already running 3 exports at once/,
+    );
     const other = await get("/export.csv?resource=sample&limit=10", { headers: { "cf-connecting-ip": "203.0.113.8" } });
     expect(other.status).toBe(200);
     await other.text();
     // One of the first client's downloads given up: it may start another.
     await open.shift()!.cancel();
     await until(async () => {
-      const again = await get("/export.csv?resource=sample&limit=10", { headers: { "cf-connecting-ip": "203.0.113.7" } });
+      const again = await get("/export.csv?resource=sample&limit=10", {
+        headers: { "cf-connecting-ip": "203.0.113.7" },
+      });
       await again.arrayBuffer();
       return again.status === 200;
     });

@@ -5,7 +5,10 @@ import { describe, expect, it } from "vitest";
 import { harness, readAll } from "./harness.ts";
 
 const redirect = (status = 307): Response =>
-  new Response(null, { status, headers: { location: "https://elsewhere.example/api/action/datastore_search?steal=tok-SECRET-4f1d9a7e" } });
+  new Response(null, {
+    status,
+    headers: { location: "https://elsewhere.example/api/action/datastore_search?steal=tok-SECRET-4f1d9a7e" },
+  });
 
 describe("an upstream answering with a redirect", () => {
   for (const status of [301, 302, 303, 307, 308]) {
@@ -27,7 +30,8 @@ describe("an upstream answering with a redirect", () => {
 
   it("every upstream request asks for redirects not to be followed (exports, discovery, health)", async () => {
     const { get, calls } = harness({ env: { CACHE_TTL_SECONDS: "0" } });
-    for (const path of ["/export.csv?resource=sample&limit=5", "/resources", "/resources/sample", "/health"]) await (await get(path)).arrayBuffer();
+    for (const path of ["/export.csv?resource=sample&limit=5", "/resources", "/resources/sample", "/health"])
+      await (await get(path)).arrayBuffer();
     expect(calls.length).toBeGreaterThan(5);
     expect(calls.filter((call) => call.redirect !== "manual").map((call) => call.url)).toEqual([]);
   });
@@ -36,7 +40,9 @@ describe("an upstream answering with a redirect", () => {
     const { get } = harness({ env: { BUFFER_BYTES: "0" }, fault: (n) => (n > 1 ? redirect() : undefined) });
     const { text, error } = await readAll(await get("/export.csv?resource=sample&limit=3000"));
     expect(error).toBeDefined();
-    expect(text.trimEnd().split("\n").at(-1)).toMatch(/^"?#EXPORT INCOMPLETE: CKAN answered HTTP 307, a redirect to https:\/\/elsewhere\.example, /);
+    expect(text.trimEnd().split("\n").at(-1)).toMatch(
+      /^"?#EXPORT INCOMPLETE: CKAN answered HTTP 307, a redirect to https:\/\/elsewhere\.example, /,
+    );
     expect(text).not.toContain("steal");
   });
 
@@ -64,7 +70,8 @@ describe("answers that carry an upstream error are never cached", () => {
     let failing = true;
     const { get, settle } = harness({
       env: { CACHE_TTL_SECONDS: "300", UPSTREAM_RETRIES: "0" },
-      fault: (_, body) => (failing && body.resource_id !== undefined ? new Response("down", { status: 503 }) : undefined),
+      fault: (_, body) =>
+        failing && body.resource_id !== undefined ? new Response("down", { status: 503 }) : undefined,
     });
     const during = await get("/resources");
     expect(during.status).toBe(200);

@@ -46,7 +46,15 @@ describe("errors a spreadsheet shows", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-export-error")).toBe("400");
     const book = await readWorkbook(new Uint8Array(await res.arrayBuffer()));
-    expect(book.rows).toEqual([[{ type: "inlineStr", value: '#ERROR: Parameter limit must be a whole number, 0 or more (got "ten").', style: 1 }]]);
+    expect(book.rows).toEqual([
+      [
+        {
+          type: "inlineStr",
+          value: '#ERROR: Parameter limit must be a whole number, 0 or more (got "ten").',
+          style: 1,
+        },
+      ],
+    ]);
   });
 
   it("never serves an inline error from the edge cache: the next fetch gets the export", async () => {

@@ -47,7 +47,9 @@ for (const version of ["2.10", "2.12"] as const) {
         [boundary + 7, 20],
         [0, 3],
       ] as const) {
-        const rows = lines(await (await get(`${ALPHA}&sort=amount desc nulls last&offset=${offset}&limit=${limit}`)).text());
+        const rows = lines(
+          await (await get(`${ALPHA}&sort=amount desc nulls last&offset=${offset}&limit=${limit}`)).text(),
+        );
         expect(rows).toEqual(all.slice(offset, offset + limit));
       }
       const past = lines(await (await get(`${ALPHA}&sort=amount desc nulls last&offset=${all.length}`)).text());
@@ -63,7 +65,10 @@ for (const version of ["2.10", "2.12"] as const) {
       const onlyNulls = `/export.csv?resource=sample&fields=id,amount&filters=${encodeURIComponent(JSON.stringify({ id: [85, 17, 51, 34, 68] }))}`;
       const rows = lines(await (await get(`${onlyNulls}&sort=amount desc nulls last`)).text());
       expect(rows).toEqual(["17,", "34,", "51,", "68,", "85,"]);
-      expect(lines(await (await get(`${onlyNulls}&sort=amount desc nulls last&offset=3`)).text())).toEqual(["68,", "85,"]);
+      expect(lines(await (await get(`${onlyNulls}&sort=amount desc nulls last&offset=3`)).text())).toEqual([
+        "68,",
+        "85,",
+      ]);
     });
 
     it("puts nulls first in an ascending sort when asked, past a first probe that holds no null", async () => {
@@ -75,7 +80,12 @@ for (const version of ["2.10", "2.12"] as const) {
 
     it("refuses a nulls clause it does not serve with a 400 naming sort", async () => {
       const { get } = harness({ emulator: { version } });
-      for (const sort of ["amount desc, name nulls first", "amount desc nulls middle", "amount desc nulls", "nosuch desc nulls last"]) {
+      for (const sort of [
+        "amount desc, name nulls first",
+        "amount desc nulls middle",
+        "amount desc nulls",
+        "nosuch desc nulls last",
+      ]) {
         const res = await get(`/export.csv?resource=sample&sort=${encodeURIComponent(sort)}`);
         expect(res.status).toBe(400);
         const body = (await res.json()) as { error: { parameter: string; message: string } };
@@ -90,7 +100,11 @@ describe("sort=... nulls last beside the rest of the export", () => {
   it("counts the rows itself on CKAN 2.12, whose unfiltered count may lag behind the table", async () => {
     const { get, calls } = harness({ emulator: { version: "2.12", staleTotal: 700 } });
     // 94,118 amounts, then the 5,882 nulls in `_id` order: offset 98,000 is the 3,883rd null.
-    const rows = lines(await (await get("/export.csv?resource=sample&fields=id,amount&sort=amount desc nulls last&offset=98000&limit=300")).text());
+    const rows = lines(
+      await (
+        await get("/export.csv?resource=sample&fields=id,amount&sort=amount desc nulls last&offset=98000&limit=300")
+      ).text(),
+    );
     expect(rows).toEqual(Array.from({ length: 300 }, (_, i) => `${17 * (3883 + i)},`));
     // Finding the split asks CKAN for the sort column only, a few pages of it, then the rows themselves.
     const probes = calls.filter((c) => JSON.stringify(c.body.fields) === '["amount"]');
@@ -103,10 +117,14 @@ describe("sort=... nulls last beside the rest of the export", () => {
     const limited = harness({ env: { MAX_ROWS: "19500" } });
     const tooMany = await limited.get(`${ALPHA}&sort=amount desc nulls last`);
     expect(tooMany.status).toBe(400);
-    expect(((await tooMany.json()) as { error: { parameter: string; message: string } }).error).toMatchObject({ parameter: "limit", message: expect.stringContaining("20000") });
+    expect(((await tooMany.json()) as { error: { parameter: string; message: string } }).error).toMatchObject({
+      parameter: "limit",
+      message: expect.stringContaining("20000"),
+    });
 
     // The least budget the plain sort fits in: the split's one probe more is refused before the first byte.
-    const within = async (limit: number, sort: string): Promise<Response> => harness({ env: { SUBREQUEST_LIMIT: String(limit) } }).get(`${ALPHA}&sort=${sort}`);
+    const within = async (limit: number, sort: string): Promise<Response> =>
+      harness({ env: { SUBREQUEST_LIMIT: String(limit) } }).get(`${ALPHA}&sort=${sort}`);
     let needed = 30;
     expect((await within(needed, "amount desc")).status).toBe(200);
     while ((await within(needed - 1, "amount desc")).status === 200) needed--;
@@ -121,13 +139,21 @@ describe("sort=... nulls last beside the rest of the export", () => {
     const head = await get(`${ALPHA}&sort=amount desc nulls last`, { method: "HEAD" });
     expect(head.status).toBe(200);
     const csv = lines(await (await get(`${ALPHA}&sort=amount desc nulls last&limit=50&offset=18800`)).text());
-    const json = (await (await get(`${ALPHA.replace(".csv", ".json")}&sort=amount desc nulls last&limit=50&offset=18800`)).json()) as { id: number }[];
+    const json = (await (
+      await get(`${ALPHA.replace(".csv", ".json")}&sort=amount desc nulls last&limit=50&offset=18800`)
+    ).json()) as { id: number }[];
     expect(json.map((row) => String(row.id))).toEqual(csv.map((line) => line.split(",")[0]));
   });
 
   it("goes on where the last step stopped in a snapshot run, across the values and the nulls", async () => {
-    const { h } = runsHarness({ name: "nulls", resource: "sample", sort: "amount desc nulls last", q: "alpha", formats: ["csv", "json"] }, undefined, { inline: true });
-    expect(await h.scheduled("0 3 * * *", Date.UTC(2026, 10, 20, 3, 0, 0))).toMatchObject([{ status: "ok", written: [{ format: "csv" }, { format: "json" }] }]);
+    const { h } = runsHarness(
+      { name: "nulls", resource: "sample", sort: "amount desc nulls last", q: "alpha", formats: ["csv", "json"] },
+      undefined,
+      { inline: true },
+    );
+    expect(await h.scheduled("0 3 * * *", Date.UTC(2026, 10, 20, 3, 0, 0))).toMatchObject([
+      { status: "ok", written: [{ format: "csv" }, { format: "json" }] },
+    ]);
     for (const format of ["csv", "json"]) {
       const snapshot = await sha256(await (await bucket.get(`nulls/20261120T030000Z.${format}`))!.arrayBuffer());
       const live = await h.get(`/export.${format}?resource=sample&sort=amount%20desc%20nulls%20last&q=alpha`);

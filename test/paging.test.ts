@@ -66,7 +66,10 @@ describe("paging", () => {
   });
 
   it("fills the gaps when the site caps pages lower than asked, even with pages in flight", async () => {
-    const { get, calls } = harness({ emulator: { rowsMax: 300 }, env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
+    const { get, calls } = harness({
+      emulator: { rowsMax: 300 },
+      env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" },
+    });
     const text = await (await get("/export.csv?resource=sample&limit=2500&fields=id")).text();
     expect(ids(text)).toEqual(range(1, 2500));
     expect(calls.slice(1).every((c) => (c.body.limit as number) <= 300)).toBe(true);
@@ -81,7 +84,10 @@ describe("paging", () => {
         return Response.json({
           success: true,
           result: {
-            fields: [{ id: "_id", type: "int" }, { id: "id", type: "int4" }],
+            fields: [
+              { id: "_id", type: "int" },
+              { id: "id", type: "int4" },
+            ],
             records: Array.from({ length: 1000 }, (_, i) => [i + 1, i + 1]),
             limit: body.limit,
             total: 1500,
@@ -135,9 +141,11 @@ describe("paging limits and failures", () => {
       env: { MAX_ROWS: "1500", PAGE_SIZE: "500", BUFFER_BYTES: "0" },
       fault: async (n, body) => {
         if (n !== 1) return undefined;
-        const answer = (await (await harness().emulator.fetch(
-          new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
-        )).json()) as { result: Record<string, unknown> };
+        const answer = (await (
+          await harness().emulator.fetch(
+            new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
+          )
+        ).json()) as { result: Record<string, unknown> };
         return Response.json({ ...answer, result: { ...answer.result, total: 900, total_was_estimated: true } });
       },
     });

@@ -72,8 +72,13 @@ export function rowsOf(records: string): string[] {
 }
 
 const userColumns = EDGE_COLUMNS.slice(1);
-export const edgeRows = Array.from({ length: EDGE_ROWS }, (_, index) => userColumns.map((_, c) => edgeCell(c + 1, index)));
-export const holdsWord = (word: string) => (row: unknown[]) => row.some((cell) => new RegExp(`(^|[^\\p{L}\\p{N}])${word}([^\\p{L}\\p{N}]|$)`, "iu").test(JSON.stringify(cell) ?? ""));
+export const edgeRows = Array.from({ length: EDGE_ROWS }, (_, index) =>
+  userColumns.map((_, c) => edgeCell(c + 1, index)),
+);
+export const holdsWord = (word: string) => (row: unknown[]) =>
+  row.some((cell) =>
+    new RegExp(`(^|[^\\p{L}\\p{N}])${word}([^\\p{L}\\p{N}]|$)`, "iu").test(JSON.stringify(cell) ?? ""),
+  );
 
 /**
  * What `total` must be on the emulated table where the recorded count depends on rows the

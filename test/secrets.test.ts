@@ -32,16 +32,30 @@ const scenarios: {
   {
     name: "upstream echoes the token",
     path: "/export.csv?resource=sample",
-    fault: () => Response.json({ success: false, error: { __type: "Weird", message: `Authorization: ${TOKEN}` } }, { status: 418 }),
+    fault: () =>
+      Response.json(
+        { success: false, error: { __type: "Weird", message: `Authorization: ${TOKEN}` } },
+        { status: 418 },
+      ),
   },
   {
     name: "upstream 409 echoes the token",
     path: "/export.csv?resource=sample",
-    fault: () => Response.json({ success: false, error: { __type: "Validation Error", q: [`bad ${TOKEN}`] } }, { status: 409 }),
+    fault: () =>
+      Response.json({ success: false, error: { __type: "Validation Error", q: [`bad ${TOKEN}`] } }, { status: 409 }),
   },
   { name: "upstream 500", path: "/export.csv?resource=sample", fault: () => new Response(TOKEN, { status: 500 }) },
-  { name: "network", path: "/export.csv?resource=sample", fault: () => Promise.reject(new TypeError(`refused ${TOKEN}`)) },
-  { name: "late failure", path: "/export.csv?resource=sample&limit=3000", env: { BUFFER_BYTES: "0" }, fault: (n) => (n > 1 ? new Response(TOKEN, { status: 503 }) : undefined) },
+  {
+    name: "network",
+    path: "/export.csv?resource=sample",
+    fault: () => Promise.reject(new TypeError(`refused ${TOKEN}`)),
+  },
+  {
+    name: "late failure",
+    path: "/export.csv?resource=sample&limit=3000",
+    env: { BUFFER_BYTES: "0" },
+    fault: (n) => (n > 1 ? new Response(TOKEN, { status: 503 }) : undefined),
+  },
   { name: "bad config", path: "/export.csv?resource=sample", env: { MAX_ROWS: TOKEN } },
   { name: "secret pasted into a bound", path: `/export.csv?resource=sample&q=${TOKEN.repeat(100)}` },
   { name: "admin token as a filter", path: `/export.csv?resource=sample&filter.${ADMIN}=1` },
@@ -50,28 +64,54 @@ const scenarios: {
   {
     name: "aggregate, SQL answer echoes the token",
     path: "/aggregate.csv?resource=sample&group_by=category",
-    fault: (_n, body) => (typeof body.sql === "string" ? Response.json({ success: false, error: { __type: "Validation Error", query: [`bad ${TOKEN}`] } }, { status: 409 }) : undefined),
+    fault: (_n, body) =>
+      typeof body.sql === "string"
+        ? Response.json(
+            { success: false, error: { __type: "Validation Error", query: [`bad ${TOKEN}`] } },
+            { status: 409 },
+          )
+        : undefined,
   },
   { name: "snapshot listing as admin", path: "/snapshots", headers: { authorization: `Bearer ${ADMIN}` } },
   { name: "snapshot file", path: "/snapshots/daily/latest.csv" },
   { name: "snapshot manifest", path: "/snapshots/daily/manifest.json" },
   { name: "snapshot unknown", path: "/snapshots/nope/latest.csv" },
   { name: "snapshot run, no auth", path: "/snapshots/daily/run", method: "POST" },
-  { name: "snapshot run, wrong auth", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}x` } },
+  {
+    name: "snapshot run, wrong auth",
+    path: "/snapshots/daily/run",
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN}x` },
+  },
   { name: "snapshot run", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}` } },
-  { name: "snapshot run, failing upstream", path: "/snapshots/daily/run", method: "POST", headers: { authorization: `Bearer ${ADMIN}` }, fault: () => new Response(TOKEN, { status: 500 }) },
+  {
+    name: "snapshot run, failing upstream",
+    path: "/snapshots/daily/run",
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN}` },
+    fault: () => new Response(TOKEN, { status: 500 }),
+  },
   { name: "preflight", path: "/export.csv?resource=sample", method: "OPTIONS" },
   { name: "expired link", path: "/export.csv?resource=sample&exp=1&sig=x" },
   { name: "resources", path: "/resources", headers: { authorization: `Bearer ${ADMIN}` } },
   { name: "resources, no auth", path: "/resources" },
-  { name: "resources, upstream echoes the token", path: "/resources", headers: { authorization: `Bearer ${ADMIN}` }, fault: () => new Response(TOKEN, { status: 500 }) },
+  {
+    name: "resources, upstream echoes the token",
+    path: "/resources",
+    headers: { authorization: `Bearer ${ADMIN}` },
+    fault: () => new Response(TOKEN, { status: 500 }),
+  },
   { name: "resource", path: "/resources/sample", headers: { authorization: `Bearer ${ADMIN}` } },
   { name: "resource, unknown", path: `/resources/${TOKEN}`, headers: { authorization: `Bearer ${ADMIN}` } },
   {
     name: "resource, upstream 409 echoes the token",
     path: "/resources/sample",
     headers: { authorization: `Bearer ${ADMIN}` },
-    fault: () => Response.json({ success: false, error: { __type: "Validation Error", fields: [`bad ${TOKEN}`] } }, { status: 409 }),
+    fault: () =>
+      Response.json(
+        { success: false, error: { __type: "Validation Error", fields: [`bad ${TOKEN}`] } },
+        { status: 409 },
+      ),
   },
   { name: "unknown column hint", path: "/export.csv?resource=sample&fields=id,nope" },
   { name: "openapi", path: "/openapi.json" },
@@ -83,7 +123,12 @@ const scenarios: {
     headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
     body: JSON.stringify({ link: "/export.csv?resource=sample&limit=5", expires_in: 3600 }),
   },
-  { name: "sign a link, no auth", path: "/links", method: "POST", body: JSON.stringify({ link: `/export.csv?resource=sample&q=${TOKEN}` }) },
+  {
+    name: "sign a link, no auth",
+    path: "/links",
+    method: "POST",
+    body: JSON.stringify({ link: `/export.csv?resource=sample&q=${TOKEN}` }),
+  },
   {
     name: "sign a bad link",
     path: "/links",
@@ -121,7 +166,8 @@ describe.each([
         ...(scenario.fault ? { fault: scenario.fault } : {}),
       });
       if (scenario.path.startsWith("/snapshots")) await scheduled("0 3 * * *", Date.UTC(2026, 0, 2));
-      const path = signing && scenario.method === undefined ? await signedPath(SIGNING_KEY, scenario.path) : scenario.path;
+      const path =
+        signing && scenario.method === undefined ? await signedPath(SIGNING_KEY, scenario.path) : scenario.path;
       const res = await get(path, {
         method: scenario.method ?? "GET",
         ...(scenario.headers ? { headers: scenario.headers } : {}),
@@ -134,7 +180,8 @@ describe.each([
         expect(headers).not.toContain(secret);
       }
       // The token did go upstream to datastore_search (and datastore_search_sql, for private tables), where it belongs, and nowhere else (resource_show is asked anonymously).
-      for (const call of calls) expect(call.authorization).toBe(/\/datastore_search(_sql)?$/.test(call.url) ? TOKEN : null);
+      for (const call of calls)
+        expect(call.authorization).toBe(/\/datastore_search(_sql)?$/.test(call.url) ? TOKEN : null);
       await new Promise((resolve) => setTimeout(resolve, 10));
       for (const line of logged) for (const secret of SECRETS) expect(line).not.toContain(secret);
       const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;

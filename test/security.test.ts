@@ -31,7 +31,9 @@ describe("which resources a link may name", () => {
     const open = harness({ env: { RESOURCES: ONLY_SAMPLE, CKAN_API_TOKEN: undefined } });
     expect((await open.get(`/export.csv?resource_id=${EMULATOR_RESOURCES.big}&limit=1`)).status).toBe(200);
     expect((await open.get(`/export.csv?resource_id=${UNKNOWN}`)).status).toBe(404);
-    const closed = harness({ env: { RESOURCES: ONLY_SAMPLE, CKAN_API_TOKEN: undefined, ALLOW_UNLISTED_RESOURCES: "false" } });
+    const closed = harness({
+      env: { RESOURCES: ONLY_SAMPLE, CKAN_API_TOKEN: undefined, ALLOW_UNLISTED_RESOURCES: "false" },
+    });
     expect((await closed.get(`/export.csv?resource_id=${EMULATOR_RESOURCES.big}`)).status).toBe(403);
     expect((await closed.get("/export.csv?resource=sample&limit=1")).status).toBe(200);
   });
@@ -78,12 +80,18 @@ describe("signed links", () => {
 
   it("guards snapshot files too; the listing is for operators and hands out signed links", async () => {
     const h = harness({
-      env: { LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: "admin-SECRET-7", SNAPSHOT_JOBS: JSON.stringify([{ name: "signed-job", resource: "sample", limit: 5 }]) },
+      env: {
+        LINK_SIGNING_KEY: KEY,
+        ADMIN_TOKEN: "admin-SECRET-7",
+        SNAPSHOT_JOBS: JSON.stringify([{ name: "signed-job", resource: "sample", limit: 5 }]),
+      },
     });
     await h.scheduled("0 3 * * *", Date.UTC(2026, 0, 1));
     expect((await h.get("/snapshots/signed-job/latest.csv")).status).toBe(403);
     expect((await h.get("/snapshots")).status).toBe(401);
-    const listing = (await (await h.get("/snapshots", { headers: { authorization: "Bearer admin-SECRET-7" } })).json()) as {
+    const listing = (await (
+      await h.get("/snapshots", { headers: { authorization: "Bearer admin-SECRET-7" } })
+    ).json()) as {
       jobs: { latest: { csv: { url: string } } }[];
     };
     const url = listing.jobs[0]!.latest.csv.url;
@@ -100,7 +108,9 @@ describe("signed links", () => {
 
 describe("browsers and abuse", () => {
   it("allows any origin by default and exposes the export headers", async () => {
-    const res = await harness().get("/export.json?resource=sample&limit=1", { headers: { origin: "https://dash.example" } });
+    const res = await harness().get("/export.json?resource=sample&limit=1", {
+      headers: { origin: "https://dash.example" },
+    });
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-expose-headers")).toContain("X-Total-Count");
     expect(res.headers.get("access-control-expose-headers")).toContain("Content-Disposition");
@@ -115,7 +125,11 @@ describe("browsers and abuse", () => {
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     const pre = await h.get("/export.json?resource=sample", {
       method: "OPTIONS",
-      headers: { origin: "http://127.0.0.1:9000", "access-control-request-method": "GET", "access-control-request-headers": "range" },
+      headers: {
+        origin: "http://127.0.0.1:9000",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "range",
+      },
     });
     expect(pre.status).toBe(204);
     expect(pre.headers.get("access-control-allow-origin")).toBe("http://127.0.0.1:9000");
@@ -129,8 +143,12 @@ describe("browsers and abuse", () => {
     const keys: string[] = [];
     const limiter = { limit: async ({ key }: { key: string }) => (keys.push(key), { success: keys.length <= 1 }) };
     const h = harness({ env: { RATE_LIMITER: limiter as unknown as RateLimit } });
-    expect((await h.get("/export.csv?resource=sample&limit=1", { headers: { "cf-connecting-ip": "203.0.113.9" } })).status).toBe(200);
-    const limited = await h.get("/export.csv?resource=sample&limit=1", { headers: { "cf-connecting-ip": "203.0.113.9" } });
+    expect(
+      (await h.get("/export.csv?resource=sample&limit=1", { headers: { "cf-connecting-ip": "203.0.113.9" } })).status,
+    ).toBe(200);
+    const limited = await h.get("/export.csv?resource=sample&limit=1", {
+      headers: { "cf-connecting-ip": "203.0.113.9" },
+    });
     expect(limited.status).toBe(429);
     expect(limited.headers.get("retry-after")).toBe("60");
     expect(((await limited.json()) as Body).error.message).toContain("60 seconds");
@@ -144,9 +162,21 @@ describe("browsers and abuse", () => {
     const cases: [string, string, RegExp][] = [
       [`/export.csv?resource=sample&_pad=${"x".repeat(9000)}`, "url", /8192/],
       [`/export.csv?resource=sample&q=${"river ".repeat(200)}`, "q", /1000/],
-      [`/export.csv?resource=sample&${Array.from({ length: 51 }, (_, i) => `filter.f${i}=1`).join("&")}`, "filters", /50/],
-      [`/export.csv?resource=sample&filters=${encodeURIComponent(JSON.stringify({ id: Array.from({ length: 1001 }, (_, i) => i) }))}`, "filters", /1000/],
-      [`/export.csv?resource=sample&fields=${Array.from({ length: 501 }, (_, i) => `c${i}`).join(",")}`, "fields", /500/],
+      [
+        `/export.csv?resource=sample&${Array.from({ length: 51 }, (_, i) => `filter.f${i}=1`).join("&")}`,
+        "filters",
+        /50/,
+      ],
+      [
+        `/export.csv?resource=sample&filters=${encodeURIComponent(JSON.stringify({ id: Array.from({ length: 1001 }, (_, i) => i) }))}`,
+        "filters",
+        /1000/,
+      ],
+      [
+        `/export.csv?resource=sample&fields=${Array.from({ length: 501 }, (_, i) => `c${i}`).join(",")}`,
+        "fields",
+        /500/,
+      ],
       [`/export.csv?resource=sample&fields=${"x".repeat(64)}`, "fields", /63 bytes/],
       ["/export.csv?resource=sample&filter.a%00b=1", "filter.a\u0000b", /control character/],
       ["/export.csv?resource=sample&sort=%22a%22%22b%22", "sort", /double quote/],
@@ -190,7 +220,10 @@ describe("rate limiting keys", () => {
     const keys: string[] = [];
     const limiter = { limit: async ({ key }: { key: string }) => (keys.push(key), { success: true }) };
     const h = harness({ env: { RATE_LIMITER: limiter as unknown as RateLimit } });
-    for (const sig of ["a", "b"]) await h.get(`/export.csv?resource=sample&limit=1&sig=${sig}`, { headers: { "cf-connecting-ip": "198.51.100.7" } });
+    for (const sig of ["a", "b"])
+      await h.get(`/export.csv?resource=sample&limit=1&sig=${sig}`, {
+        headers: { "cf-connecting-ip": "198.51.100.7" },
+      });
     expect(keys).toEqual(["ip:198.51.100.7", "ip:198.51.100.7"]);
     const signed = harness({ env: { LINK_SIGNING_KEY: "k", RATE_LIMITER: limiter as unknown as RateLimit } });
     keys.length = 0;

@@ -23,7 +23,8 @@ interface Manifest {
   snapshots: { key: string; stamp: string; sha256: string; bytes: number }[];
   last_run: { status: string; stamp: string; error?: string } | null;
 }
-const manifestOf = async (job: string): Promise<Manifest> => (await (await bucket.get(`${job}/manifest.json`))!.json()) as Manifest;
+const manifestOf = async (job: string): Promise<Manifest> =>
+  (await (await bucket.get(`${job}/manifest.json`))!.json()) as Manifest;
 
 /** Every dated file in R2 is one the manifest lists, and nothing of a run is left beside them. */
 async function nothingOrphaned(job: string): Promise<void> {
@@ -52,13 +53,22 @@ beforeEach(async () => {
 describe("a snapshot run that fails or ends early leaves nothing behind and says so", () => {
   it("publish fails for good: the sealed file is deleted, the instance errors and last_run says why", async () => {
     // R2 refuses every manifest write that would list the new file (the run's last_run still goes in).
-    const broken = faultyBucket({ put: (key, body) => key === "pub/manifest.json" && typeof body === "string" && body.includes(`pub/${S1}.csv`) });
+    const broken = faultyBucket({
+      put: (key, body) => key === "pub/manifest.json" && typeof body === "string" && body.includes(`pub/${S1}.csv`),
+    });
     const { h, deps } = runsHarness({ name: "pub", resource: "sample", limit: 20000 }, undefined, { bucket: broken });
     const ended = await workflowRun("pub", deps);
-    expect(ended).toMatchObject({ status: "errored", error: { message: expect.stringMatching(/csv: Internal error while writing the snapshot/) } });
+    expect(ended).toMatchObject({
+      status: "errored",
+      error: { message: expect.stringMatching(/csv: Internal error while writing the snapshot/) },
+    });
     const manifest = await manifestOf("pub");
     expect(manifest.snapshots).toEqual([]);
-    expect(manifest.last_run).toMatchObject({ status: "failed", stamp: S1, error: expect.stringMatching(/^csv: Internal error while writing the snapshot/) });
+    expect(manifest.last_run).toMatchObject({
+      status: "failed",
+      stamp: S1,
+      error: expect.stringMatching(/^csv: Internal error while writing the snapshot/),
+    });
     expect(ended.error!.message).toContain(manifest.last_run!.error!);
     await nothingOrphaned("pub");
     expect(await bucket.head(datedKey("pub", S1, "csv"))).toBeNull();
@@ -71,16 +81,27 @@ describe("a snapshot run that fails or ends early leaves nothing behind and says
     const { deps } = runsHarness({ name: "seal", resource: "sample", limit: 60000 }, undefined, { bucket: broken });
     const ended = await workflowRun("seal", deps);
     expect(ended).toMatchObject({ status: "errored", error: { message: expect.stringMatching(/csv: /) } });
-    expect((await manifestOf("seal")).last_run).toMatchObject({ status: "failed", error: expect.stringMatching(/^csv: /) });
+    expect((await manifestOf("seal")).last_run).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/^csv: /),
+    });
     await nothingOrphaned("seal");
     expect(await keys("seal/")).toEqual(["seal/manifest.json"]);
   });
 
   it("publish and seal failing inline (the cron without the Workflow): the same files left, the same last_run", async () => {
-    const broken = faultyBucket({ put: (key, body) => key === "inl/manifest.json" && typeof body === "string" && body.includes(`inl/${S1}.csv`) });
-    const { h } = runsHarness({ name: "inl", resource: "sample", limit: 20000 }, undefined, { bucket: broken, inline: true });
+    const broken = faultyBucket({
+      put: (key, body) => key === "inl/manifest.json" && typeof body === "string" && body.includes(`inl/${S1}.csv`),
+    });
+    const { h } = runsHarness({ name: "inl", resource: "sample", limit: 20000 }, undefined, {
+      bucket: broken,
+      inline: true,
+    });
     const [result] = await h.scheduled("0 3 * * *", T1);
-    expect(result).toMatchObject({ status: "failed", error: expect.stringMatching(/^csv: Internal error while writing the snapshot/) });
+    expect(result).toMatchObject({
+      status: "failed",
+      error: expect.stringMatching(/^csv: Internal error while writing the snapshot/),
+    });
     expect((await manifestOf("inl")).last_run).toMatchObject({ status: "failed", error: result!.error });
     await nothingOrphaned("inl");
     expect(await keys("inl/")).toEqual(["inl/manifest.json"]);
@@ -91,7 +112,12 @@ describe("a snapshot run that fails or ends early leaves nothing behind and says
    * steps themselves run for an instance the Workflow does not know, the last of them cut off
    * inside a CKAN request. The next run finds the job held by a run that is gone and settles it.
    */
-  async function deadRun(name: string, config: Config, hold: ReturnType<typeof gate> | undefined, until: (state: FormatState) => boolean) {
+  async function deadRun(
+    name: string,
+    config: Config,
+    hold: ReturnType<typeof gate> | undefined,
+    until: (state: FormatState) => boolean,
+  ) {
     // The harness made last: its emulator and faults.
     const deps: SnapshotDeps = { bucket, config, upstreamFetch: activeWorker().upstreamFetch, redact: (t) => t };
     const job = snapshotJobs(config).jobs[0]!;
@@ -102,7 +128,22 @@ describe("a snapshot run that fails or ends early leaves nothing behind and says
     expect(await before.ended()).toMatchObject({ status: "complete" });
     const instance = instanceId(name, stamp(T0));
     const now = new Date().toISOString();
-    await claimJob(bucket, { instance, job: name, stamp: S1, trigger: "cron", started: now, updated: now, current: null, done: [], lastError: null }, async () => true, async () => {});
+    await claimJob(
+      bucket,
+      {
+        instance,
+        job: name,
+        stamp: S1,
+        trigger: "cron",
+        started: now,
+        updated: now,
+        current: null,
+        done: [],
+        lastError: null,
+      },
+      async () => true,
+      async () => {},
+    );
     const run: FormatRun = { job, format: "csv", stamp: S1, started: now, instance };
     let state = await beginFormat(run, deps);
     const parts: UploadState["newParts"] = [];
@@ -125,7 +166,12 @@ describe("a snapshot run that fails or ends early leaves nothing behind and says
       return undefined;
     });
     // Steps until a part is up and bytes are carried, then one more caught inside CKAN's answer.
-    const dead = await deadRun("lost", deps.config, hold, (s) => s.upload.parts > 0 && s.upload.carry !== null && s.rows >= 35000);
+    const dead = await deadRun(
+      "lost",
+      deps.config,
+      hold,
+      (s) => s.upload.parts > 0 && s.upload.carry !== null && s.rows >= 35000,
+    );
     armed = true;
     const cutOff = dead.cutOff!.then(
       () => "finished",
@@ -137,7 +183,10 @@ describe("a snapshot run that fails or ends early leaves nothing behind and says
     const next = await watched("lost", T2);
     try {
       await startScheduled("0 3 * * *", T2, deps, runs);
-      expect(await next.ended()).toMatchObject({ status: "complete", output: { status: "ok", written: [{ format: "csv", rows: 60000 }] } });
+      expect(await next.ended()).toMatchObject({
+        status: "complete",
+        output: { status: "ok", written: [{ format: "csv", rows: 60000 }] },
+      });
     } finally {
       await next.dispose();
       await dead.before.dispose();
@@ -146,9 +195,16 @@ describe("a snapshot run that fails or ends early leaves nothing behind and says
     hold.open();
     expect(await cutOff).not.toBe("finished");
     await nothingOrphaned("lost");
-    expect(await keys("lost/")).toEqual(["lost/20261119T030000Z.csv", "lost/20261121T030000Z.csv", "lost/datapackage.json", "lost/manifest.json"]);
+    expect(await keys("lost/")).toEqual([
+      "lost/20261119T030000Z.csv",
+      "lost/20261121T030000Z.csv",
+      "lost/datapackage.json",
+      "lost/manifest.json",
+    ]);
     // The dead run's upload was aborted: its parts can never be completed into a file.
-    await expect(bucket.resumeMultipartUpload(dead.state.upload.key, dead.state.upload.id).complete(dead.parts)).rejects.toThrow();
+    await expect(
+      bucket.resumeMultipartUpload(dead.state.upload.key, dead.state.upload.id).complete(dead.parts),
+    ).rejects.toThrow();
     expect((await manifestOf("lost")).last_run).toMatchObject({ status: "ok", stamp: "20261121T030000Z" });
   });
 

@@ -26,14 +26,16 @@ export const sha256 = async (data: ArrayBuffer): Promise<string> =>
   [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 /** The `_id` a page request starts after: keyset pages carry it as a range filter. */
-export const afterId = (body: Record<string, unknown>): number => (body.filters as { _id?: { gt?: number } } | undefined)?._id?.gt ?? 0;
+export const afterId = (body: Record<string, unknown>): number =>
+  (body.filters as { _id?: { gt?: number } } | undefined)?._id?.gt ?? 0;
 
 /**
  * A step's first page past `_id` `from`: asked as rows (later pages of a CSV step come as CKAN's
  * CSV), and read by that step for certain, where a page fetched ahead may be dropped when the step
  * ends before it.
  */
-export const stepStart = (body: Record<string, unknown>, from: number): boolean => body.records_format !== "csv" && afterId(body) > from;
+export const stepStart = (body: Record<string, unknown>, from: number): boolean =>
+  body.records_format !== "csv" && afterId(body) > from;
 
 /**
  * Where the upstream holds a request until the spec lets it go: a run caught mid-step. Flags polled
@@ -56,7 +58,11 @@ export function gate() {
 type Fault = NonNullable<Parameters<typeof harness>[0]>["fault"];
 
 /** The harness with the Workflow bound (unless `inline`), small parts and steps, and no upstream retries of its own (the steps retry). */
-export function runsHarness(job: Record<string, unknown>, fault?: Fault, options: { inline?: boolean; bucket?: R2Bucket; env?: Record<string, string> } = {}) {
+export function runsHarness(
+  job: Record<string, unknown>,
+  fault?: Fault,
+  options: { inline?: boolean; bucket?: R2Bucket; env?: Record<string, string> } = {},
+) {
   const h = harness({
     emulator: { version: "2.12" },
     env: {
@@ -97,14 +103,20 @@ export async function watched(job: string, time: number) {
 }
 
 /** Lets a held run go and waits for its end before the introspector goes (disposing a running one hangs). */
-export async function settled(instance: Awaited<ReturnType<typeof watched>>, hold?: { open: () => void }): Promise<void> {
+export async function settled(
+  instance: Awaited<ReturnType<typeof watched>>,
+  hold?: { open: () => void },
+): Promise<void> {
   hold?.open();
   await instance.ended();
   await instance.dispose();
 }
 
 /** The bucket with some of its calls made to fail (a storage outage on one kind of write), the rest passed through. */
-export function faultyBucket(fails: { complete?: () => boolean; put?: (key: string, value: unknown) => boolean }): R2Bucket {
+export function faultyBucket(fails: {
+  complete?: () => boolean;
+  put?: (key: string, value: unknown) => boolean;
+}): R2Bucket {
   const upload = (real: R2MultipartUpload): R2MultipartUpload =>
     new Proxy(real, {
       get(target, prop) {
@@ -122,7 +134,8 @@ export function faultyBucket(fails: { complete?: () => boolean; put?: (key: stri
     get(target, prop) {
       const value = Reflect.get(target, prop, target) as unknown;
       if (typeof value !== "function") return value;
-      if (prop === "resumeMultipartUpload") return (...args: unknown[]) => upload((value as (...a: unknown[]) => R2MultipartUpload).apply(target, args));
+      if (prop === "resumeMultipartUpload")
+        return (...args: unknown[]) => upload((value as (...a: unknown[]) => R2MultipartUpload).apply(target, args));
       if (prop === "put" && fails.put !== undefined) {
         return async (key: string, body: unknown, ...rest: unknown[]) => {
           if (fails.put!(key, body)) throw new Error("R2 is down (put)");

@@ -28,7 +28,9 @@ function countingBucket() {
       const value = Reflect.get(target, prop, target) as unknown;
       if (typeof value !== "function") return value;
       // A later step goes on with the upload by its id: counted the same.
-      if (prop === "resumeMultipartUpload") return (...args: unknown[]) => wrapUpload((value as (...a: unknown[]) => R2MultipartUpload).apply(target, args));
+      if (prop === "resumeMultipartUpload")
+        return (...args: unknown[]) =>
+          wrapUpload((value as (...a: unknown[]) => R2MultipartUpload).apply(target, args));
       return async (...args: unknown[]) => {
         if (prop === "put") counts.put++;
         const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
@@ -63,7 +65,12 @@ describe("scheduled snapshots", () => {
     const { wrapped, counts } = countingBucket();
     const h = harness({
       emulator: { version: "2.12" },
-      env: { PAGE_SIZE: "5000", SNAPSHOT_PART_BYTES: String(5 * 1024 * 1024), SNAPSHOTS: wrapped, ...jobs({ name: "big-one", resource: "sample", limit: 60000, cron: "0 3 * * *" }) },
+      env: {
+        PAGE_SIZE: "5000",
+        SNAPSHOT_PART_BYTES: String(5 * 1024 * 1024),
+        SNAPSHOTS: wrapped,
+        ...jobs({ name: "big-one", resource: "sample", limit: 60000, cron: "0 3 * * *" }),
+      },
     });
     const [result] = await h.scheduled("0 3 * * *", T1);
     expect(result).toMatchObject({ job: "big-one", stamp: "20261120T030000Z", status: "ok" });
@@ -71,7 +78,11 @@ describe("scheduled snapshots", () => {
     expect(counts.createMultipartUpload).toBe(1);
     expect(counts.uploadPart).toBeGreaterThanOrEqual(2);
     expect(counts.complete).toBe(1);
-    expect(await keys("big-one/")).toEqual(["big-one/20261120T030000Z.csv", "big-one/datapackage.json", "big-one/manifest.json"]);
+    expect(await keys("big-one/")).toEqual([
+      "big-one/20261120T030000Z.csv",
+      "big-one/datapackage.json",
+      "big-one/manifest.json",
+    ]);
 
     const dated = (await bucket.get("big-one/20261120T030000Z.csv"))!;
     const snapshot = await dated.arrayBuffer();
@@ -85,10 +96,18 @@ describe("scheduled snapshots", () => {
     expect(latest.headers.get("content-disposition")).toContain('filename="big-one.csv"');
     expect(latest.headers.get("cache-control")).toBe("public, max-age=300");
     expect(await sha256(await latest.arrayBuffer())).toBe(await sha256(snapshot));
-    const manifest = (await (await bucket.get("big-one/manifest.json"))!.json()) as { snapshots: { rows: number; bytes: number }[]; last_run: { status: string } };
+    const manifest = (await (await bucket.get("big-one/manifest.json"))!.json()) as {
+      snapshots: { rows: number; bytes: number }[];
+      last_run: { status: string };
+    };
     expect(manifest.snapshots).toHaveLength(1);
     // The hash was carried from step to step as the bytes went by, never read back: the file's own.
-    expect(manifest.snapshots[0]).toMatchObject({ rows: 60000, bytes: snapshot.byteLength, total: 100000, sha256: await sha256(snapshot) });
+    expect(manifest.snapshots[0]).toMatchObject({
+      rows: 60000,
+      bytes: snapshot.byteLength,
+      total: 100000,
+      sha256: await sha256(snapshot),
+    });
     expect(manifest.last_run.status).toBe("ok");
     for (const object of (await bucket.list({ include: ["customMetadata", "httpMetadata"] })).objects) {
       expect(JSON.stringify(object.customMetadata ?? {})).not.toContain(TOKEN);
@@ -101,7 +120,13 @@ describe("scheduled snapshots", () => {
     const { wrapped, counts } = countingBucket();
     const h = harness({
       emulator: { version: "2.12" },
-      env: { PAGE_SIZE: "5000", SNAPSHOT_PART_BYTES: String(5 * 1024 * 1024), UPSTREAM_RETRIES: "0", SNAPSHOTS: wrapped, ...jobs({ name: "nightly", resource: "sample", limit: 60000, formats: ["csv", "ndjson"] }) },
+      env: {
+        PAGE_SIZE: "5000",
+        SNAPSHOT_PART_BYTES: String(5 * 1024 * 1024),
+        UPSTREAM_RETRIES: "0",
+        SNAPSHOTS: wrapped,
+        ...jobs({ name: "nightly", resource: "sample", limit: 60000, formats: ["csv", "ndjson"] }),
+      },
       // The first page past _id 50000 fails (keyset paging), well past the first 5 MiB part.
       fault: (_, body) => {
         const after = (body.filters as { _id?: { gt?: number } } | undefined)?._id?.gt ?? 0;
@@ -129,7 +154,10 @@ describe("scheduled snapshots", () => {
     ]);
     expect(await latestOf("latest.csv")).toBe(before.latestCsv);
     expect(await latestOf("latest.ndjson")).toBe(before.latestNd);
-    const after = (await (await bucket.get("nightly/manifest.json"))!.json()) as { snapshots: unknown[]; last_run: { status: string; error: string } };
+    const after = (await (await bucket.get("nightly/manifest.json"))!.json()) as {
+      snapshots: unknown[];
+      last_run: { status: string; error: string };
+    };
     expect(after.snapshots).toEqual(before.manifest.snapshots);
     expect(after.last_run).toMatchObject({ status: "failed", error: expect.stringContaining("HTTP 500") });
   });
@@ -165,8 +193,13 @@ describe("scheduled snapshots", () => {
     const results = (await Promise.all([h.scheduled("0 3 * * *", T1), h.scheduled("0 3 * * *", T2)])).flat();
     expect(results.map((r) => r.status).sort()).toEqual(["ok", "skipped"]);
     const skipped = results.find((r) => r.status === "skipped")!;
-    expect(skipped.error).toMatch(/^run overlap-2026112[01]T030000Z-[0-9a-f]{8} of this job is still going; this run wrote nothing$/);
-    const manifest = (await (await bucket.get("overlap/manifest.json"))!.json()) as { snapshots: { stamp: string }[]; last_run: { status: string } };
+    expect(skipped.error).toMatch(
+      /^run overlap-2026112[01]T030000Z-[0-9a-f]{8} of this job is still going; this run wrote nothing$/,
+    );
+    const manifest = (await (await bucket.get("overlap/manifest.json"))!.json()) as {
+      snapshots: { stamp: string }[];
+      last_run: { status: string };
+    };
     expect(manifest.snapshots.map((s) => s.stamp)).toEqual([results.find((r) => r.status === "ok")!.stamp]);
     expect(manifest.last_run.status).toBe("ok");
     expect(await keys("overlap/")).not.toContainEqual(expect.stringContaining(".staging"));
@@ -188,16 +221,30 @@ describe("scheduled snapshots", () => {
     const results = await h.scheduled("0 3 * * *", T1);
     expect(results.map((r) => r.job)).toEqual(["good"]);
     expect(await keys("other-trigger/")).toEqual([]);
-    const listing = (await (await h.get("/snapshots")).json()) as { jobs: { name: string }[]; problems: { job: string; message: string }[] };
+    const listing = (await (await h.get("/snapshots")).json()) as {
+      jobs: { name: string }[];
+      problems: { job: string; message: string }[];
+    };
     expect(listing.jobs.map((j) => j.name)).toEqual(["good", "other-trigger"]);
-    expect(listing.problems.map((p) => p.job)).toEqual(["unknown-alias", "good", "Bad Name", "bad-format", "bad-compress"]);
+    expect(listing.problems.map((p) => p.job)).toEqual([
+      "unknown-alias",
+      "good",
+      "Bad Name",
+      "bad-format",
+      "bad-compress",
+    ]);
     expect(listing.problems[0]!.message).toContain('"nope"');
   });
 });
 
 describe("serving snapshots", () => {
   async function published() {
-    const h = harness({ env: { ADMIN_TOKEN: "admin-SECRET-91", ...jobs({ name: "daily", resource: "sample", limit: 100, formats: ["csv", "json"] }) } });
+    const h = harness({
+      env: {
+        ADMIN_TOKEN: "admin-SECRET-91",
+        ...jobs({ name: "daily", resource: "sample", limit: 100, formats: ["csv", "json"] }),
+      },
+    });
     await h.scheduled("0 3 * * *", T1);
     return h;
   }
@@ -278,25 +325,56 @@ describe("serving snapshots", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
     expect(res.headers.get("cache-control")).toBe("no-cache");
-    expect((await h.get("/snapshots/daily/datapackage.json", { headers: { "if-none-match": res.headers.get("etag")! } })).status).toBe(304);
-    const descriptor = (await res.json()) as { profile: string; resources: { name: string; path: string; bytes: number; hash: string; dialect?: { delimiter: string }; schema: { fields: Record<string, string>[]; missingValues?: string[] } }[] };
+    expect(
+      (await h.get("/snapshots/daily/datapackage.json", { headers: { "if-none-match": res.headers.get("etag")! } }))
+        .status,
+    ).toBe(304);
+    const descriptor = (await res.json()) as {
+      profile: string;
+      resources: {
+        name: string;
+        path: string;
+        bytes: number;
+        hash: string;
+        dialect?: { delimiter: string };
+        schema: { fields: Record<string, string>[]; missingValues?: string[] };
+      }[];
+    };
     expect(descriptor.profile).toBe("tabular-data-package");
     const [csv, json] = descriptor.resources;
     const file = await (await h.get(`/snapshots/daily/${csv!.path}`)).arrayBuffer();
-    expect(csv).toMatchObject({ name: "daily-csv", path: "20261120T030000Z.csv", bytes: file.byteLength, hash: `sha256:${await sha256(file)}`, dialect: { delimiter: "," } });
+    expect(csv).toMatchObject({
+      name: "daily-csv",
+      path: "20261120T030000Z.csv",
+      bytes: file.byteLength,
+      hash: `sha256:${await sha256(file)}`,
+      dialect: { delimiter: "," },
+    });
     expect(json).toMatchObject({ name: "daily-json", path: "20261120T030000Z.json" });
     expect(json!.dialect).toBeUndefined();
     // The header row names the fields; the data dictionary gives their titles and descriptions.
     const header = new TextDecoder().decode(file).split("\r\n")[0]!.split(",");
     expect(csv!.schema.fields.map((f) => f.name)).toEqual(header);
-    expect(csv!.schema.fields.find((f) => f.name === "amount")).toEqual({ name: "amount", title: "Amount (CAD)", description: expect.stringContaining("taxes included"), type: "number" });
+    expect(csv!.schema.fields.find((f) => f.name === "amount")).toEqual({
+      name: "amount",
+      title: "Amount (CAD)",
+      description: expect.stringContaining("taxes included"),
+      type: "number",
+    });
     expect(csv!.schema.fields.find((f) => f.name === "formula")).toEqual({ name: "formula", type: "string" });
     expect(csv!.schema.missingValues).toEqual([""]);
-    expect(await keys("daily/")).toEqual(["daily/20261120T030000Z.csv", "daily/20261120T030000Z.json", "daily/datapackage.json", "daily/manifest.json"]);
+    expect(await keys("daily/")).toEqual([
+      "daily/20261120T030000Z.csv",
+      "daily/20261120T030000Z.json",
+      "daily/datapackage.json",
+      "daily/manifest.json",
+    ]);
   });
 
   it("answers a range on an empty snapshot with 416, and serves the empty file whole", async () => {
-    const h = harness({ env: { ...jobs({ name: "empty", resource: "sample", filters: { category: "no-such" }, formats: ["ndjson"] }) } });
+    const h = harness({
+      env: { ...jobs({ name: "empty", resource: "sample", filters: { category: "no-such" }, formats: ["ndjson"] }) },
+    });
     await h.scheduled("0 3 * * *", T1);
     const whole = await h.get("/snapshots/empty/latest.ndjson");
     expect(whole.status).toBe(200);
@@ -308,7 +386,13 @@ describe("serving snapshots", () => {
 
   it("answers unknown jobs, stamps and files with a 404 JSON error", async () => {
     const h = await published();
-    for (const path of ["/snapshots/nope/latest.csv", "/snapshots/daily/20990101T000000Z.csv", "/snapshots/daily/latest.tsv", "/snapshots/daily/.staging", "/snapshots/daily/secret.txt"]) {
+    for (const path of [
+      "/snapshots/nope/latest.csv",
+      "/snapshots/daily/20990101T000000Z.csv",
+      "/snapshots/daily/latest.tsv",
+      "/snapshots/daily/.staging",
+      "/snapshots/daily/secret.txt",
+    ]) {
       const res = await h.get(path);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
@@ -331,13 +415,20 @@ describe("serving snapshots", () => {
   it("runs a job now only for an operator with ADMIN_TOKEN", async () => {
     const h = await published();
     expect((await h.get("/snapshots/daily/run", { method: "POST" })).status).toBe(401);
-    expect((await h.get("/snapshots/daily/run", { method: "POST", headers: { authorization: "Bearer wrong" } })).status).toBe(401);
-    const ok = await h.get("/snapshots/daily/run", { method: "POST", headers: { authorization: "Bearer admin-SECRET-91" } });
+    expect(
+      (await h.get("/snapshots/daily/run", { method: "POST", headers: { authorization: "Bearer wrong" } })).status,
+    ).toBe(401);
+    const ok = await h.get("/snapshots/daily/run", {
+      method: "POST",
+      headers: { authorization: "Bearer admin-SECRET-91" },
+    });
     expect(ok.status).toBe(200);
     const text = await ok.text();
     expect(text).not.toContain("admin-SECRET-91");
     expect(JSON.parse(text)).toMatchObject({ job: "daily", status: "ok" });
     const off = harness({ env: jobs({ name: "daily", resource: "sample" }) });
-    expect((await off.get("/snapshots/daily/run", { method: "POST", headers: { authorization: "Bearer x" } })).status).toBe(404);
+    expect(
+      (await off.get("/snapshots/daily/run", { method: "POST", headers: { authorization: "Bearer x" } })).status,
+    ).toBe(404);
   });
 });

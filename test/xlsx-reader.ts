@@ -29,13 +29,19 @@ async function inflate(bytes: Uint8Array): Promise<Uint8Array> {
 export async function unzip(zip: Uint8Array): Promise<Map<string, Uint8Array>> {
   const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
   const end = zip.byteLength - 22;
-  if (end < 0 || view.getUint32(end, true) !== 0x06054b50) throw new Error("not a complete ZIP: no end of central directory record");
+  if (end < 0 || view.getUint32(end, true) !== 0x06054b50)
+    throw new Error("not a complete ZIP: no end of central directory record");
   const count = view.getUint16(end + 10, true);
   let at = view.getUint32(end + 16, true);
   const parts = new Map<string, Uint8Array>();
   for (let i = 0; i < count; i++) {
     if (view.getUint32(at, true) !== 0x02014b50) throw new Error(`bad central directory entry ${i}`);
-    const [method, crc, compressed, size] = [view.getUint16(at + 10, true), view.getUint32(at + 16, true), view.getUint32(at + 20, true), view.getUint32(at + 24, true)];
+    const [method, crc, compressed, size] = [
+      view.getUint16(at + 10, true),
+      view.getUint32(at + 16, true),
+      view.getUint32(at + 20, true),
+      view.getUint32(at + 24, true),
+    ];
     const nameLength = view.getUint16(at + 28, true);
     const extra = view.getUint16(at + 30, true) + view.getUint16(at + 32, true);
     const offset = view.getUint32(at + 42, true);
@@ -62,7 +68,12 @@ const unescapeXml = (text: string): string =>
 
 /** Reads the workbook: every part as text, and the sheet's cells. */
 export async function readWorkbook(bytes: Uint8Array): Promise<Workbook> {
-  const parts = new Map([...(await unzip(bytes))].map(([name, data]) => [name, new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(data)]));
+  const parts = new Map(
+    [...(await unzip(bytes))].map(([name, data]) => [
+      name,
+      new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(data),
+    ]),
+  );
   const sheet = parts.get("xl/worksheets/sheet1.xml");
   if (sheet === undefined) throw new Error("no sheet");
   if (/<f[ >]/.test(sheet)) throw new Error("the sheet holds a formula");
@@ -71,10 +82,15 @@ export async function readWorkbook(bytes: Uint8Array): Promise<Workbook> {
   for (const [, r, body] of sheet.matchAll(/<row r="(\d+)"[^>]*>(.*?)<\/row>/gs)) {
     rowNumbers.push(Number(r));
     const cells: Cell[] = [];
-    for (const [, attributes = "", content = ""] of (body ?? "").matchAll(/<c((?: [a-zA-Z]+="[^"]*")*)(?:\/>|>(.*?)<\/c>)/gs)) {
+    for (const [, attributes = "", content = ""] of (body ?? "").matchAll(
+      /<c((?: [a-zA-Z]+="[^"]*")*)(?:\/>|>(.*?)<\/c>)/gs,
+    )) {
       const type = /t="([^"]+)"/.exec(attributes)?.[1] ?? (content === "" ? "" : "n");
       const style = Number(/s="(\d+)"/.exec(attributes)?.[1] ?? 0);
-      const value = type === "inlineStr" ? unescapeXml(/<t[^>]*>(.*?)<\/t>/s.exec(content)?.[1] ?? "") : (/<v>(.*?)<\/v>/.exec(content)?.[1] ?? "");
+      const value =
+        type === "inlineStr"
+          ? unescapeXml(/<t[^>]*>(.*?)<\/t>/s.exec(content)?.[1] ?? "")
+          : (/<v>(.*?)<\/v>/.exec(content)?.[1] ?? "");
       // Other writers (LibreOffice) leave empty cells out and say where each cell is.
       const column = /r="([A-Z]+)\d+"/.exec(attributes)?.[1];
       if (column !== undefined) {

@@ -13,7 +13,8 @@ function expectedCell(csv: string, type: string): Pick<Cell, "type" | "value"> &
   const kind = cellKind(type);
   // Numbers a spreadsheet keeps exactly: 15 significant digits for integers and numerics, any double for floats.
   const digits = kind === "number" ? 15 : 17;
-  if ((kind === "number" || kind === "float") && exactDouble(csv, digits) !== undefined) return { type: "n", value: exactDouble(csv, digits)! };
+  if ((kind === "number" || kind === "float") && exactDouble(csv, digits) !== undefined)
+    return { type: "n", value: exactDouble(csv, digits)! };
   if (kind === "bool") return { type: "b", value: csv === "true" ? "1" : "0" };
   const date = kind === "date" || kind === "timestamp" ? excelDate(csv) : undefined;
   if (date !== undefined) return { type: "n", value: date.serial, style: date.style };
@@ -23,7 +24,10 @@ function expectedCell(csv: string, type: string): Pick<Cell, "type" | "value"> &
 describe.each(["2.12", "2.10"] as const)("XLSX of the edge table on CKAN %s", (version) => {
   it("has every cell of the CSV export, typed by its column, across pages", async () => {
     const h = harness({ emulator: { version }, env: { PAGE_SIZE: "500", BUFFER_BYTES: "0" } });
-    const csv = Papa.parse<string[]>((await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(), { newline: "\r\n" }).data;
+    const csv = Papa.parse<string[]>(
+      (await (await h.get("/export.csv?resource=edge&formula_guard=0")).text()).trimEnd(),
+      { newline: "\r\n" },
+    ).data;
     const res = await h.get("/export.xlsx?resource=edge");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
@@ -47,7 +51,17 @@ describe.each(["2.12", "2.10"] as const)("XLSX of the edge table on CKAN %s", (v
       }
     }
     // Each kind of cell is there: numbers, numbers too long for a double kept as text, dates, booleans, text.
-    for (const key of ["amount:n", "amount:inlineStr", "ratio:n", "created:n", "day:n", "active:b", "formula:inlineStr", "tags:inlineStr", "meta:inlineStr"]) {
+    for (const key of [
+      "amount:n",
+      "amount:inlineStr",
+      "ratio:n",
+      "created:n",
+      "day:n",
+      "active:b",
+      "formula:inlineStr",
+      "tags:inlineStr",
+      "meta:inlineStr",
+    ]) {
       expect(seen.get(key), key).toBeGreaterThan(0);
     }
   });
@@ -57,7 +71,10 @@ describe("XLSX exports", () => {
   it("keeps formula-like text as inline strings, which never run", async () => {
     const { get } = harness({ emulator: { version: "2.12" } });
     const book = await readWorkbook(await bytes(await get("/export.xlsx?resource=edge&fields=formula&limit=50")));
-    const formulas = book.rows.slice(1).map((r) => r[0]!).filter((c) => /^[=+\-@]/.test(c.value));
+    const formulas = book.rows
+      .slice(1)
+      .map((r) => r[0]!)
+      .filter((c) => /^[=+\-@]/.test(c.value));
     expect(formulas.length).toBeGreaterThan(3);
     expect(formulas.every((c) => c.type === "inlineStr" && !c.value.startsWith("'"))).toBe(true);
     expect(book.parts.get("xl/worksheets/sheet1.xml")).not.toMatch(/<f[ >]/);
@@ -77,19 +94,29 @@ describe("XLSX exports", () => {
     // CKAN estimates 900 rows; counting finds more than MAX_ROWS while the sheet streams.
     const estimated = async (_n: number, body: unknown): Promise<Response | undefined> => {
       if ((body as { include_total?: boolean }).include_total === false) return undefined;
-      const answer = (await (await harness().emulator.fetch(
-        new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
-      )).json()) as { result: Record<string, unknown> };
+      const answer = (await (
+        await harness().emulator.fetch(
+          new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
+        )
+      ).json()) as { result: Record<string, unknown> };
       return Response.json({ ...answer, result: { ...answer.result, total: 900, total_was_estimated: true } });
     };
     const jobs = JSON.stringify([{ name: "cut", resource: "sample", formats: ["xlsx"] }]);
-    const h = harness({ env: { MAX_ROWS: "1500", PAGE_SIZE: "500", BUFFER_BYTES: "0", CACHE_TTL_SECONDS: "300", SNAPSHOT_JOBS: jobs }, fault: estimated });
+    const h = harness({
+      env: { MAX_ROWS: "1500", PAGE_SIZE: "500", BUFFER_BYTES: "0", CACHE_TTL_SECONDS: "300", SNAPSHOT_JOBS: jobs },
+      fault: estimated,
+    });
     const res = await h.get("/export.xlsx?resource=sample&fields=id");
     expect(res.status).toBe(200);
     const book = await readWorkbook(await bytes(res));
     const last = book.rows.at(-1)!;
     expect(last).toHaveLength(1);
-    expect(last[0]).toMatchObject({ type: "inlineStr", value: expect.stringMatching(/^#EXPORT INCOMPLETE: More than 1500 rows match.* The rows above are only part of the export\.$/) as unknown as string });
+    expect(last[0]).toMatchObject({
+      type: "inlineStr",
+      value: expect.stringMatching(
+        /^#EXPORT INCOMPLETE: More than 1500 rows match.* The rows above are only part of the export\.$/,
+      ) as unknown as string,
+    });
     const ids = book.rows.slice(1, -1).map((r) => Number(r[0]!.value));
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
     expect(ids.length).toBeLessThanOrEqual(1500);
@@ -131,7 +158,9 @@ describe("XLSX exports", () => {
       }
     })();
     expect(error).toBeDefined();
-    await expect(readWorkbook(new Uint8Array(await new Blob(chunks).arrayBuffer()))).rejects.toThrow(/not a complete ZIP/);
+    await expect(readWorkbook(new Uint8Array(await new Blob(chunks).arrayBuffer()))).rejects.toThrow(
+      /not a complete ZIP/,
+    );
   });
 
   it("streams 100,000 rows page by page in bounded chunks", async () => {
@@ -156,7 +185,9 @@ describe("XLSX exports", () => {
     expect(largest).toBeLessThan(2 * 1024 * 1024);
     const book = await readWorkbook(new Uint8Array(await new Blob(chunks).arrayBuffer()));
     expect(book.rows).toHaveLength(100_001);
-    console.log(`100,000 rows as XLSX: ${chunks.reduce((n, c) => n + c.byteLength, 0)} bytes in ${ms} ms, largest chunk ${largest} bytes`);
+    console.log(
+      `100,000 rows as XLSX: ${chunks.reduce((n, c) => n + c.byteLength, 0)} bytes in ${ms} ms, largest chunk ${largest} bytes`,
+    );
   });
 
   it("starts streaming a large workbook after its first page, not after megabytes of compressed output", async () => {
@@ -172,14 +203,23 @@ describe("XLSX exports", () => {
     const wide = "x".repeat(5000);
     const snapshots = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
     const h = harness({
-      env: { PAGE_SIZE: "1000", SNAPSHOT_JOBS: JSON.stringify([{ name: "huge-book", resource: "sample", formats: ["xlsx"], cron: "0 4 * * *" }]) },
+      env: {
+        PAGE_SIZE: "1000",
+        SNAPSHOT_JOBS: JSON.stringify([
+          { name: "huge-book", resource: "sample", formats: ["xlsx"], cron: "0 4 * * *" },
+        ]),
+      },
       fault: (_n, body) =>
         body.resource_id === undefined || isProbe(body)
           ? undefined
           : Response.json({
               success: true,
               result: {
-                fields: [{ id: "_id", type: "int" }, { id: "id", type: "int4" }, { id: "text", type: "text" }],
+                fields: [
+                  { id: "_id", type: "int" },
+                  { id: "id", type: "int4" },
+                  { id: "text", type: "text" },
+                ],
                 records: Array.from({ length: body.limit as number }, (_, i) => [i + 1, i + 1, wide]),
                 limit: body.limit,
                 total: 1_000_000,
@@ -195,7 +235,9 @@ describe("XLSX exports", () => {
     const [run] = await h.scheduled("0 4 * * *", Date.UTC(2026, 10, 20, 4));
     expect(run).toMatchObject({ job: "huge-book", status: "failed" });
     expect(run!.error).toContain("more than the 4 GiB one XLSX sheet holds");
-    expect((await snapshots.list({ prefix: "huge-book/" })).objects.map((o) => o.key)).toEqual(["huge-book/manifest.json"]);
+    expect((await snapshots.list({ prefix: "huge-book/" })).objects.map((o) => o.key)).toEqual([
+      "huge-book/manifest.json",
+    ]);
   });
 
   it("is served from the edge cache the second time, the same bytes", async () => {
@@ -212,7 +254,9 @@ describe("XLSX exports", () => {
 
   it("is a snapshot format", async () => {
     const bucket = (testEnv as { SNAPSHOTS: R2Bucket }).SNAPSHOTS;
-    const h = harness({ env: { SNAPSHOT_JOBS: JSON.stringify([{ name: "sheet", resource: "sample", limit: 300, formats: ["xlsx"] }]) } });
+    const h = harness({
+      env: { SNAPSHOT_JOBS: JSON.stringify([{ name: "sheet", resource: "sample", limit: 300, formats: ["xlsx"] }]) },
+    });
     await h.scheduled("0 3 * * *", Date.UTC(2026, 10, 20, 3));
     const res = await h.get("/snapshots/sheet/latest.xlsx");
     expect(res.status).toBe(200);

@@ -56,8 +56,23 @@ export interface CostModel {
 
 /** One real timing (real-timings.json). */
 export type Timing =
-  | { ckan: Version; records_format: "csv" | "objects"; limit: number; offset: number; include_total: boolean; median_s: number; bytes: number }
-  | { ckan: Version; records_format: "csv" | "objects"; limit: number; keyset_gt: number; include_total: boolean; median_s: number }
+  | {
+      ckan: Version;
+      records_format: "csv" | "objects";
+      limit: number;
+      offset: number;
+      include_total: boolean;
+      median_s: number;
+      bytes: number;
+    }
+  | {
+      ckan: Version;
+      records_format: "csv" | "objects";
+      limit: number;
+      keyset_gt: number;
+      include_total: boolean;
+      median_s: number;
+    }
   | { ckan: Version; dump_s: number; bytes: number };
 
 /** The table the timings were taken on. */
@@ -77,7 +92,12 @@ export const isSearch = (t: Timing): t is SearchTiming => "median_s" in t;
 export function workOf(t: SearchTiming): Work {
   const offset = "offset" in t ? t.offset : 0;
   const matching = "offset" in t ? REAL_ROWS : REAL_ROWS - t.keyset_gt;
-  return { format: t.records_format, rows: Math.min(t.limit, Math.max(0, matching - offset)), skipped: offset, counted: t.include_total ? matching : undefined };
+  return {
+    format: t.records_format,
+    rows: Math.min(t.limit, Math.max(0, matching - offset)),
+    skipped: offset,
+    counted: t.include_total ? matching : undefined,
+  };
 }
 
 /** Least squares by the normal equations (five unknowns, a few dozen rows). */
@@ -111,14 +131,26 @@ export function dumpSkipped(rows: number): number {
 }
 
 /** The model of one CKAN version, fitted on the real timings. */
-export function fit(version: Version, options: { timings?: Timing[]; workers?: number; cores?: number; latencyMs?: number } = {}): CostModel {
+export function fit(
+  version: Version,
+  options: { timings?: Timing[]; workers?: number; cores?: number; latencyMs?: number } = {},
+): CostModel {
   const timings = (options.timings ?? realTimings()).filter((t) => t.ckan === version);
   const searches = timings.filter(isSearch);
   const rowsOf = (t: SearchTiming): number[] => {
     const w = workOf(t);
-    return [1, w.format === "csv" ? w.rows : 0, w.format === "objects" ? w.rows : 0, w.skipped, w.counted === undefined ? 0 : 1];
+    return [
+      1,
+      w.format === "csv" ? w.rows : 0,
+      w.format === "objects" ? w.rows : 0,
+      w.skipped,
+      w.counted === undefined ? 0 : 1,
+    ];
   };
-  const [fixed, csv, objects, skip, count] = leastSquares(searches.map(rowsOf), searches.map((t) => t.median_s)) as [number, number, number, number, number];
+  const [fixed, csv, objects, skip, count] = leastSquares(
+    searches.map(rowsOf),
+    searches.map((t) => t.median_s),
+  ) as [number, number, number, number, number];
   const counted = Math.max(0, count);
   const residuals = searches.map((t) => {
     const [, r, o, s, c] = rowsOf(t) as [number, number, number, number, number];
@@ -166,7 +198,12 @@ export interface CostParts {
 }
 
 export function costParts(model: CostModel, work: Work): CostParts {
-  return { fixed: model.fixedMs / 1000, rows: (work.rows * model.rowUs[work.format]) / 1e6, skipped: (work.skipped * model.skipUs) / 1e6, counted: ((work.counted ?? 0) * model.countUs) / 1e6 };
+  return {
+    fixed: model.fixedMs / 1000,
+    rows: (work.rows * model.rowUs[work.format]) / 1e6,
+    skipped: (work.skipped * model.skipUs) / 1e6,
+    counted: ((work.counted ?? 0) * model.countUs) / 1e6,
+  };
 }
 
 /** Seconds of CKAN's work one datastore_search call takes, alone on the machine. */
@@ -183,7 +220,8 @@ export function dumpPageSeconds(model: CostModel, rows: number, at: number): num
 /** The dump of `rows` rows, alone on the machine, s. */
 export function dumpSeconds(model: CostModel, rows: number): number {
   let s = 0;
-  for (let at = 0; at < rows || at === 0; at += DUMP_PAGE_ROWS) s += dumpPageSeconds(model, Math.min(DUMP_PAGE_ROWS, rows - at), at);
+  for (let at = 0; at < rows || at === 0; at += DUMP_PAGE_ROWS)
+    s += dumpPageSeconds(model, Math.min(DUMP_PAGE_ROWS, rows - at), at);
   return s;
 }
 
@@ -213,7 +251,8 @@ export class WorkerPool {
       if (released) return;
       released = true;
       const next = this.#queue.shift();
-      if (next) next(); // the worker passes straight to the next request
+      if (next)
+        next(); // the worker passes straight to the next request
       else this.#busy--;
     };
   }

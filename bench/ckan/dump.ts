@@ -33,7 +33,8 @@ export async function dump(url: URL, res: ServerResponse, ctx: DumpContext): Pro
   const resource = ctx.resources.get(id);
   if (resource === undefined) throw notFound(id);
   const format = url.searchParams.get("format") ?? "csv";
-  if (format !== "csv") throw new CkanError(400, { __type: "Bad request", message: "the bench upstream dumps csv only" });
+  if (format !== "csv")
+    throw new CkanError(400, { __type: "Bad request", message: "the bench upstream dumps csv only" });
   const offset = Number(url.searchParams.get("offset") ?? 0);
   const limit = url.searchParams.has("limit") ? Number(url.searchParams.get("limit")) : Number.POSITIVE_INFINITY;
   const { shape, rows } = resource;
@@ -52,7 +53,10 @@ export async function dump(url: URL, res: ServerResponse, ctx: DumpContext): Pro
       }
       const parts = n > 0 ? ctx.store.slice(shape, "dump", columns, at + 1, at + 1 + n, rows) : [];
       if (page === 0) {
-        res.writeHead(200, { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="${resource.id}.csv"` });
+        res.writeHead(200, {
+          "content-type": "text/csv; charset=utf-8",
+          "content-disposition": `attachment; filename="${resource.id}.csv"`,
+        });
         const header = `${shape.fields.map((f) => f.id).join(",")}\r\n`;
         bytes += Buffer.byteLength(header);
         await wrote(res, header);

@@ -25,11 +25,29 @@ export class CkanError extends Error {
     this.error = error;
   }
 }
-export const validation = (fields: Record<string, unknown>): CkanError => new CkanError(409, { __type: "Validation Error", ...fields });
-export const notFound = (id: unknown): CkanError => new CkanError(404, { __type: "Not Found Error", message: `Not found: Resource "${String(id)}" was not found.` });
+export const validation = (fields: Record<string, unknown>): CkanError =>
+  new CkanError(409, { __type: "Validation Error", ...fields });
+export const notFound = (id: unknown): CkanError =>
+  new CkanError(404, { __type: "Not Found Error", message: `Not found: Resource "${String(id)}" was not found.` });
 
 // The 2.10 parameter schema: anything else is an "extra", which is how 2.10 rejects include_next_page.
-const KNOWN = new Set(["resource_id", "id", "q", "filters", "limit", "offset", "fields", "sort", "records_format", "include_total", "distinct", "plain", "language", "full_text", "total_estimation_threshold"]);
+const KNOWN = new Set([
+  "resource_id",
+  "id",
+  "q",
+  "filters",
+  "limit",
+  "offset",
+  "fields",
+  "sort",
+  "records_format",
+  "include_total",
+  "distinct",
+  "plain",
+  "language",
+  "full_text",
+  "total_estimation_threshold",
+]);
 
 function integer(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
@@ -38,15 +56,18 @@ function integer(name: string, value: unknown, fallback: number): number {
   return n;
 }
 
-const flag = (value: unknown, fallback: boolean): boolean => (value === undefined ? fallback : value === true || value === "true" || value === "True");
-const empty = (v: unknown): boolean => v === undefined || v === "" || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
+const flag = (value: unknown, fallback: boolean): boolean =>
+  value === undefined ? fallback : value === true || value === "true" || value === "True";
+const empty = (v: unknown): boolean =>
+  v === undefined || v === "" || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
 /** The `_id` range the filters leave, as [lo, hi] (inclusive); only `_id` filters are supported. */
 function idRange(filters: unknown, rows: number, version: Version): { lo: number; hi: number } {
   let lo = 1;
   let hi = rows;
   if (empty(filters)) return { lo, hi };
-  if (typeof filters !== "object" || filters === null || Array.isArray(filters)) throw validation({ filters: ["Filters must be defined as a dict or a list of dicts"] });
+  if (typeof filters !== "object" || filters === null || Array.isArray(filters))
+    throw validation({ filters: ["Filters must be defined as a dict or a list of dicts"] });
   for (const [field, value] of Object.entries(filters)) {
     if (field !== "_id") throw validation({ filters: [`the bench upstream filters on _id only, not "${field}"`] });
     if (typeof value === "number" || (typeof value === "string" && /^\d+$/.test(value))) {
@@ -55,7 +76,8 @@ function idRange(filters: unknown, rows: number, version: Version): { lo: number
       continue;
     }
     // CKAN 2.10 and 2.11 have no range filters: they fail building SQL for a dict value.
-    if (version !== "2.12" || typeof value !== "object" || value === null || Array.isArray(value)) throw validation({ query: ["Invalid query"] });
+    if (version !== "2.12" || typeof value !== "object" || value === null || Array.isArray(value))
+      throw validation({ query: ["Invalid query"] });
     for (const [op, bound] of Object.entries(value)) {
       const b = Number(bound);
       if (typeof bound !== "number" && typeof bound !== "string") throw validation({ query: ["Invalid query"] });
@@ -76,7 +98,13 @@ export interface Answer {
   format: RecordsFormat;
 }
 
-export function search(params: Record<string, unknown>, resources: Map<string, Resource>, version: Version, store: RowStore, help: string): Answer {
+export function search(
+  params: Record<string, unknown>,
+  resources: Map<string, Resource>,
+  version: Version,
+  store: RowStore,
+  help: string,
+): Answer {
   const extra = Object.keys(params).find((k) => !KNOWN.has(k) && !(version === "2.12" && k === "include_next_page"));
   if (extra !== undefined) throw validation({ __extras: [`invalid value "${extra}"`] });
   const resourceId = params.resource_id ?? params.id;
@@ -88,18 +116,29 @@ export function search(params: Record<string, unknown>, resources: Map<string, R
   const limit = Math.min(integer("limit", params.limit, 100), ROWS_MAX);
   const offset = integer("offset", params.offset, 0);
   const format = (params.records_format ?? "objects") as RecordsFormat;
-  if (format !== "objects" && format !== "lists" && format !== "csv") throw validation({ records_format: ["Value must be one of ['objects', 'lists', 'csv']"] });
+  if (format !== "objects" && format !== "lists" && format !== "csv")
+    throw validation({ records_format: ["Value must be one of ['objects', 'lists', 'csv']"] });
   const sort = params.sort === undefined ? "_id" : String(params.sort);
   const order = /^\s*"?_id"?(\s+(asc|desc))?\s*$/i.exec(sort);
   if (order === null) throw validation({ sort: ["the bench upstream sorts by _id only"] });
   const descending = order[2]?.toLowerCase() === "desc";
   if (!empty(params.q)) throw validation({ q: ["the bench upstream does not search"] });
-  const names = params.fields === undefined ? undefined : Array.isArray(params.fields) ? params.fields.map(String) : String(params.fields).split(",").map((s) => s.trim());
-  const columns = names === undefined ? shape.fields.map((_, i) => i) : names.map((name) => {
-    const i = shape.fields.findIndex((f) => f.id === name);
-    if (i < 0) throw validation({ fields: [`invalid value "${name}"`] });
-    return i;
-  });
+  const names =
+    params.fields === undefined
+      ? undefined
+      : Array.isArray(params.fields)
+        ? params.fields.map(String)
+        : String(params.fields)
+            .split(",")
+            .map((s) => s.trim());
+  const columns =
+    names === undefined
+      ? shape.fields.map((_, i) => i)
+      : names.map((name) => {
+          const i = shape.fields.findIndex((f) => f.id === name);
+          if (i < 0) throw validation({ fields: [`invalid value "${name}"`] });
+          return i;
+        });
   const includeTotal = flag(params.include_total, true);
   const includeNextPage = version === "2.12" && flag(params.include_next_page, false);
   const { lo, hi } = idRange(params.filters, rows, version);
@@ -121,18 +160,36 @@ export function search(params: Record<string, unknown>, resources: Map<string, R
   }
 
   // The envelope in CKAN's key order: echoed inputs (sorted), filterops (2.12), records, fields, _links (2.10), total, next_page (2.12).
-  const echo: Record<string, unknown> = { include_total: includeTotal, limit, records_format: format, resource_id: resource.id, sort };
+  const echo: Record<string, unknown> = {
+    include_total: includeTotal,
+    limit,
+    records_format: format,
+    resource_id: resource.id,
+    sort,
+  };
   if (!empty(params.filters)) echo.filters = params.filters;
   if (params.offset !== undefined) echo.offset = offset;
   if (version === "2.12") echo.include_next_page = includeNextPage;
   else echo.total_estimation_threshold = null;
-  const result: Record<string, unknown> = Object.fromEntries(Object.keys(echo).sort().map((k) => [k, echo[k]]));
+  const result: Record<string, unknown> = Object.fromEntries(
+    Object.keys(echo)
+      .sort()
+      .map((k) => [k, echo[k]]),
+  );
   const head = `{"help": ${JSON.stringify(help)}, "success": true, "result": ${JSON.stringify(result).slice(0, -1)}, "records": ${format === "csv" ? '"' : "["}`;
   let tail = `${format === "csv" ? '"' : "]"}, "fields": ${JSON.stringify(columns.map((i) => shape.fields[i]))}`;
-  if (version !== "2.12") tail += `, "_links": ${JSON.stringify({ start: "/api/action/datastore_search", next: `/api/action/datastore_search?offset=${offset + limit}` })}`;
-  if (includeTotal) tail += version !== "2.12" ? `, "total": ${matching}, "total_was_estimated": false` : `, "total": ${matching}`;
-  if (includeNextPage && limitGiven && n === limit && n > 0 && lastId !== undefined) tail += `, "next_page": ${JSON.stringify({ _id: { [descending ? "lt" : "gt"]: lastId } })}`;
+  if (version !== "2.12")
+    tail += `, "_links": ${JSON.stringify({ start: "/api/action/datastore_search", next: `/api/action/datastore_search?offset=${offset + limit}` })}`;
+  if (includeTotal)
+    tail += version !== "2.12" ? `, "total": ${matching}, "total_was_estimated": false` : `, "total": ${matching}`;
+  if (includeNextPage && limitGiven && n === limit && n > 0 && lastId !== undefined)
+    tail += `, "next_page": ${JSON.stringify({ _id: { [descending ? "lt" : "gt"]: lastId } })}`;
   tail += "}}";
-  const work: Work = { format, rows: n, skipped: Math.min(offset, matching), counted: includeTotal ? matching : undefined };
+  const work: Work = {
+    format,
+    rows: n,
+    skipped: Math.min(offset, matching),
+    counted: includeTotal ? matching : undefined,
+  };
   return { parts: [Buffer.from(head), ...parts, Buffer.from(tail)], work, format };
 }

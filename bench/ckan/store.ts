@@ -55,7 +55,10 @@ function coreText(shape: TableShape, spec: CoreSpec, cells: Cells, done: string[
 
 type RowBuilder = (cells: Cells, cores: string[]) => string;
 
-function planRows(shape: TableShape, wanted: { encoding: Encoding; columns: readonly number[] }[]): { cores: CoreSpec[]; rows: RowBuilder[] } {
+function planRows(
+  shape: TableShape,
+  wanted: { encoding: Encoding; columns: readonly number[] }[],
+): { cores: CoreSpec[]; rows: RowBuilder[] } {
   const cores: CoreSpec[] = [];
   const core = (kind: CoreSpec["kind"], columns: number[]): number => {
     const found = cores.findIndex((c) => c.kind === kind && c.columns.join() === columns.join());
@@ -69,23 +72,32 @@ function planRows(shape: TableShape, wanted: { encoding: Encoding; columns: read
     const rest = columns.filter((i) => i !== 0);
     const at = columns.indexOf(0);
     const where = at < 0 ? "none" : at === 0 ? "first" : at === columns.length - 1 ? "last" : "middle";
-    if (!idIsFirst || rest.length === 0 || where === "middle") return (cells) => rowText(shape, encoding, columns, cells);
+    if (!idIsFirst || rest.length === 0 || where === "middle")
+      return (cells) => rowText(shape, encoding, columns, cells);
     const k = core(encoding === "dump" ? "copy" : encoding, rest);
     const id = (cells: Cells): string => cells.copy[0]!;
     switch (encoding) {
       case "lists":
         if (where === "none") return (_, c) => `${c[k]},`;
-        return where === "first" ? (cells, c) => `[${id(cells)},${c[k]!.slice(1)},` : (cells, c) => `${c[k]!.slice(0, -1)},${id(cells)}],`;
+        return where === "first"
+          ? (cells, c) => `[${id(cells)},${c[k]!.slice(1)},`
+          : (cells, c) => `${c[k]!.slice(0, -1)},${id(cells)}],`;
       case "objects":
         if (where === "none") return (_, c) => `${c[k]},`;
-        return where === "first" ? (cells, c) => `{"_id":${id(cells)},${c[k]!.slice(1)},` : (cells, c) => `${c[k]!.slice(0, -1)},"_id":${id(cells)}},`;
+        return where === "first"
+          ? (cells, c) => `{"_id":${id(cells)},${c[k]!.slice(1)},`
+          : (cells, c) => `${c[k]!.slice(0, -1)},"_id":${id(cells)}},`;
       case "dump":
         if (where === "none") return (_, c) => c[k]!;
-        return where === "first" ? (cells, c) => `${id(cells)},${c[k]}` : (cells, c) => `${c[k]!.slice(0, -1)},${id(cells)}\n`;
+        return where === "first"
+          ? (cells, c) => `${id(cells)},${c[k]}`
+          : (cells, c) => `${c[k]!.slice(0, -1)},${id(cells)}\n`;
       case "csv":
         // The escaped line ends in the two characters \ and n.
         if (where === "none") return (_, c) => c[k]!;
-        return where === "first" ? (cells, c) => `${id(cells)},${c[k]}` : (cells, c) => `${c[k]!.slice(0, -2)},${id(cells)}\\n`;
+        return where === "first"
+          ? (cells, c) => `${id(cells)},${c[k]}`
+          : (cells, c) => `${c[k]!.slice(0, -2)},${id(cells)}\\n`;
     }
   });
   return { cores, rows };
@@ -119,7 +131,11 @@ export class RowStore {
   }
 
   /** Serialises chunk `index` of several shapes of one table, computing each row's cells once. */
-  #generate(shape: TableShape, wanted: { encoding: Encoding; columns: readonly number[]; chunks: Map<number, Chunk> }[], index: number): void {
+  #generate(
+    shape: TableShape,
+    wanted: { encoding: Encoding; columns: readonly number[]; chunks: Map<number, Chunk> }[],
+    index: number,
+  ): void {
     this.generated += wanted.length;
     const plan = planRows(shape, wanted);
     const texts = wanted.map(() => "");
@@ -161,7 +177,14 @@ export class RowStore {
   }
 
   /** Rows `first`..`end - 1` (1-based `_id`s, ascending) as slices of serialised chunks, separators trimmed. */
-  slice(shape: TableShape, encoding: Encoding, columns: readonly number[], first: number, end: number, rows: number): Buffer[] {
+  slice(
+    shape: TableShape,
+    encoding: Encoding,
+    columns: readonly number[],
+    first: number,
+    end: number,
+    rows: number,
+  ): Buffer[] {
     // A shape only ever asked from the table's start (the first page of an export) is prepared that
     // far; one asked further on (later pages), to the end of the table.
     this.want(shape, encoding, columns, first > 1 ? rows : Math.min(rows, end - 1));
@@ -183,7 +206,10 @@ export class RowStore {
   /** Serialises, ahead of measuring, every chunk of every shape asked for so far. */
   prepareSeen(): number {
     const before = this.generated;
-    const byTable = new Map<TableShape, { encoding: Encoding; columns: readonly number[]; rows: number; chunks: Map<number, Chunk> }[]>();
+    const byTable = new Map<
+      TableShape,
+      { encoding: Encoding; columns: readonly number[]; rows: number; chunks: Map<number, Chunk> }[]
+    >();
     for (const { shape, encoding, columns, rows } of this.#seen.values()) {
       const list = byTable.get(shape) ?? [];
       list.push({ encoding, columns, rows, chunks: this.#chunksOf(shape, encoding, columns) });
@@ -198,5 +224,4 @@ export class RowStore {
     }
     return this.generated - before;
   }
-
 }

@@ -69,7 +69,16 @@ function plainCells(values: unknown[]): Cells {
   return { json, copy };
 }
 
-const NAMES = ['Café "Le Zinc", Montréal', "Smith, John", "=SUM(A1:A9)", "Ωmega – Δelta", "plain name", "東京タワー", "-12 apples", "O'Brien & Sons"];
+const NAMES = [
+  'Café "Le Zinc", Montréal',
+  "Smith, John",
+  "=SUM(A1:A9)",
+  "Ωmega – Δelta",
+  "plain name",
+  "東京タワー",
+  "-12 apples",
+  "O'Brien & Sons",
+];
 const CATEGORIES = ["alpha", "beta", "gamma", "delta"];
 const CITIES = ["Zürich", "São Paulo", "Kraków", "Montréal", "Reykjavík", "東京", "Αθήνα", "Québec"];
 
@@ -104,7 +113,7 @@ export const BASE: TableShape = {
       stamp(EPOCH + id * 37_000),
       (h & 1) === 1,
       h % 10 === 0 ? null : h % 1000,
-      g % 7 === 0 ? null : Math.round((h % 100000) * 1000 / 997) / 1000,
+      g % 7 === 0 ? null : Math.round(((h % 100000) * 1000) / 997) / 1000,
       CITIES[(h >>> 3) % CITIES.length],
       h % 3 === 0 ? null : `Note ${id}: "quoted", with commas, ümlauts and a ½`,
       g % 5 === 0 ? null : stamp(EPOCH + id * 41_000 + (g % 86400) * 1000),
@@ -114,22 +123,51 @@ export const BASE: TableShape = {
 
 // What real portals hold beyond plain values: codes and phone numbers that look like formulas,
 // text[] columns, json documents, numerics with more digits than a double keeps.
-const FORMULAS = ["=HYPERLINK(\"http://example.org\",\"x\")", "+41 44 668 18 00", "-12.5", "@mention", "=1+2", "\tTabbed", "+", "-", "=A1*B1", "@SUM(1)"];
-const WORDS = ["glacier", "river", "meadow", "canyon", "Ñandú", "a,b", 'say "hi"', "back\\slash", "NULL", "{brace}", "=cmd", "-3"];
+const FORMULAS = [
+  '=HYPERLINK("http://example.org","x")',
+  "+41 44 668 18 00",
+  "-12.5",
+  "@mention",
+  "=1+2",
+  "\tTabbed",
+  "+",
+  "-",
+  "=A1*B1",
+  "@SUM(1)",
+];
+const WORDS = [
+  "glacier",
+  "river",
+  "meadow",
+  "canyon",
+  "Ñandú",
+  "a,b",
+  'say "hi"',
+  "back\\slash",
+  "NULL",
+  "{brace}",
+  "=cmd",
+  "-3",
+];
 
 /** array_to_json of a text[]: compact, elements escaped as PostgreSQL's escape_json does. */
-const arrayJson = (items: (string | null)[]): string => `[${items.map((s) => (s === null ? "null" : JSON.stringify(s))).join(",")}]`;
+const arrayJson = (items: (string | null)[]): string =>
+  `[${items.map((s) => (s === null ? "null" : JSON.stringify(s))).join(",")}]`;
 
 /** A json column as CKAN stored it (Python's json.dumps: spaces after separators, non-ASCII escaped). */
 function storedJson(id: number, h: number): string {
   const word = WORDS[h % WORDS.length]!;
-  const ascii = JSON.stringify(word).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const ascii = JSON.stringify(word).replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
   return `{"k": ${id}, "w": ${ascii}, "f": ${h % 2 ? "1.0" : "2.5"}, "nested": {"a": [1, "x", null, true]}, "big": 1234567890123456789${h % 10}}`;
 }
 
 /** 29 significant digits now and then (every digit must survive), else cents with trailing zeros. */
 function amountText(id: number, h: number): string {
-  if (id % 7 === 0) return `${h % 2 ? "-" : ""}1234567890123456789${h % 10}.${String(h % 1_000_000_000).padStart(9, "0")}`;
+  if (id % 7 === 0)
+    return `${h % 2 ? "-" : ""}1234567890123456789${h % 10}.${String(h % 1_000_000_000).padStart(9, "0")}`;
   const cents = (h % 1_600_000) - 600_000;
   return `${cents < 0 ? "-" : ""}${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, "0")}`;
 }
@@ -167,7 +205,10 @@ export const RICH: TableShape = {
       g % 13 === 0 ? null : (h % 1_000_000) / 7,
     ]);
     const amount = h % 19 === 0 ? null : amountText(id, g);
-    const tags = h % 9 === 0 ? null : Array.from({ length: g % 4 }, (_, i) => (i === 2 && h % 2 ? null : WORDS[(g >>> (i * 4)) % WORDS.length]!));
+    const tags =
+      h % 9 === 0
+        ? null
+        : Array.from({ length: g % 4 }, (_, i) => (i === 2 && h % 2 ? null : WORDS[(g >>> (i * 4)) % WORDS.length]!));
     const meta = g % 6 === 0 ? null : storedJson(id, h);
     // numeric: the digits as PostgreSQL writes them, a JSON number as they stand.
     plain.json[3] = amount ?? "null";

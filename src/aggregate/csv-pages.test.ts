@@ -23,9 +23,10 @@ describe("CKAN's CSV records read for an aggregate", () => {
       { id: "tags", type: "_text" },
       { id: "_id", type: "int" },
     ];
-    const csv = 'say "hi",1.50,NaN,t,"[""a,b""]",7\n"He said ""x"", then\nleft",,-Infinity,f,null,8\n"",-0.5,1e-07,,"[]",9\n';
+    const csv =
+      'say "hi",1.50,NaN,t,"[""a,b""]",7\n"He said ""x"", then\nleft",,-Infinity,f,null,8\n"",-0.5,1e-07,,"[]",9\n';
     const answer = bytes(`{"records":${JSON.stringify(csv)},"fields":[]}`);
-    const copied = passthrough(columns, 5).read(answer, "{\"records\":".length);
+    const copied = passthrough(columns, 5).read(answer, '{"records":'.length);
     expect(copied.page.rows).toBe(3);
     expect(copied.lastId).toBe("9");
     expect(rows.map((r) => r.slice(0, 5))).toEqual([

@@ -39,7 +39,8 @@ function cellOf(kind: Kind): Cell {
     case "array":
       return (text, quoted) => (text === "" && !quoted ? undefined : text);
     default:
-      return (text, quoted) => (text === "" && !quoted ? undefined : NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`);
+      return (text, quoted) =>
+        text === "" && !quoted ? undefined : NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
   }
 }
 
@@ -48,7 +49,12 @@ function cellOf(kind: Kind): Cell {
  * row in one reused array of `cells.length` cells; those from `keepFrom` on (keyset paging's `_id`)
  * only in the last row, whose cells are returned (they name the page's last `_id`). Returns the rows read too.
  */
-export function csvRows(csv: string, cells: Cell[], onRow: (row: Row) => void, keepFrom = cells.length): { rows: number; last: Row } {
+export function csvRows(
+  csv: string,
+  cells: Cell[],
+  onRow: (row: Row) => void,
+  keepFrom = cells.length,
+): { rows: number; last: Row } {
   const width = cells.length;
   const n = csv.length;
   let i = 0;

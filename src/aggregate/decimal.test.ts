@@ -3,12 +3,15 @@ import { addDecimal, decimalText, divideDecimal, parseDecimal, wholeDecimal, typ
 import { float8Text } from "./float-text.ts";
 
 const d = (text: string): Decimal => parseDecimal(text)!;
-const avg = (values: string[]): string => decimalText(divideDecimal(values.map(d).reduce(addDecimal), wholeDecimal(values.length)));
+const avg = (values: string[]): string =>
+  decimalText(divideDecimal(values.map(d).reduce(addDecimal), wholeDecimal(values.length)));
 
 describe("numeric as PostgreSQL computes it", () => {
   it("sums exactly, to the largest scale met (trailing zeros kept)", () => {
     expect(decimalText(addDecimal(d("1104955.6"), d("0.10")))).toBe("1104955.70");
-    expect(decimalText(addDecimal(d("12345678901234567890.123456789"), d("-0.000000001")))).toBe("12345678901234567890.123456788");
+    expect(decimalText(addDecimal(d("12345678901234567890.123456789"), d("-0.000000001")))).toBe(
+      "12345678901234567890.123456788",
+    );
     expect(decimalText(addDecimal(d("-0.50"), d("0.50")))).toBe("0.00");
     expect(decimalText(d("-.5"))).toBe("-0.5");
   });

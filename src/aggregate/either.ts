@@ -15,7 +15,12 @@ import { computeAggregate, resultTable, runAggregate } from "./run.ts";
 export const isAggregate = (query: ExportQuery): query is AggregateQuery => "aggregate" in query;
 
 /** openExport, or the aggregate's pipeline for an aggregate query. */
-export const openQuery = (query: ExportQuery, config: Config, site: CkanSite, fetcher?: UpstreamFetch): Promise<OpenExport> =>
+export const openQuery = (
+  query: ExportQuery,
+  config: Config,
+  site: CkanSite,
+  fetcher?: UpstreamFetch,
+): Promise<OpenExport> =>
   isAggregate(query) ? runAggregate(query, config, site, undefined, fetcher) : openExport(query, config, site);
 
 /**

@@ -71,7 +71,8 @@ export class GroupTable {
 
   /** After a page: no group or extreme keeps a cell that holds the page's text alive. */
   endPage(): void {
-    if (this.settling) for (const group of this.groups) for (const accumulator of group.accumulators) accumulator.settle?.();
+    if (this.settling)
+      for (const group of this.groups) for (const accumulator of group.accumulators) accumulator.settle?.();
   }
 
   /** Whether a measure keeps a cell of the page (min, max). */

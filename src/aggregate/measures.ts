@@ -20,7 +20,13 @@ export function resultType(fn: MeasureFunction, kind: Kind | undefined, type: st
     case "count":
       return "int8";
     case "sum":
-      return kind === "int" ? "int8" : kind === "float" ? (type === "float4" || type === "real" ? "float4" : "float8") : "numeric";
+      return kind === "int"
+        ? "int8"
+        : kind === "float"
+          ? type === "float4" || type === "real"
+            ? "float4"
+            : "float8"
+          : "numeric";
     case "avg":
       return kind === "float" ? "float8" : "numeric";
     default:
@@ -75,7 +81,7 @@ function readFast(cell: string): boolean {
   }
   if (digits === 0 || digits > 15) return false;
   fastValue.units = negative ? -units : units;
-  fastValue.scale = scale < 0 ? 0 : scale;
+  fastValue.scale = Math.max(scale, 0);
   return true;
 }
 
@@ -160,7 +166,9 @@ class Avg implements Accumulator {
   result(): string {
     if (this.exact.n === 0) return "null";
     const other = this.exact.specialResult();
-    return other !== undefined ? special(other) : decimalText(divideDecimal(this.exact.total(), wholeDecimal(this.exact.n)));
+    return other !== undefined
+      ? special(other)
+      : decimalText(divideDecimal(this.exact.total(), wholeDecimal(this.exact.n)));
   }
 }
 
@@ -221,7 +229,11 @@ class Extreme implements Accumulator {
 }
 
 /** A new accumulator for a measure over a column of `kind` (none for `count` of rows). */
-export function accumulatorFactory(fn: MeasureFunction, column: string | undefined, kind: Kind | undefined): () => Accumulator {
+export function accumulatorFactory(
+  fn: MeasureFunction,
+  column: string | undefined,
+  kind: Kind | undefined,
+): () => Accumulator {
   const name = column ?? "";
   switch (fn) {
     case "count":

@@ -56,7 +56,8 @@ function bucketValue(bucket: Bucket, kind: Kind, column: string): (cell: string)
     const match = DATE_LIKE.exec(text);
     if (match === null) throw notA(cell, column, kind === "date" ? "a date" : "a timestamp");
     const [, year, month, day, hour = "00"] = match;
-    const date = bucket === "year" ? `${year}-01-01` : bucket === "month" ? `${year}-${month}-01` : `${year}-${month}-${day}`;
+    const date =
+      bucket === "year" ? `${year}-01-01` : bucket === "month" ? `${year}-${month}-01` : `${year}-${month}-${day}`;
     if (kind === "date") return `"${date}"`;
     return `"${date}T${bucket === "hour" ? hour : "00"}:00:00"`;
   };
@@ -66,7 +67,10 @@ function columnOf(parameter: string, name: string, fields: Column[]): Column {
   const column = fields.find((f) => f.id === name);
   if (column === undefined) {
     const known = fields.map((f) => f.id);
-    throw badRequest(parameter, `Parameter ${parameter} names "${clip(name)}", which is not a column of this table. Its columns: ${clip(known.join(", "), 400)}.`);
+    throw badRequest(
+      parameter,
+      `Parameter ${parameter} names "${clip(name)}", which is not a column of this table. Its columns: ${clip(known.join(", "), 400)}.`,
+    );
   }
   return column;
 }
@@ -89,17 +93,31 @@ export function planAggregate(spec: AggregateSpec, fields: Column[]): AggregateP
   const groups = spec.groupBy.map((item): PlannedGroup => {
     const column = columnOf("group_by", item.column, fields);
     const kind = kindOf(column.type);
-    if (kind === "json") throw badRequest("group_by", `Column "${clip(column.id)}" is json, which PostgreSQL cannot group by (json values have no equality).`);
+    if (kind === "json")
+      throw badRequest(
+        "group_by",
+        `Column "${clip(column.id)}" is json, which PostgreSQL cannot group by (json values have no equality).`,
+      );
     if (item.bucket === undefined) {
-      columns.push(column.label === undefined ? { id: item.name, type: column.type } : { id: item.name, type: column.type, label: column.label });
+      columns.push(
+        column.label === undefined
+          ? { id: item.name, type: column.type }
+          : { id: item.name, type: column.type, label: column.label },
+      );
       kinds.push(kind);
       return { item, index: indexOf(column), key: groupKeyOf(kind), value: (cell) => cell };
     }
     if (kind !== "date" && kind !== "timestamp") {
-      throw badRequest("group_by", `${item.bucket}(${clip(column.id)}) needs a date or timestamp column; "${clip(column.id)}" is ${column.type}.`);
+      throw badRequest(
+        "group_by",
+        `${item.bucket}(${clip(column.id)}) needs a date or timestamp column; "${clip(column.id)}" is ${column.type}.`,
+      );
     }
     if (kind === "date" && item.bucket === "hour") {
-      throw badRequest("group_by", `hour(${clip(column.id)}): "${clip(column.id)}" is a date, which has no hours; use day(${clip(column.id)}).`);
+      throw badRequest(
+        "group_by",
+        `hour(${clip(column.id)}): "${clip(column.id)}" is a date, which has no hours; use day(${clip(column.id)}).`,
+      );
     }
     columns.push(labelled(column, item.name, kind, item.bucket));
     kinds.push(kind);
@@ -115,12 +133,19 @@ export function planAggregate(spec: AggregateSpec, fields: Column[]): AggregateP
     }
     const column = columnOf("measures", measure.column, fields);
     const kind = kindOf(column.type);
-    if (kind === "json") throw badRequest("measures", `Column "${clip(column.id)}" is json, which an aggregate does not read.`);
+    if (kind === "json")
+      throw badRequest("measures", `Column "${clip(column.id)}" is json, which an aggregate does not read.`);
     if ((measure.fn === "sum" || measure.fn === "avg") && !isNumberKind(kind)) {
-      throw badRequest("measures", `${measure.name}: "${clip(column.id)}" is ${column.type}; ${measure.fn} needs a numeric column.`);
+      throw badRequest(
+        "measures",
+        `${measure.name}: "${clip(column.id)}" is ${column.type}; ${measure.fn} needs a numeric column.`,
+      );
     }
     if ((measure.fn === "min" || measure.fn === "max") && !isOrderedKind(kind)) {
-      throw badRequest("measures", `${measure.name}: "${clip(column.id)}" is ${column.type}; min and max take numbers, text, dates and timestamps.`);
+      throw badRequest(
+        "measures",
+        `${measure.name}: "${clip(column.id)}" is ${column.type}; min and max take numbers, text, dates and timestamps.`,
+      );
     }
     const type = resultType(measure.fn, kind, column.type);
     columns.push(labelled(column, measure.name, type, measure.fn));

@@ -32,9 +32,16 @@ const groupLimit = (maxGroups: number) =>
   });
 
 /** `/aggregate.<format>?...` to a validated query: every 400 names its parameter, before any upstream request. */
-export function parseAggregateQuery(params: URLSearchParams, format: FormatName, config: QueryConfig & Pick<Config, "maxGroups">): AggregateQuery {
+export function parseAggregateQuery(
+  params: URLSearchParams,
+  format: FormatName,
+  config: QueryConfig & Pick<Config, "maxGroups">,
+): AggregateQuery {
   if (params.has("fields")) {
-    throw new BadParameter("fields", "Parameter fields is for exports: an aggregate's columns are its group_by columns, then its measures.");
+    throw new BadParameter(
+      "fields",
+      "Parameter fields is for exports: an aggregate's columns are its group_by columns, then its measures.",
+    );
   }
   checkNames(params, parametersOf("aggregate"), format);
   const context = { format, params, rowLimit: rowLimitOf(format, config.maxRows) };

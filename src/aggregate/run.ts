@@ -29,11 +29,17 @@ export interface AggregateResult {
 function kept(rows: Row[], plan: AggregatePlan, query: AggregateQuery): Row[] {
   const { sort, offset, limit } = query.aggregate;
   const sorted = sortRows(rows, plan, sort);
-  return offset === 0 && limit === undefined ? sorted : sorted.slice(offset, limit === undefined ? undefined : offset + limit);
+  return offset === 0 && limit === undefined
+    ? sorted
+    : sorted.slice(offset, limit === undefined ? undefined : offset + limit);
 }
 
 /** Checks the aggregate against the table's columns: every 400 of a name or type, after one request for no rows. */
-export async function planFor(query: AggregateQuery, site: CkanSite, signal?: AbortSignal): Promise<{ plan: AggregatePlan; columns: Column[] }> {
+export async function planFor(
+  query: AggregateQuery,
+  site: CkanSite,
+  signal?: AbortSignal,
+): Promise<{ plan: AggregatePlan; columns: Column[] }> {
   const columns = await tableColumns(site, query.resourceId, signal);
   return { plan: planAggregate(query.aggregate, columns), columns };
 }
@@ -56,13 +62,24 @@ export async function computeAggregate(
     const viaSql = await aggregateInSql(query, plan, columns, config, site, fetcher, signal);
     if (viaSql.rows !== undefined) {
       const { offset, limit } = query.aggregate;
-      return { columns: plan.columns, rows: viaSql.rows, groups: offset === 0 && limit === undefined ? viaSql.rows.length : undefined, by: "ckan-sql" };
+      return {
+        columns: plan.columns,
+        rows: viaSql.rows,
+        groups: offset === 0 && limit === undefined ? viaSql.rows.length : undefined,
+        by: "ckan-sql",
+      };
     }
     why = viaSql.why;
   }
   const folded = await aggregateInWorker(query, plan, config, site, signal);
   const rows = kept(folded.rows, plan, query);
-  return { columns: plan.columns, rows, groups: folded.rows.length, by: "worker", ...(why === undefined ? {} : { why }) };
+  return {
+    columns: plan.columns,
+    rows,
+    groups: folded.rows.length,
+    by: "worker",
+    ...(why === undefined ? {} : { why }),
+  };
 }
 
 /** An aggregate's rows as a table the export encoders write: one batch, already in memory. */
@@ -110,7 +127,11 @@ export async function runAggregate(
  * What GET would answer, without computing it (HEAD): the columns checked, one request for no rows;
  * who would compute it as far as this isolate knows the site.
  */
-export async function describeAggregate(query: AggregateQuery, _config: Config, site: CkanSite): Promise<{ total: undefined; headers: Record<string, string> }> {
+export async function describeAggregate(
+  query: AggregateQuery,
+  _config: Config,
+  site: CkanSite,
+): Promise<{ total: undefined; headers: Record<string, string> }> {
   await planFor(query, site);
   return { total: undefined, headers: { "x-aggregated-by": site.facts.sqlSearch === true ? "ckan-sql" : "worker" } };
 }

@@ -69,7 +69,8 @@ function columnName(parameter: string, text: string, item: string): string {
     }
     return name.slice(1, -1).replaceAll('""', '"');
   }
-  if (name === "" || /[(),"]/.test(name)) throw badRequest(parameter, `Parameter ${parameter} has "${clip(item)}", which is not a column name.`);
+  if (name === "" || /[(),"]/.test(name))
+    throw badRequest(parameter, `Parameter ${parameter} has "${clip(item)}", which is not a column name.`);
   return name;
 }
 
@@ -83,7 +84,10 @@ function groupItem(item: string): GroupItem {
   }
   const fn = (call[1] ?? "").toLowerCase();
   if (!(BUCKETS as readonly string[]).includes(fn)) {
-    throw badRequest("group_by", `Parameter group_by has the unknown function "${clip(call[1] ?? "")}": group by a column or by ${BUCKETS.map((b) => `${b}(f)`).join(", ")}.`);
+    throw badRequest(
+      "group_by",
+      `Parameter group_by has the unknown function "${clip(call[1] ?? "")}": group by a column or by ${BUCKETS.map((b) => `${b}(f)`).join(", ")}.`,
+    );
   }
   const column = columnName("group_by", call[2] ?? "", item);
   return { name: `${fn}(${column})`, column, bucket: fn as Bucket };
@@ -105,7 +109,8 @@ function measure(item: string): Measure {
 
 function list(parameter: string, text: string): string[] {
   const parts = items(text);
-  if (parts.some((p) => p === "")) throw badRequest(parameter, `Parameter ${parameter} has an empty item; separate items with single commas.`);
+  if (parts.some((p) => p === ""))
+    throw badRequest(parameter, `Parameter ${parameter} has an empty item; separate items with single commas.`);
   return parts;
 }
 
@@ -123,7 +128,8 @@ const ORDER = /^(.*?)(?:\s+(asc|desc))?$/is;
 function outputName(text: string): string | undefined {
   try {
     const call = CALL.exec(text);
-    if (call !== null && (BUCKETS as readonly string[]).includes((call[1] ?? "").toLowerCase())) return groupItem(text).name;
+    if (call !== null && (BUCKETS as readonly string[]).includes((call[1] ?? "").toLowerCase()))
+      return groupItem(text).name;
     if (call !== null || text.toLowerCase() === "count") return measure(text).name;
     return columnName("sort", text, text);
   } catch {
@@ -137,28 +143,52 @@ function outputOrder(text: string | undefined, names: string[]): OutputOrder[] {
     const [, what = "", direction] = ORDER.exec(item) ?? [];
     const name = outputName(what.trim());
     if (name === undefined || !names.includes(name)) {
-      throw badRequest("sort", `Parameter sort names "${clip(what.trim())}", which is not a column of this aggregate. Its columns: ${names.join(", ")}.`);
+      throw badRequest(
+        "sort",
+        `Parameter sort names "${clip(what.trim())}", which is not a column of this aggregate. Its columns: ${names.join(", ")}.`,
+      );
     }
     return { name, descending: direction?.toLowerCase() === "desc" };
   });
 }
 
 /** The aggregate a link asks for (`group_by`, `measures`, `sort`), its syntax checked. */
-export function parseAggregateSpec(groupBy: string | undefined, measures: string | undefined, sort: string | undefined): AggregateSpec {
+export function parseAggregateSpec(
+  groupBy: string | undefined,
+  measures: string | undefined,
+  sort: string | undefined,
+): AggregateSpec {
   const groups = groupBy === undefined || groupBy.trim() === "" ? [] : list("group_by", groupBy).map(groupItem);
   if (groups.length > MAX_GROUP_COLUMNS) {
-    throw badRequest("group_by", `Parameter group_by names ${groups.length} columns; the most an aggregate groups by is ${MAX_GROUP_COLUMNS}.`);
+    throw badRequest(
+      "group_by",
+      `Parameter group_by names ${groups.length} columns; the most an aggregate groups by is ${MAX_GROUP_COLUMNS}.`,
+    );
   }
-  const asked = measures === undefined || measures.trim() === "" ? [measure("count")] : list("measures", measures).map(measure);
+  const asked =
+    measures === undefined || measures.trim() === "" ? [measure("count")] : list("measures", measures).map(measure);
   if (asked.length > MAX_MEASURES) {
-    throw badRequest("measures", `Parameter measures names ${asked.length} measures; the most an aggregate computes is ${MAX_MEASURES}.`);
+    throw badRequest(
+      "measures",
+      `Parameter measures names ${asked.length} measures; the most an aggregate computes is ${MAX_MEASURES}.`,
+    );
   }
-  unique("group_by", groups.map((g) => g.name));
-  unique("measures", asked.map((m) => m.name));
+  unique(
+    "group_by",
+    groups.map((g) => g.name),
+  );
+  unique(
+    "measures",
+    asked.map((m) => m.name),
+  );
   const names = [...groups.map((g) => g.name), ...asked.map((m) => m.name)];
   const clash = groups.find((g) => asked.some((m) => m.name === g.name));
-  if (clash !== undefined) throw badRequest("measures", `The output column "${clip(clash.name)}" is both a group column and a measure.`);
+  if (clash !== undefined)
+    throw badRequest("measures", `The output column "${clip(clash.name)}" is both a group column and a measure.`);
   const order = outputOrder(sort, names);
-  unique("sort", order.map((o) => o.name));
+  unique(
+    "sort",
+    order.map((o) => o.name),
+  );
   return { groupBy: groups, measures: asked, sort: order };
 }

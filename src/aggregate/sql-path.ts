@@ -31,11 +31,18 @@ export async function aggregateInSql(
   fetcher: UpstreamFetch,
   signal: AbortSignal,
 ): Promise<SqlOutcome> {
-  const statement = aggregateStatement(query, plan, { columns, before212: site.rangeFilters === false, maxGroups: config.maxGroups });
-  if (statement === undefined) return { rows: undefined, why: "not expressible in SQL exactly as the worker computes it" };
+  const statement = aggregateStatement(query, plan, {
+    columns,
+    before212: site.rangeFilters === false,
+    maxGroups: config.maxGroups,
+  });
+  if (statement === undefined)
+    return { rows: undefined, why: "not expressible in SQL exactly as the worker computes it" };
   const answer = await searchSql(site.facts, config, fetcher, statement.sql, signal);
   if (!answer.ok) return { rows: undefined, why: answer.why };
-  if (answer.truncated || answer.records.length > SQL_ROWS_MAX) return { rows: undefined, why: "more groups than one datastore_search_sql answer holds" };
-  if (query.aggregate.limit === undefined && answer.records.length > config.maxGroups) return { rows: undefined, why: "more than MAX_GROUPS groups" };
+  if (answer.truncated || answer.records.length > SQL_ROWS_MAX)
+    return { rows: undefined, why: "more groups than one datastore_search_sql answer holds" };
+  if (query.aggregate.limit === undefined && answer.records.length > config.maxGroups)
+    return { rows: undefined, why: "more than MAX_GROUPS groups" };
   return { rows: answer.records.map(statement.row) };
 }

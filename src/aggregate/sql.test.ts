@@ -25,7 +25,11 @@ const COLUMNS: Column[] = [
 
 function statement(link: string) {
   const query = parseAggregateQuery(new URL(link, "https://x.test").searchParams, "csv", config);
-  return aggregateStatement(query, planAggregate(query.aggregate, COLUMNS), { columns: COLUMNS, before212: false, maxGroups: 100 });
+  return aggregateStatement(query, planAggregate(query.aggregate, COLUMNS), {
+    columns: COLUMNS,
+    before212: false,
+    maxGroups: 100,
+  });
 }
 
 /**
@@ -59,7 +63,9 @@ function skeleton(sql: string): string {
 
 describe("the SQL of an aggregate", () => {
   it("is one SELECT ... GROUP BY over the resource's table, every result cast to text", () => {
-    const built = statement(`/aggregate.csv?resource=sample&group_by=category,month(created),day(day)&measures=count,sum(amount),avg(amount),min(category)&sort=sum(amount) desc&limit=10`);
+    const built = statement(
+      `/aggregate.csv?resource=sample&group_by=category,month(created),day(day)&measures=count,sum(amount),avg(amount),min(category)&sort=sum(amount) desc&limit=10`,
+    );
     expect(built?.sql).toBe(
       `SELECT ("category")::text AS "c0", (date_trunc('month', "created"))::text AS "c1", (date_trunc('day', "day"::timestamp))::text AS "c2", ` +
         `(count(*))::text AS "c3", (sum("amount"))::text AS "c4", (avg("amount"))::text AS "c5", (min("category" COLLATE "C"))::text AS "c6" ` +
@@ -69,7 +75,9 @@ describe("the SQL of an aggregate", () => {
   });
 
   it("writes CKAN's filters and full-text condition with escaped literals", () => {
-    const built = statement(`/aggregate.csv?resource=sample&filter.category=a&filter.category=b&filter.amount[gte]=10&q=glacier`);
+    const built = statement(
+      `/aggregate.csv?resource=sample&filter.category=a&filter.category=b&filter.amount[gte]=10&q=glacier`,
+    );
     expect(built?.sql).toBe(
       `SELECT (count(*))::text AS "c0" FROM "${ID}" WHERE ("category" = E'a' OR "category" = E'b') AND "amount" >= E'10' AND "_full_text" @@ plainto_tsquery('english', E'glacier') LIMIT 101`,
     );
@@ -103,8 +111,20 @@ describe("the SQL of an aggregate", () => {
   });
 
   it("reads the answer's text as CKAN's datastore_search writes each type", () => {
-    const built = statement(`/aggregate.csv?resource=sample&group_by=category,month(created),day(day)&measures=count,sum(amount),max(created),min(day)`)!;
-    expect(built.row({ c0: "alpha", c1: "2020-03-01 00:00:00", c2: "2020-03-05 00:00:00", c3: "12", c4: "NaN", c5: "2020-03-31 23:59:59.5", c6: "2020-03-01" })).toEqual([
+    const built = statement(
+      `/aggregate.csv?resource=sample&group_by=category,month(created),day(day)&measures=count,sum(amount),max(created),min(day)`,
+    )!;
+    expect(
+      built.row({
+        c0: "alpha",
+        c1: "2020-03-01 00:00:00",
+        c2: "2020-03-05 00:00:00",
+        c3: "12",
+        c4: "NaN",
+        c5: "2020-03-31 23:59:59.5",
+        c6: "2020-03-01",
+      }),
+    ).toEqual([
       '"alpha"',
       '"2020-03-01T00:00:00"',
       '"2020-03-05"',
@@ -113,14 +133,8 @@ describe("the SQL of an aggregate", () => {
       '"2020-03-31T23:59:59.500"',
       '"2020-03-01"',
     ]);
-    expect(built.row({ c0: null, c1: null, c2: null, c3: "0", c4: "-1692618.04", c5: "2020-03-31 23:59:59", c6: null })).toEqual([
-      "null",
-      "null",
-      "null",
-      "0",
-      "-1692618.04",
-      '"2020-03-31T23:59:59.000"',
-      "null",
-    ]);
+    expect(
+      built.row({ c0: null, c1: null, c2: null, c3: "0", c4: "-1692618.04", c5: "2020-03-31 23:59:59", c6: null }),
+    ).toEqual(["null", "null", "null", "0", "-1692618.04", '"2020-03-31T23:59:59.000"', "null"]);
   });
 });

@@ -24,7 +24,16 @@ import { kindOf, type Kind } from "./values.ts";
 // datastore_search writes the column's type, so both ways give the same cells.
 
 /** Kinds a statement groups and filters by exactly as the worker does (arrays, json and the rest stay with the worker). */
-const SQL_KINDS: ReadonlySet<Kind> = new Set(["int", "bigint", "numeric", "float", "text", "date", "timestamp", "bool"]);
+const SQL_KINDS: ReadonlySet<Kind> = new Set([
+  "int",
+  "bigint",
+  "numeric",
+  "float",
+  "text",
+  "date",
+  "timestamp",
+  "bool",
+]);
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
@@ -55,7 +64,9 @@ function conditions(filters: Filters, columns: Column[]): string[] | undefined {
     const values = Array.isArray(value) ? value : [value];
     const literals = values.map(quoteLiteral);
     if (literals.some((l) => l === undefined)) return undefined;
-    out.push(literals.length === 1 ? `${name} = ${literals[0]}` : `(${literals.map((l) => `${name} = ${l}`).join(" OR ")})`);
+    out.push(
+      literals.length === 1 ? `${name} = ${literals[0]}` : `(${literals.map((l) => `${name} = ${l}`).join(" OR ")})`,
+    );
   }
   return out;
 }
@@ -95,7 +106,9 @@ function cellWriter(kind: Kind, bucket: boolean, before212: boolean): (text: str
     case "date":
       return (text) => JSON.stringify(text.slice(0, 10));
     case "timestamp":
-      return bucket ? (text) => JSON.stringify(`${text.slice(0, 10)}T${text.slice(11, 19)}`) : (text) => timestampCell(text, before212);
+      return bucket
+        ? (text) => JSON.stringify(`${text.slice(0, 10)}T${text.slice(11, 19)}`)
+        : (text) => timestampCell(text, before212);
     default:
       return (text) => JSON.stringify(text);
   }
@@ -106,7 +119,11 @@ function cellWriter(kind: Kind, bucket: boolean, before212: boolean): (text: str
  * computes (a filter on an array or json column, a group by one, a value holding NUL): the worker
  * computes those.
  */
-export function aggregateStatement(query: AggregateQuery, plan: AggregatePlan, options: StatementOptions): AggregateStatement | undefined {
+export function aggregateStatement(
+  query: AggregateQuery,
+  plan: AggregatePlan,
+  options: StatementOptions,
+): AggregateStatement | undefined {
   const { columns, before212 } = options;
   const where = conditions(query.filters, columns);
   if (where === undefined) return undefined;
@@ -124,7 +141,9 @@ export function aggregateStatement(query: AggregateQuery, plan: AggregatePlan, o
     if (!SQL_KINDS.has(kind)) return undefined;
     const name = quoteIdentifier(column.id);
     const expression =
-      group.item.bucket === undefined ? name : `date_trunc('${group.item.bucket}', ${kind === "date" ? `${name}::timestamp` : name})`;
+      group.item.bucket === undefined
+        ? name
+        : `date_trunc('${group.item.bucket}', ${kind === "date" ? `${name}::timestamp` : name})`;
     expressions.push(expression);
     sortable.push(kind === "text" ? `${expression} COLLATE "C"` : expression);
     writers.push(cellWriter(kind, group.item.bucket !== undefined, before212));
@@ -161,9 +180,10 @@ export function aggregateStatement(query: AggregateQuery, plan: AggregatePlan, o
   ];
   return {
     sql: parts.join(" "),
-    row: (record) => writers.map((write, i) => {
-      const text = record[`c${i}`];
-      return text === null || text === undefined ? "null" : write(text);
-    }),
+    row: (record) =>
+      writers.map((write, i) => {
+        const text = record[`c${i}`];
+        return text === null || text === undefined ? "null" : write(text);
+      }),
   };
 }

@@ -5,7 +5,18 @@ import { compareDecimal, parseDecimal, type Decimal } from "./decimal.ts";
 // PostgreSQL compares them, and what a cell of CKAN's JSON text holds. Cells are CKAN's exact JSON
 // text (`-0.50`, `"alpha"`, `"NaN"`, `null`); undefined or `null` is SQL NULL.
 
-export type Kind = "int" | "bigint" | "numeric" | "float" | "text" | "date" | "timestamp" | "bool" | "json" | "array" | "other";
+export type Kind =
+  | "int"
+  | "bigint"
+  | "numeric"
+  | "float"
+  | "text"
+  | "date"
+  | "timestamp"
+  | "bool"
+  | "json"
+  | "array"
+  | "other";
 
 export function kindOf(type: string): Kind {
   const t = type.toLowerCase();
@@ -22,9 +33,11 @@ export function kindOf(type: string): Kind {
   return "other";
 }
 
-export const isNumberKind = (kind: Kind): boolean => kind === "int" || kind === "bigint" || kind === "numeric" || kind === "float";
+export const isNumberKind = (kind: Kind): boolean =>
+  kind === "int" || kind === "bigint" || kind === "numeric" || kind === "float";
 /** Kinds min and max order: numbers, text, dates and timestamps. */
-export const isOrderedKind = (kind: Kind): boolean => isNumberKind(kind) || kind === "text" || kind === "date" || kind === "timestamp";
+export const isOrderedKind = (kind: Kind): boolean =>
+  isNumberKind(kind) || kind === "text" || kind === "date" || kind === "timestamp";
 
 export const isNull = (cell: string | undefined): cell is undefined => cell === undefined || cell === "null";
 
@@ -53,14 +66,23 @@ export function numberValue(cell: string, column: string): NumberValue {
   const mantissa = exponent === null ? undefined : parseDecimal(exponent[1] ?? "");
   if (exponent !== null && mantissa !== undefined) {
     const shift = Number(exponent[2]);
-    if (shift >= 0) return { finite: { units: mantissa.units * 10n ** BigInt(Math.max(0, shift - mantissa.scale)), scale: Math.max(0, mantissa.scale - shift) } };
+    if (shift >= 0)
+      return {
+        finite: {
+          units: mantissa.units * 10n ** BigInt(Math.max(0, shift - mantissa.scale)),
+          scale: Math.max(0, mantissa.scale - shift),
+        },
+      };
     return { finite: { units: mantissa.units, scale: mantissa.scale - shift } };
   }
   throw notA(cell, column, "a number");
 }
 
 export const notA = (cell: string, column: string, what: string): HttpError =>
-  new HttpError(502, `CKAN sent ${clip(cell)} in column "${clip(column)}", which is not ${what}: the aggregate stopped.`);
+  new HttpError(
+    502,
+    `CKAN sent ${clip(cell)} in column "${clip(column)}", which is not ${what}: the aggregate stopped.`,
+  );
 
 /** PostgreSQL's order of numbers: -Infinity, the finite ones, Infinity, then NaN (above everything). */
 function rank(value: NumberValue): number {

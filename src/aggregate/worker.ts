@@ -34,7 +34,13 @@ export interface Folded {
   read: number;
 }
 
-export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePlan, config: Config, site: CkanSite, signal: AbortSignal): Promise<Folded> {
+export async function aggregateInWorker(
+  query: AggregateQuery,
+  plan: AggregatePlan,
+  config: Config,
+  site: CkanSite,
+  signal: AbortSignal,
+): Promise<Folded> {
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
   const groups = new GroupTable(plan, config.maxGroups);
@@ -43,8 +49,23 @@ export async function aggregateInWorker(query: AggregateQuery, plan: AggregatePl
     // The rows read count against MAX_ROWS whatever the format: only the groups are written.
     const table = await openTable(
       site,
-      { resourceId: query.resourceId, q: query.q, filters: query.filters, limit: undefined, offset: 0, fields, sort: undefined },
-      { pageSize: config.pageSize, rowLimit: rowLimitOf("csv", config.maxRows), subrequestLimit: config.subrequestLimit, concurrency: config.upstreamConcurrency, signal, ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}) },
+      {
+        resourceId: query.resourceId,
+        q: query.q,
+        filters: query.filters,
+        limit: undefined,
+        offset: 0,
+        fields,
+        sort: undefined,
+      },
+      {
+        pageSize: config.pageSize,
+        rowLimit: rowLimitOf("csv", config.maxRows),
+        subrequestLimit: config.subrequestLimit,
+        concurrency: config.upstreamConcurrency,
+        signal,
+        ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}),
+      },
     );
     try {
       for await (const batch of table.pages) {

@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { configError, HttpError, UpstreamFailure } from "../errors.ts";
+import { configError, type HttpError, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
 import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
@@ -16,7 +16,10 @@ const utf8 = new TextDecoder();
  * waiting in flight holds only its answer, not the output made from it (for JSON, 2-3 times
  * larger). Undefined when the answer has no records string there.
  */
-function deferRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: string; copy: () => CopiedRecords } | undefined {
+function deferRecords(
+  bytes: Uint8Array,
+  reader: RecordsReader,
+): { envelope: string; copy: () => CopiedRecords } | undefined {
   try {
     const at = memberAt(bytes, "result", "records");
     if (at < 0 || bytes[at] !== QUOTE) return undefined;
@@ -26,7 +29,8 @@ function deferRecords(bytes: Uint8Array, reader: RecordsReader): { envelope: str
         return reader(bytes, at);
       } catch (error) {
         // The same answer read as text would give a records string no reader could read.
-        if (error instanceof NotTheJson) throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
+        if (error instanceof NotTheJson)
+          throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
         throw error;
       } finally {
         release(bytes);
@@ -154,7 +158,12 @@ export class CkanClient {
   }
 
   /** The result of an answer `open` gave, read to its end: its envelope (records null), or its whole bytes. */
-  finished(response: Response, answer: { envelope: string } | { whole: Uint8Array }, bytes: number, reader?: RecordsReader): SearchResult {
+  finished(
+    response: Response,
+    answer: { envelope: string } | { whole: Uint8Array },
+    bytes: number,
+    reader?: RecordsReader,
+  ): SearchResult {
     this.stats.bytes += bytes;
     if ("envelope" in answer) {
       const result = this.#unwrap(response, () => JSON.parse(answer.envelope));
@@ -165,7 +174,9 @@ export class CkanClient {
     const deferred = reader !== undefined ? deferRecords(whole, reader) : undefined;
     let result: SearchResult;
     try {
-      result = this.#unwrap(response, () => (deferred === undefined ? parseAnswer(whole) : JSON.parse(deferred.envelope)));
+      result = this.#unwrap(response, () =>
+        deferred === undefined ? parseAnswer(whole) : JSON.parse(deferred.envelope),
+      );
     } finally {
       if (deferred === undefined) release(whole);
     }
@@ -174,7 +185,12 @@ export class CkanClient {
     return result;
   }
 
-  async #retrying(body: SearchRequest, signal: AbortSignal | undefined, reader: RecordsReader | undefined, streamed: boolean): Promise<SearchResult | Response> {
+  async #retrying(
+    body: SearchRequest,
+    signal: AbortSignal | undefined,
+    reader: RecordsReader | undefined,
+    streamed: boolean,
+  ): Promise<SearchResult | Response> {
     const { upstreamRetries, retryBaseMs } = this.#config;
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.#attempt(body, signal, reader, streamed);
@@ -193,7 +209,9 @@ export class CkanClient {
     signal: AbortSignal | undefined,
     reader: RecordsReader | undefined,
     streamed = false,
-  ): Promise<{ result: SearchResult } | { response: Response } | { retry: true; error: HttpError; retryAfterMs?: number }> {
+  ): Promise<
+    { result: SearchResult } | { response: Response } | { retry: true; error: HttpError; retryAfterMs?: number }
+  > {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#config.apiToken !== undefined) headers.authorization = this.#config.apiToken;
     const timeout = AbortSignal.timeout(this.#config.upstreamTimeoutMs);
@@ -219,23 +237,37 @@ export class CkanClient {
     } catch (error) {
       signal?.throwIfAborted();
       if (timeout.aborted) {
-        throw new UpstreamFailure(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, { cause: error });
+        throw new UpstreamFailure(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, {
+          cause: error,
+        });
       }
       const { host, hostname } = new URL(this.#config.datastoreSearchUrl);
       if (isLoopback(hostname) && servedLocally) {
         return {
           retry: true,
-          error: new UpstreamFailure(502, `CKAN could not be reached at ${host}: nothing answers there yet (CKAN_BASE_URL points at this machine). Start the local CKAN or the emulator (npm start), then try again.`, {
-            cause: error,
-            headers: { "retry-after": "5" },
-          }),
+          error: new UpstreamFailure(
+            502,
+            `CKAN could not be reached at ${host}: nothing answers there yet (CKAN_BASE_URL points at this machine). Start the local CKAN or the emulator (npm start), then try again.`,
+            {
+              cause: error,
+              headers: { "retry-after": "5" },
+            },
+          ),
         };
       }
       // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
-      if (isLoopback(hostname)) throw configError("CKAN_BASE_URL", `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`);
+      if (isLoopback(hostname))
+        throw configError(
+          "CKAN_BASE_URL",
+          `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`,
+        );
       return {
         retry: true,
-        error: new UpstreamFailure(502, `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`, { cause: error }),
+        error: new UpstreamFailure(
+          502,
+          `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`,
+          { cause: error },
+        ),
       };
     } finally {
       this.stats.milliseconds += Date.now() - started;
@@ -262,7 +294,9 @@ export class CkanClient {
     let result: SearchResult;
     try {
       // A reader's envelope holds `null` for the records: nothing in it to keep exact.
-      result = this.#unwrap(response, () => (deferred === undefined ? parseAnswer(bytes) : JSON.parse(deferred.envelope)));
+      result = this.#unwrap(response, () =>
+        deferred === undefined ? parseAnswer(bytes) : JSON.parse(deferred.envelope),
+      );
     } finally {
       // Read: its megabytes are freed now rather than at the next collection (see owned-bytes.ts); the
       // view reads as empty from here on. Records still to copy free them once copied.
@@ -288,13 +322,21 @@ export class CkanClient {
     if (envelope?.success === true && response.ok) {
       const result = envelope.result as Record<string, unknown> | undefined;
       const records = result?.records;
-      if (result && Array.isArray(result.fields) && (Array.isArray(records) || typeof records === "string" || records == null)) {
+      if (
+        result &&
+        Array.isArray(result.fields) &&
+        (Array.isArray(records) || typeof records === "string" || records == null)
+      ) {
         // Only the members this worker reads, each checked for its type.
-        const out: SearchResult = { fields: redactStrings(result.fields, this.redact) as SearchResult["fields"], records: (records ?? []) as SearchResult["records"] };
+        const out: SearchResult = {
+          fields: redactStrings(result.fields, this.redact) as SearchResult["fields"],
+          records: (records ?? []) as SearchResult["records"],
+        };
         if (typeof result.total === "number") out.total = result.total;
         if (typeof result.total_was_estimated === "boolean") out.total_was_estimated = result.total_was_estimated;
         if (typeof result.limit === "number") out.limit = result.limit;
-        if (result.next_page !== null && typeof result.next_page === "object") out.next_page = result.next_page as Record<string, unknown>;
+        if (result.next_page !== null && typeof result.next_page === "object")
+          out.next_page = result.next_page as Record<string, unknown>;
         return out;
       }
       throw new UpstreamFailure(502, "CKAN's answer has no result.fields/result.records.");

@@ -6,15 +6,23 @@ import type { TableQuery } from "../query/table-query.ts";
 
 /** Columns CKAN adds that are not data: kept out of an export unless `fields` names them. */
 /** CKAN's bookkeeping columns, which an export leaves out unless `fields` names them. */
-export const isHiddenColumn = (id: string): boolean => id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
+export const isHiddenColumn = (id: string): boolean =>
+  id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
 /** A column as CKAN describes it in `fields`, with the data dictionary's label and notes (`info.label`, `info.notes`) when set. */
 function column(field: Column & { info?: unknown }): Column {
-  const info = field.info !== null && typeof field.info === "object" ? (field.info as { label?: unknown; notes?: unknown }) : {};
-  const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value.trim() : undefined);
+  const info =
+    field.info !== null && typeof field.info === "object" ? (field.info as { label?: unknown; notes?: unknown }) : {};
+  const text = (value: unknown): string | undefined =>
+    typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
   const label = text(info.label);
   const description = text(info.notes);
-  return { id: field.id, type: field.type, ...(label === undefined ? {} : { label }), ...(description === undefined ? {} : { description }) };
+  return {
+    id: field.id,
+    type: field.type,
+    ...(label === undefined ? {} : { label }),
+    ...(description === undefined ? {} : { description }),
+  };
 }
 
 export function outputColumns(query: Pick<TableQuery, "fields">, fields: Column[]): Column[] {
@@ -42,7 +50,8 @@ function projection(columns: Column[], pageFields: Column[]): number[] | undefin
  */
 export function rowsOf(result: SearchResult, columns: Column[]): Row[] {
   const records = result.records;
-  if (typeof records === "string") throw new UpstreamFailure(502, "CKAN sent records as text where lists were asked for.");
+  if (typeof records === "string")
+    throw new UpstreamFailure(502, "CKAN sent records as text where lists were asked for.");
   if (records.length === 0) return [];
   if (!Array.isArray(records[0])) {
     // Objects (asked for with q, or sent by an upstream that ignores records_format=lists): by name.

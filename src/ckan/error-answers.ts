@@ -36,7 +36,12 @@ function stringList(value: unknown): string[] {
 }
 
 /** Turns CKAN's error object into the error our caller sees; CKAN's SQL and internals stay out. */
-export function ckanError(status: number, error: unknown, redact: (text: string) => string, hasToken: boolean): HttpError {
+export function ckanError(
+  status: number,
+  error: unknown,
+  redact: (text: string) => string,
+  hasToken: boolean,
+): HttpError {
   const body = error !== null && typeof error === "object" ? (error as Record<string, unknown>) : {};
   const type = typeof body.__type === "string" ? clip(redact(body.__type), 80) : undefined;
   // Redacted before any cut: a cut could leave a piece of a secret that no longer matches it whole.
@@ -61,7 +66,11 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
     }
     const query = fields.query ?? [];
     if (query.some((m) => /too long/i.test(m))) {
-      return new CkanValidationError(504, "The CKAN search took too long. Narrow the export with filters or a limit.", fields);
+      return new CkanValidationError(
+        504,
+        "The CKAN search took too long. Narrow the export with filters or a limit.",
+        fields,
+      );
     }
     // PostgreSQL refused the query CKAN built: which parameter is at fault, only the query tells (see refusals.ts).
     if ("query" in fields) return new CkanQueryRefused(fields);
@@ -70,7 +79,12 @@ export function ckanError(status: number, error: unknown, redact: (text: string)
     if (parameter === undefined) {
       return new CkanValidationError(502, `CKAN rejected the request (${key}: ${messages.join("; ")}).`, fields);
     }
-    return new CkanValidationError(400, `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`, fields, parameter);
+    return new CkanValidationError(
+      400,
+      `CKAN rejected ${parameter}: ${messages.join("; ") || "invalid value"}.`,
+      fields,
+      parameter,
+    );
   }
   return new UpstreamFailure(502, `CKAN reported an error${message ? `: ${message}` : ""}${type ? ` (${type})` : ""}.`);
 }

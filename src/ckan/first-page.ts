@@ -16,7 +16,13 @@ interface Resumed {
  * keyset, asked that way too (keyset-probe.ts); going on from `resume`, after its last `_id` or at
  * its offset, never counted again. CKAN's refusal is said in the link's terms (refusals.ts).
  */
-export async function openFirstPage(site: CkanSite, query: TableQuery, resume: Resumed | undefined, limit: number, signal: AbortSignal): Promise<FirstPage> {
+export async function openFirstPage(
+  site: CkanSite,
+  query: TableQuery,
+  resume: Resumed | undefined,
+  limit: number,
+  signal: AbortSignal,
+): Promise<FirstPage> {
   const body = (keyset: boolean): SearchRequest => ({
     ...baseRequest(query),
     ...requestedFields(query, keyset),
@@ -28,7 +34,10 @@ export async function openFirstPage(site: CkanSite, query: TableQuery, resume: R
   });
   // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
   const keysetPossible = query.sort === undefined && !("_id" in query.filters) && site.mayUseKeyset;
-  const opening = resume === undefined ? fetchFirstPage(site, keysetPossible ? body(true) : undefined, body(false), signal) : resumedPage(site, query, resume, body(false), signal);
+  const opening =
+    resume === undefined
+      ? fetchFirstPage(site, keysetPossible ? body(true) : undefined, body(false), signal)
+      : resumedPage(site, query, resume, body(false), signal);
   return await opening.catch((error: unknown) => {
     throw explainRefusal(error, query, site.rangeFilters === false);
   });
@@ -38,10 +47,22 @@ export async function openFirstPage(site: CkanSite, query: TableQuery, resume: R
  * The first page of an export that goes on from `resume`: after its last `_id` (a range filter, so
  * CKAN 2.12, which the run's first page already found), or at its offset; never counted again.
  */
-async function resumedPage(site: CkanSite, query: TableQuery, resume: Resumed, plain: SearchRequest, signal: AbortSignal): Promise<FirstPage> {
+async function resumedPage(
+  site: CkanSite,
+  query: TableQuery,
+  resume: Resumed,
+  plain: SearchRequest,
+  signal: AbortSignal,
+): Promise<FirstPage> {
   const keyset = resume.afterId !== undefined;
   const body: SearchRequest = keyset
-    ? { ...plain, ...requestedFields(query, true), offset: 0, filters: { ...query.filters, _id: { gt: resume.afterId! } }, include_total: false }
+    ? {
+        ...plain,
+        ...requestedFields(query, true),
+        offset: 0,
+        filters: { ...query.filters, _id: { gt: resume.afterId! } },
+        include_total: false,
+      }
     : { ...plain, offset: query.offset + resume.rows, include_total: false };
   return { result: await site.client.search(body, signal), keyset };
 }

@@ -4,7 +4,9 @@ import type { SearchRequest, SearchResult } from "./types.ts";
 
 /** CKAN before 2.12 rejects an unknown parameter with a 409: `include_next_page` is one there. */
 function rejectsKeyset(error: unknown): boolean {
-  return error instanceof CkanValidationError && (error.fields.__extras ?? []).some((m) => m.includes("include_next_page"));
+  return (
+    error instanceof CkanValidationError && (error.fields.__extras ?? []).some((m) => m.includes("include_next_page"))
+  );
 }
 
 export interface FirstPage {
@@ -18,7 +20,12 @@ export interface FirstPage {
  * the plain way (`plainBody`) at once, so learning which it supports never delays the first byte;
  * what the site answered is kept in its facts for the isolate's later exports.
  */
-export async function fetchFirstPage(site: CkanSite, keysetBody: SearchRequest | undefined, plainBody: SearchRequest, signal: AbortSignal): Promise<FirstPage> {
+export async function fetchFirstPage(
+  site: CkanSite,
+  keysetBody: SearchRequest | undefined,
+  plainBody: SearchRequest,
+  signal: AbortSignal,
+): Promise<FirstPage> {
   const { client, facts } = site;
   if (keysetBody === undefined) return { result: await client.search(plainBody, signal), keyset: false };
   if (facts.keyset === true) return { result: await client.search(keysetBody, signal), keyset: true };

@@ -9,7 +9,8 @@ import type { SearchResult } from "./types.ts";
 // limit) and upstream requests (the subrequest budget).
 
 /** Answer bytes per page: pages copied as bytes are held as bytes, pages of rows cost heap. */
-export const pageTarget = (options: { passthrough?: PassthroughFactory }): number => (options.passthrough === undefined ? ROW_PAGE_BYTES : TARGET_PAGE_BYTES);
+export const pageTarget = (options: { passthrough?: PassthroughFactory }): number =>
+  options.passthrough === undefined ? ROW_PAGE_BYTES : TARGET_PAGE_BYTES;
 
 /** The rows CKAN's count says match past the offset, checked against the row limit when the link set none. */
 export function checkCount(
@@ -20,7 +21,8 @@ export function checkCount(
   const total = typeof first.total === "number" ? first.total : undefined;
   const estimated = first.total_was_estimated === true;
   const available = total === undefined ? undefined : Math.max(0, total - query.offset);
-  if (query.limit === undefined && available !== undefined) checkRowLimit(rowLimit, available, estimated ? "about" : "exact");
+  if (query.limit === undefined && available !== undefined)
+    checkRowLimit(rowLimit, available, estimated ? "about" : "exact");
   return { available, estimated };
 }
 

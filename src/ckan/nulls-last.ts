@@ -38,20 +38,31 @@ const PROBE_ROWS = 2000;
  * otherwise checked around the count CKAN gives (2.12 counts an unfiltered table from a cache that
  * can lag behind).
  */
-export async function splitAtNulls(client: CkanClient, query: TableQuery, key: SortKey, signal: AbortSignal): Promise<NullSplit> {
+export async function splitAtNulls(
+  client: CkanClient,
+  query: TableQuery,
+  key: SortKey,
+  signal: AbortSignal,
+): Promise<NullSplit> {
   let requests = 0;
   // Rows a probe holds: fewer when the site caps pages lower (rows_max); a shorter probe is the table's end.
   let page = PROBE_ROWS;
   const base = { ...baseRequest(query), fields: [key.column], records_format: "lists" as const };
   const cells = async (offset: number, withTotal = false): Promise<{ result: SearchResult; values: string[] }> => {
     requests++;
-    const result = await client.search({ ...base, offset, limit: PROBE_ROWS, include_total: withTotal }, signal).catch((error: unknown) => {
-      // The probe's `fields` is the sort column: CKAN refusing it refuses the link's `sort`.
-      if (error instanceof CkanValidationError && error.parameter === "fields") throw new CkanValidationError(error.status, error.message, error.fields, "sort");
-      throw error;
-    });
+    const result = await client
+      .search({ ...base, offset, limit: PROBE_ROWS, include_total: withTotal }, signal)
+      .catch((error: unknown) => {
+        // The probe's `fields` is the sort column: CKAN refusing it refuses the link's `sort`.
+        if (error instanceof CkanValidationError && error.parameter === "fields")
+          throw new CkanValidationError(error.status, error.message, error.fields, "sort");
+        throw error;
+      });
     const records = typeof result.records === "string" ? [] : result.records;
-    return { result, values: records.map((record) => (Array.isArray(record) ? record[0] : record[key.column]) ?? "null") };
+    return {
+      result,
+      values: records.map((record) => (Array.isArray(record) ? record[0] : record[key.column]) ?? "null"),
+    };
   };
   // The moved rows: nulls when they go last (CKAN puts them first descending), values when nulls go first.
   const isMoved = (raw: string): boolean => (raw === "null") === (key.nulls === "last");
@@ -65,13 +76,18 @@ export async function splitAtNulls(client: CkanClient, query: TableQuery, key: S
   if (typeof first.result.limit === "number" && first.result.limit > 0) page = Math.min(page, first.result.limit);
   if (first.values.length < page) return { moved: movedEnd(first.values)!, rows: first.values.length, requests };
   const total = typeof first.result.total === "number" ? first.result.total : page;
-  const counted = first.result.total_was_estimated === false || Object.keys(query.filters).length > 0 || query.q !== undefined;
+  const counted =
+    first.result.total_was_estimated === false || Object.keys(query.filters).length > 0 || query.q !== undefined;
   const rowsEnd = async (offset: number): Promise<number | undefined> => {
     const { values } = await cells(offset);
     return values.length < page ? values.length : undefined;
   };
-  const rows = counted ? Math.max(total, page) : await boundary(page, page, Number.POSITIVE_INFINITY, total - 1, rowsEnd);
-  const moved = movedEnd(first.values) ?? (await boundary(page, page, rows, undefined, async (offset) => movedEnd((await cells(offset)).values)));
+  const rows = counted
+    ? Math.max(total, page)
+    : await boundary(page, page, Number.POSITIVE_INFINITY, total - 1, rowsEnd);
+  const moved =
+    movedEnd(first.values) ??
+    (await boundary(page, page, rows, undefined, async (offset) => movedEnd((await cells(offset)).values)));
   return { moved, rows, requests };
 }
 
@@ -81,7 +97,13 @@ export async function splitAtNulls(client: CkanClient, query: TableQuery, key: S
  * undefined when it holds on the whole page. Tried first at `guess`, then by doubling past `low`
  * while there is no upper end, then by halving.
  */
-async function boundary(page: number, low: number, high: number, guess: number | undefined, look: (offset: number) => Promise<number | undefined>): Promise<number> {
+async function boundary(
+  page: number,
+  low: number,
+  high: number,
+  guess: number | undefined,
+  look: (offset: number) => Promise<number | undefined>,
+): Promise<number> {
   let offset = Math.max(low, guess ?? Math.floor((low + high - page) / 2));
   let step = page;
   for (;;) {

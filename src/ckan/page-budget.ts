@@ -39,7 +39,12 @@ export const ROW_PAGE_BYTES = 1024 * 1024;
 export const ISOLATE_PAGE_BUDGET = 12 * 1024 * 1024;
 
 /** Rows a page holds at about `target` bytes, from what `rows` rows cost in `responseBytes`, at most `cap`. */
-export function rowsPerPage(cap: number, responseBytes: number | undefined, rows: number, target = TARGET_PAGE_BYTES): number {
+export function rowsPerPage(
+  cap: number,
+  responseBytes: number | undefined,
+  rows: number,
+  target = TARGET_PAGE_BYTES,
+): number {
   if (responseBytes === undefined || rows === 0) return cap;
   return Math.max(1, Math.min(cap, Math.floor(target / (responseBytes / rows))));
 }
@@ -88,9 +93,13 @@ export const BUSY_RETRY_SECONDS = 10;
 /** The 503 of an isolate already running as many exports as it holds. */
 export class IsolateBusy extends HttpError {
   constructor(running: number) {
-    super(503, `This worker instance is already running ${running} exports, as many as its memory holds at once; try again in ${BUSY_RETRY_SECONDS} seconds.`, {
-      headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
-    });
+    super(
+      503,
+      `This worker instance is already running ${running} exports, as many as its memory holds at once; try again in ${BUSY_RETRY_SECONDS} seconds.`,
+      {
+        headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
+      },
+    );
   }
 }
 
@@ -139,9 +148,13 @@ export const MAX_EXPORTS_PER_CLIENT = 3;
 /** The 429 of a client already running as many exports as one client may. */
 export class ClientBusy extends HttpError {
   constructor(running: number) {
-    super(429, `This address is already running ${running} exports at once, as many as one client may; try again when one has finished (in ${BUSY_RETRY_SECONDS} seconds).`, {
-      headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
-    });
+    super(
+      429,
+      `This address is already running ${running} exports at once, as many as one client may; try again when one has finished (in ${BUSY_RETRY_SECONDS} seconds).`,
+      {
+        headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
+      },
+    );
     this.name = "ClientBusy";
   }
 }

@@ -1,5 +1,12 @@
 import { UpstreamFailure } from "../errors.ts";
-import { batchRows, leadingRows, type Batch, type CopiedRecords, type RecordsReader, type RecordsStream } from "../rows/batch.ts";
+import {
+  batchRows,
+  leadingRows,
+  type Batch,
+  type CopiedRecords,
+  type RecordsReader,
+  type RecordsStream,
+} from "../rows/batch.ts";
 import type { CkanClient } from "./client.ts";
 import { ISOLATE_PAGE_BUDGET, STREAMED_PAGE_COST, WHOLE_PAGE_COST, type PageSizer } from "./page-budget.ts";
 import { streamedPage } from "./streamed-page.ts";
@@ -103,19 +110,33 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
       : {
           ...plan.base,
           limit: stretch.count,
-          filters: { ...plan.filters, _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo } },
+          filters: {
+            ...plan.filters,
+            _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo },
+          },
         };
   if (plan.stream !== undefined && plan.reader !== undefined) {
     const opened = plan.client.open(body, plan.signal);
     // In flight until CKAN starts answering: its errors and retries happen here, as for a whole page.
     await opened;
-    return { stretch, pages: streamedPage({ client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader }, opened) };
+    return {
+      stretch,
+      pages: streamedPage(
+        { client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader },
+        opened,
+      ),
+    };
   }
   const result = await plan.client.search(body, plan.signal, plan.reader);
   return () => fetched(plan, stretch, result);
 }
 
-function fetched(plan: PagePlan, stretch: Stretch, result: SearchResult, streamed?: { rows: number; lastId: number | undefined }): Fetched {
+function fetched(
+  plan: PagePlan,
+  stretch: Stretch,
+  result: SearchResult,
+  streamed?: { rows: number; lastId: number | undefined },
+): Fetched {
   const { sizer } = plan;
   // A streamed page's rows were handed on already: only how many, and the last `_id`, are left.
   const page = streamed === undefined ? plan.pageOf(result) : { batch: [], lastId: streamed.lastId };
@@ -126,13 +147,19 @@ function fetched(plan: PagePlan, stretch: Stretch, result: SearchResult, streame
   if ("offset" in stretch) {
     if (n >= stretch.count) return { page, result, ended: false, rest: undefined };
     // Short because the site capped the page: the rest is fetched, never skipped.
-    if (n > 0 && applied < stretch.count) return { page, result, ended: false, rest: { offset: stretch.offset + n, count: stretch.count - n } };
+    if (n > 0 && applied < stretch.count)
+      return { page, result, ended: false, rest: { offset: stretch.offset + n, count: stretch.count - n } };
     return { page, result, ended: true, rest: undefined };
   }
   if (n < applied) return { page, result, ended: stretch.upTo === undefined, rest: undefined };
   if (page.lastId === undefined) throw new UpstreamFailure(502, "CKAN's page carries no _id to continue from.");
   const done = stretch.upTo !== undefined && page.lastId >= stretch.upTo;
-  return { page, result, ended: false, rest: done ? undefined : { after: page.lastId, upTo: stretch.upTo, count: sizer.rows } };
+  return {
+    page,
+    result,
+    ended: false,
+    rest: done ? undefined : { after: page.lastId, upTo: stretch.upTo, count: sizer.rows },
+  };
 }
 
 /**
@@ -215,7 +242,12 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
   const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, plan.firstLimit) : plan.firstLimit;
   if (firstApplied < plan.firstLimit) sizer.capAt(firstApplied);
   sizer.observe(first.responseBytes, firstCount);
-  let current: Fetched | Streaming = { page: { batch: firstRows, lastId: plan.firstLastId }, result: first, ended: firstCount < firstApplied, rest: undefined };
+  let current: Fetched | Streaming = {
+    page: { batch: firstRows, lastId: plan.firstLastId },
+    result: first,
+    ended: firstCount < firstApplied,
+    rest: undefined,
+  };
   let planned = firstCount;
   let seen = 0;
   const inflight: Promise<Pending>[] = [];

@@ -8,7 +8,10 @@ import type { Column } from "../rows/types.ts";
 import { memberAt } from "../rows/json-bytes.ts";
 import { parseAnswer, StreamedAnswer } from "./raw-json.ts";
 
-type Answer = { success: boolean; result: { records: unknown; total?: number; fields: unknown[]; next_page?: unknown } };
+type Answer = {
+  success: boolean;
+  result: { records: unknown; total?: number; fields: unknown[]; next_page?: unknown };
+};
 const utf8 = new TextEncoder();
 /** CKAN's answer as it comes: UTF-8 bytes. */
 const parse = (text: string): Answer => parseAnswer(utf8.encode(text)) as Answer;
@@ -23,7 +26,9 @@ describe("reading CKAN's answers without losing a digit", () => {
     expect(rows[4]![2]).toBe("-0.50");
     expect(rows[1]![3]).toBe("1.738914190048968e+16");
     expect(rows[1]![11]).toBe('["a,b","say \\"hi\\""]');
-    expect(rows[0]![12]).toBe('{"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}');
+    expect(rows[0]![12]).toBe(
+      '{"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}',
+    );
     expect(rows[4]![12]).toBe("null");
     // Every value is valid JSON on its own, and the rest of the answer parses as usual.
     for (const row of rows) for (const cell of row) expect(() => JSON.parse(cell)).not.toThrow();
@@ -44,7 +49,10 @@ describe("reading CKAN's answers without losing a digit", () => {
   });
 
   it("leaves answers without records to JSON.parse, and refuses text that is not JSON", () => {
-    expect(parse('{"success": false, "error": {"__type": "Validation Error"}}')).toEqual({ success: false, error: { __type: "Validation Error" } });
+    expect(parse('{"success": false, "error": {"__type": "Validation Error"}}')).toEqual({
+      success: false,
+      error: { __type: "Validation Error" },
+    });
     expect(parse('"Bad request"')).toBe("Bad request");
     expect(() => parse("<html>oops</html>")).toThrow(SyntaxError);
     expect(() => parse('{"success": true, "result": {"records": [[1,2]')).toThrow(SyntaxError);
@@ -77,12 +85,18 @@ describe("an answer read as it arrives", () => {
   const answer = utf8.encode(csvAnswer.raw_body_text);
 
   /** The answer pushed in pieces cut at `cuts`: the rows' bytes as they came out, and how it ended. */
-  function streamed(bytes: Uint8Array, cuts: number[]): { csv: string; rows: number; ended: ReturnType<StreamedAnswer["end"]> } {
+  function streamed(
+    bytes: Uint8Array,
+    cuts: number[],
+  ): { csv: string; rows: number; ended: ReturnType<StreamedAnswer["end"]> } {
     const stream = new StreamedAnswer(new CsvRecordsStream(reader()));
     let csv = "";
     let rows = 0;
     let from = 0;
-    for (const to of [...[...new Set(cuts)].sort((a, b) => a - b).filter((c) => c > 0 && c < bytes.length), bytes.length]) {
+    for (const to of [
+      ...[...new Set(cuts)].sort((a, b) => a - b).filter((c) => c > 0 && c < bytes.length),
+      bytes.length,
+    ]) {
       const got = stream.push(bytes.slice(from, to));
       from = to;
       if (got) {

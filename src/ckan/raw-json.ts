@@ -154,7 +154,9 @@ export function parseAnswer(bytes: Uint8Array): unknown {
     span = undefined;
   }
   if (span === undefined) return JSON.parse(text);
-  const envelope = JSON.parse(`${text.slice(0, span.start)}null${text.slice(span.end)}`) as { result: { records: unknown } };
+  const envelope = JSON.parse(`${text.slice(0, span.start)}null${text.slice(span.end)}`) as {
+    result: { records: unknown };
+  };
   envelope.result.records = span.records;
   return envelope;
 }

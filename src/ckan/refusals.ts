@@ -20,7 +20,11 @@ export class SortRefused extends ColumnRefusal {
   readonly columns: string[];
   constructor(columns: string[], cause: unknown) {
     const names = columns.map((c) => `"${c}"`).join(", ");
-    super("sort", `CKAN could not sort by ${names}: PostgreSQL has no order for a column of its type (json, for one). Sort by another column.`, { cause });
+    super(
+      "sort",
+      `CKAN could not sort by ${names}: PostgreSQL has no order for a column of its type (json, for one). Sort by another column.`,
+      { cause },
+    );
     this.columns = columns;
   }
 }
@@ -35,7 +39,8 @@ export function explainRefusal(error: unknown, query: TableQuery, before212: boo
 
 /** CKAN's own refusal of a column-naming parameter (`invalid value "nope desc"`), as a ColumnRefusal. */
 function columnRefused(error: unknown): ColumnRefusal | undefined {
-  if (!(error instanceof CkanValidationError) || error.status !== 400 || !COLUMN_PARAMETERS.has(error.parameter ?? "")) return undefined;
+  if (!(error instanceof CkanValidationError) || error.status !== 400 || !COLUMN_PARAMETERS.has(error.parameter ?? ""))
+    return undefined;
   return new ColumnRefusal(error.parameter!, error.message, { cause: error });
 }
 
@@ -45,12 +50,23 @@ function columnRefused(error: unknown): ColumnRefusal | undefined {
  */
 function rangeFilterRefused(error: unknown, query: TableQuery, before212: boolean): HttpError | undefined {
   const ranged = Object.keys(query.filters).filter((field) => isRangeFilter(query.filters[field]!));
-  if (ranged.length === 0 || !(error instanceof HttpError) || error.status < 400 || error.status === 403 || error.status === 404) return undefined;
+  if (
+    ranged.length === 0 ||
+    !(error instanceof HttpError) ||
+    error.status < 400 ||
+    error.status === 403 ||
+    error.status === 404
+  )
+    return undefined;
   const fields = ranged.map((f) => `"${f}"`).join(", ");
   if (before212) {
-    return new ColumnRefusal("filters", `This CKAN site does not support range filters (on ${fields}); they need CKAN 2.12 or later. Filter on exact values instead.`, {
-      cause: error,
-    });
+    return new ColumnRefusal(
+      "filters",
+      `This CKAN site does not support range filters (on ${fields}); they need CKAN 2.12 or later. Filter on exact values instead.`,
+      {
+        cause: error,
+      },
+    );
   }
   if (error.status !== 400 && error.status !== 502) return undefined;
   return new ColumnRefusal(
@@ -65,7 +81,11 @@ function queryRefused(error: unknown, query: TableQuery): HttpError | undefined 
   if (!(error instanceof CkanQueryRefused)) return undefined;
   const filtered = Object.keys(query.filters).length > 0;
   if (filtered && query.sort === undefined) {
-    return new ColumnRefusal("filters", "CKAN could not run the query: a filter value probably does not fit its column's type (for example text in a number column).", { cause: error });
+    return new ColumnRefusal(
+      "filters",
+      "CKAN could not run the query: a filter value probably does not fit its column's type (for example text in a number column).",
+      { cause: error },
+    );
   }
   if (!filtered && query.sort !== undefined) return new SortRefused(sortColumns(query.sort), error);
   const why = filtered

@@ -16,7 +16,12 @@ function pagingSort(sort: string | undefined): string {
 
 /** The request every call of an export starts from: table, search, filters and a total order. */
 export function baseRequest(query: TableQuery): SearchRequest {
-  const base: SearchRequest = { resource_id: query.resourceId, limit: 0, sort: pagingSort(query.sort), records_format: "lists" };
+  const base: SearchRequest = {
+    resource_id: query.resourceId,
+    limit: 0,
+    sort: pagingSort(query.sort),
+    records_format: "lists",
+  };
   if (query.q !== undefined) base.q = query.q;
   if (Object.keys(query.filters).length > 0) base.filters = query.filters;
   return base;
@@ -32,7 +37,8 @@ export function requestedFields(query: TableQuery, withId: boolean): { fields?: 
  * CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the columns are
  * known, such a search asks for objects.
  */
-export const firstFormat = (query: TableQuery): "objects" | "lists" => (query.q !== undefined && query.fields === undefined ? "objects" : "lists");
+export const firstFormat = (query: TableQuery): "objects" | "lists" =>
+  query.q !== undefined && query.fields === undefined ? "objects" : "lists";
 
 /** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
 export function lastIdOf(result: SearchResult): number | undefined {

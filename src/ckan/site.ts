@@ -58,4 +58,5 @@ export function siteFacts(config: Pick<Config, "datastoreSearchUrl">): SiteFacts
 }
 
 /** The configured CKAN site, with a fresh client (its own request counts) and what the isolate knows of it. */
-export const siteFor = (config: Config, upstreamFetch: UpstreamFetch): CkanSite => new CkanSite(new CkanClient(config, upstreamFetch), siteFacts(config));
+export const siteFor = (config: Config, upstreamFetch: UpstreamFetch): CkanSite =>
+  new CkanSite(new CkanClient(config, upstreamFetch), siteFacts(config));

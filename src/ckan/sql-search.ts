@@ -9,7 +9,6 @@ import type { UpstreamFetch } from "./types.ts";
 // the site's allow-list refuses, 409 for a PostgreSQL error, 5xx, a time-out) leaves the caller to
 // compute the answer another way.
 
-
 /** A record of a statement whose every column is cast to text: text or null by column alias. */
 export type SqlRecord = Record<string, string | null>;
 
@@ -21,7 +20,13 @@ export type SqlAnswer =
  * One statement through `datastore_search_sql`, with the token (a private table needs it) and the
  * export's time-out. Never throws: a failure says why, in words for the request log.
  */
-export async function searchSql(facts: SiteFacts, config: Config, fetcher: UpstreamFetch, sql: string, signal?: AbortSignal): Promise<SqlAnswer> {
+export async function searchSql(
+  facts: SiteFacts,
+  config: Config,
+  fetcher: UpstreamFetch,
+  sql: string,
+  signal?: AbortSignal,
+): Promise<SqlAnswer> {
   const site = config.ckanBase;
   if (facts.sqlSearch === false) return { ok: false, why: "datastore_search_sql is off on this site" };
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
@@ -42,7 +47,10 @@ export async function searchSql(facts: SiteFacts, config: Config, fetcher: Upstr
     );
     text = await response.text();
   } catch {
-    return { ok: false, why: timeout.aborted ? "datastore_search_sql timed out" : "datastore_search_sql could not be reached" };
+    return {
+      ok: false,
+      why: timeout.aborted ? "datastore_search_sql timed out" : "datastore_search_sql could not be reached",
+    };
   }
   let body: unknown;
   try {
@@ -54,11 +62,19 @@ export async function searchSql(facts: SiteFacts, config: Config, fetcher: Upstr
     facts.sqlSearch = false;
     return { ok: false, why: "datastore_search_sql is off on this site" };
   }
-  const envelope = body !== null && typeof body === "object" ? (body as { success?: unknown; result?: unknown; error?: { __type?: unknown } }) : undefined;
+  const envelope =
+    body !== null && typeof body === "object"
+      ? (body as { success?: unknown; result?: unknown; error?: { __type?: unknown } })
+      : undefined;
   const result = envelope?.result as { records?: unknown; fields?: unknown; records_truncated?: unknown } | undefined;
   if (response.ok && envelope?.success === true && Array.isArray(result?.records) && Array.isArray(result?.fields)) {
     facts.sqlSearch = true;
-    return { ok: true, records: result.records as SqlRecord[], fields: result.fields as { id: string; type: string }[], truncated: result.records_truncated === true };
+    return {
+      ok: true,
+      records: result.records as SqlRecord[],
+      fields: result.fields as { id: string; type: string }[],
+      truncated: result.records_truncated === true,
+    };
   }
   // The action exists (CKAN answered it as one): the site has SQL search, this statement failed.
   if (response.status === 403 || response.status === 409) facts.sqlSearch = true;

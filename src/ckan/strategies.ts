@@ -62,20 +62,31 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     const { after, wanted, sizer, pagesPlanned } = input;
     const window = Math.max(1, input.concurrency);
     // With one page left to fetch (or one in flight at a time), ranges side by side gain nothing: no probe.
-    if (window === 1 || pagesPlanned <= 1) return { window, stretches: idStretches(after, undefined, 1, wanted, sizer, 0) };
+    if (window === 1 || pagesPlanned <= 1)
+      return { window, stretches: idStretches(after, undefined, 1, wanted, sizer, 0) };
     const rowsAfter = input.available === undefined ? undefined : Math.max(0, input.available - input.firstRows);
     const stretches = largestId(input.client, input.query, input.signal).then((largest) => {
-      const density = largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
+      const density =
+        largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
       return idStretches(after, largest, density, wanted, sizer, Math.max(1, pagesPlanned));
     });
     return { window, stretches };
   },
-  "nulls-last": (input) => ({ window: Math.max(1, input.concurrency), stretches: segmentStretches(input.segments ?? [], input.wanted, input.sizer) }),
+  "nulls-last": (input) => ({
+    window: Math.max(1, input.concurrency),
+    stretches: segmentStretches(input.segments ?? [], input.wanted, input.sizer),
+  }),
 };
 
 /** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */
 async function largestId(client: CkanClient, query: TableQuery, signal: AbortSignal): Promise<number | undefined> {
-  const probe: SearchRequest = { ...baseRequest(query), sort: "_id desc", fields: ["_id"], limit: 1, include_total: false };
+  const probe: SearchRequest = {
+    ...baseRequest(query),
+    sort: "_id desc",
+    fields: ["_id"],
+    limit: 1,
+    include_total: false,
+  };
   try {
     return lastIdOf(await client.search(probe, signal));
   } catch {

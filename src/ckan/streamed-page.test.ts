@@ -31,13 +31,26 @@ function body(bytes: Uint8Array, size: number, breakAt?: number): ReadableStream
 /** A client whose CKAN answers with `bodies` in turn, counting requests. */
 function upstream(bodies: (() => ReadableStream<Uint8Array>)[]) {
   let requests = 0;
-  const client = new CkanClient(config, async () => new Response(bodies[Math.min(requests++, bodies.length - 1)]!(), { status: 200, headers: { "content-type": "application/json" } }));
+  const client = new CkanClient(
+    config,
+    async () =>
+      new Response(bodies[Math.min(requests++, bodies.length - 1)]!(), {
+        status: 200,
+        headers: { "content-type": "application/json" },
+      }),
+  );
   return { client, requests: () => requests };
 }
 
 async function read(client: CkanClient): Promise<{ csv: string; rows: number; total: number | undefined }> {
   const signal = new AbortController().signal;
-  const fetch = { client, body: { resource_id: "r", limit: 12 }, signal, stream: () => new CsvRecordsStream(reader()), reader: reader() };
+  const fetch = {
+    client,
+    body: { resource_id: "r", limit: 12 },
+    signal,
+    stream: () => new CsvRecordsStream(reader()),
+    reader: reader(),
+  };
   const pages = streamedPage(fetch, client.open(fetch.body, signal));
   let csv = "";
   let rows = 0;
@@ -73,7 +86,11 @@ describe("a page read as CKAN's answer arrives", () => {
   it("asks again for a page whose answer breaks off half-read, and hands on none of its rows twice", async () => {
     // Over a megabyte of rows: batches are handed on before each break, at a different row each time.
     const page = big(400);
-    const { client, requests } = upstream([() => body(page, 4099, 400_000), () => body(page, 65_536, 900_000), () => body(page, 10_007)]);
+    const { client, requests } = upstream([
+      () => body(page, 4099, 400_000),
+      () => body(page, 65_536, 900_000),
+      () => body(page, 10_007),
+    ]);
     expect(await read(client)).toEqual({ csv: whole(page), rows: 4800, total: csvAnswer.body.result.total });
     expect(requests()).toBe(3);
   });

@@ -71,7 +71,8 @@ export function trailingRows(page: PassedBytes, from: number): PassedBytes {
 }
 
 /** The same for a batch of either kind. */
-export const laterRows = (batch: Batch, from: number): Batch => (Array.isArray(batch) ? batch.slice(from) : trailingRows(batch, from));
+export const laterRows = (batch: Batch, from: number): Batch =>
+  Array.isArray(batch) ? batch.slice(from) : trailingRows(batch, from);
 
 /**
  * One page read as its answer arrives (`opened`: the request already in flight): whole rows as they
@@ -80,7 +81,10 @@ export const laterRows = (batch: Batch, from: number): Batch => (Array.isArray(b
  * is asked for again, whole, up to BROKEN_PAGE_RETRIES times, and the rows already handed on are
  * skipped in the new answer: none twice, none lost. An answer that is not what CKAN writes fails at once.
  */
-export async function* streamedPage(fetch: StreamedFetch, opened: Promise<Response>): AsyncGenerator<CopiedRecords, SearchResult, undefined> {
+export async function* streamedPage(
+  fetch: StreamedFetch,
+  opened: Promise<Response>,
+): AsyncGenerator<CopiedRecords, SearchResult, undefined> {
   let handed = 0;
   for (let attempt = 0; ; attempt++) {
     const response = await (attempt === 0 ? opened : fetch.client.open(fetch.body, fetch.signal));
@@ -94,7 +98,10 @@ export async function* streamedPage(fetch: StreamedFetch, opened: Promise<Respon
           if (records === undefined) continue;
           const rows = records.page.rows;
           // Rows an earlier answer handed on already are left out.
-          const fresh = seen + rows <= handed ? undefined : { ...records, page: trailingRows(records.page, Math.max(0, handed - seen)) };
+          const fresh =
+            seen + rows <= handed
+              ? undefined
+              : { ...records, page: trailingRows(records.page, Math.max(0, handed - seen)) };
           seen += rows;
           if (fresh === undefined) continue;
           handed += fresh.page.rows;
@@ -117,9 +124,14 @@ export async function* streamedPage(fetch: StreamedFetch, opened: Promise<Respon
     } catch (error) {
       fetch.signal.throwIfAborted();
       if (error instanceof HttpError) throw error;
-      if (error instanceof NotTheJson) throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
+      if (error instanceof NotTheJson)
+        throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
       if (attempt >= BROKEN_PAGE_RETRIES) {
-        throw new UpstreamFailure(502, `CKAN's answer broke off ${BROKEN_PAGE_RETRIES + 1} times (after ${answer.bytes} bytes the last time); the export stopped.`, { cause: error });
+        throw new UpstreamFailure(
+          502,
+          `CKAN's answer broke off ${BROKEN_PAGE_RETRIES + 1} times (after ${answer.bytes} bytes the last time); the export stopped.`,
+          { cause: error },
+        );
       }
     }
   }

@@ -68,7 +68,12 @@ export async function describeTable(
   query: TableQuery,
   options: Pick<PagingOptions, "rowLimit" | "pageSize" | "subrequestLimit">,
 ): Promise<Pick<Table, "columns" | "total">> {
-  const body: SearchRequest = { ...baseRequest(query), ...requestedFields(query, false), records_format: firstFormat(query), include_total: true };
+  const body: SearchRequest = {
+    ...baseRequest(query),
+    ...requestedFields(query, false),
+    records_format: firstFormat(query),
+    include_total: true,
+  };
   const result = await site.client.search(body).catch((error: unknown) => {
     throw explainRefusal(error, query, site.rangeFilters === false);
   });
@@ -93,25 +98,53 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const sizer = new PageSizer(options.pageSize, pageTarget(options));
-  const { moved, firstLimit, first, keyset } = await openStart(site, query, resume, Math.min(sizer.rows, wanted), signal);
+  const { moved, firstLimit, first, keyset } = await openStart(
+    site,
+    query,
+    resume,
+    Math.min(sizer.rows, wanted),
+    signal,
+  );
 
   const columns = outputColumns(query, first.fields);
   // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
-  const count = countOf(query, moved !== undefined ? { total: moved.split.rows, total_was_estimated: false } : (resume ?? first), options.rowLimit, done);
+  const count = countOf(
+    query,
+    moved !== undefined ? { total: moved.split.rows, total_was_estimated: false } : (resume ?? first),
+    options.rowLimit,
+    done,
+  );
   const later = laterPages(query, first, columns, keyset, resume, options.passthrough);
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
   const after = later.byId && full ? lastIdOf(first) : undefined;
   const rows = count.available === undefined ? wanted : Math.min(count.available, wanted);
   // The split's requests come out of the same budget.
-  const budget = moved === undefined ? options : { ...options, subrequestLimit: options.subrequestLimit - moved.split.requests };
-  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget) : 0;
+  const budget =
+    moved === undefined ? options : { ...options, subrequestLimit: options.subrequestLimit - moved.split.requests };
+  const pagesPlanned = full
+    ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget)
+    : 0;
 
   const strategy: PagingStrategy = moved !== undefined ? "nulls-last" : after === undefined ? "offset" : "id-ranges";
   // Resumed after an `_id`, offsets count from there (the later pages' filters hold the bound).
   const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
   const { available, exact } = count;
-  const plan = STRATEGIES[strategy]({ client: site.client, query, signal, sizer, wanted, concurrency: options.concurrency, available, exact, firstRows: firstRows.length, pagesPlanned, from, after: after ?? 0, ...(moved !== undefined ? { segments: moved.segments } : {}) });
+  const plan = STRATEGIES[strategy]({
+    client: site.client,
+    query,
+    signal,
+    sizer,
+    wanted,
+    concurrency: options.concurrency,
+    available,
+    exact,
+    firstRows: firstRows.length,
+    pagesPlanned,
+    from,
+    after: after ?? 0,
+    ...(moved !== undefined ? { segments: moved.segments } : {}),
+  });
   const position: Position = { rows: 0, lastId: undefined };
   const pages = readPages({
     client: site.client,
@@ -139,7 +172,12 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     expectedRows: available === undefined ? query.limit : Math.min(available, wanted),
     firstPageRows: Math.min(first.records.length, wanted),
     pages,
-    resumeAt: () => ({ rows: done + position.rows, afterId: later.byId ? position.lastId : undefined, total, estimated }),
+    resumeAt: () => ({
+      rows: done + position.rows,
+      afterId: later.byId ? position.lastId : undefined,
+      total,
+      estimated,
+    }),
   };
 }
 
@@ -161,13 +199,25 @@ async function movedRows(site: CkanSite, query: TableQuery, done: number, signal
  * The export's first page, asked for `limit` rows: where the rows start, or, with nulls moved last,
  * at the first segment's start (its rows counted exactly, so the page is never cut short).
  */
-async function openStart(site: CkanSite, query: TableQuery, resume: Resume | undefined, limit: number, signal: AbortSignal) {
+async function openStart(
+  site: CkanSite,
+  query: TableQuery,
+  resume: Resume | undefined,
+  limit: number,
+  signal: AbortSignal,
+) {
   const moved = await movedRows(site, query, resume?.rows ?? 0, signal);
   const firstLimit = Math.min(limit, moved?.segments[0]?.count ?? Number.POSITIVE_INFINITY);
   const { result: first, keyset } =
     moved === undefined
       ? await openFirstPage(site, query, resume, firstLimit, signal)
-      : await openFirstPage(site, { ...query, offset: moved.segments[0]?.offset ?? moved.split.rows }, undefined, firstLimit, signal);
+      : await openFirstPage(
+          site,
+          { ...query, offset: moved.segments[0]?.offset ?? moved.split.rows },
+          undefined,
+          firstLimit,
+          signal,
+        );
   return { moved, firstLimit, first, keyset };
 }
 
@@ -200,9 +250,16 @@ function laterPages(
   keyset: boolean,
   resume: Resume | undefined,
   passthroughFactory: PassthroughFactory | undefined,
-): { base: SearchRequest; byId: boolean; pageOf: (result: SearchResult) => Page; reader: RecordsReader | undefined; stream: (() => RecordsStream) | undefined } {
+): {
+  base: SearchRequest;
+  byId: boolean;
+  pageOf: (result: SearchResult) => Page;
+  reader: RecordsReader | undefined;
+  stream: (() => RecordsStream) | undefined;
+} {
   const idColumn = first.fields.find((f) => f.id === "_id");
-  const incoming = keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
+  const incoming =
+    keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
   // `fields` order), pages go by offset, which CKAN 2.12 serves as well.
   const byId = keyset && incoming.at(-1)?.id === "_id";

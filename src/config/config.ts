@@ -91,10 +91,16 @@ function corsOrigins(value: unknown): "*" | Set<string> {
     try {
       origin = new URL(text).origin;
     } catch {
-      throw configError("CORS_ALLOW_ORIGINS", `has "${text.slice(0, 80)}", which is not an origin like https://dash.example.org`);
+      throw configError(
+        "CORS_ALLOW_ORIGINS",
+        `has "${text.slice(0, 80)}", which is not an origin like https://dash.example.org`,
+      );
     }
     if (origin === "null" || origin !== text.replace(/\/$/, "")) {
-      throw configError("CORS_ALLOW_ORIGINS", `has "${text.slice(0, 80)}", which is not an origin like https://dash.example.org (no path)`);
+      throw configError(
+        "CORS_ALLOW_ORIGINS",
+        `has "${text.slice(0, 80)}", which is not an origin like https://dash.example.org (no path)`,
+      );
     }
     origins.add(origin);
   }
@@ -138,13 +144,35 @@ export function parseConfig(env: Env): Config {
     retryBaseMs: integerSetting("UPSTREAM_RETRY_BASE_MS", env.UPSTREAM_RETRY_BASE_MS, 500, 0, 60_000),
     bufferBytes: integerSetting("BUFFER_BYTES", env.BUFFER_BYTES, 8 * 1024 * 1024, 0, 64 * 1024 * 1024),
     snapshotJobs: env.SNAPSHOT_JOBS,
-    snapshotPartBytes: integerSetting("SNAPSHOT_PART_BYTES", env.SNAPSHOT_PART_BYTES, 8 * 1024 * 1024, MIN_PART_BYTES, 512 * 1024 * 1024),
-    snapshotStepBytes: integerSetting("SNAPSHOT_STEP_BYTES", env.SNAPSHOT_STEP_BYTES, 64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
+    snapshotPartBytes: integerSetting(
+      "SNAPSHOT_PART_BYTES",
+      env.SNAPSHOT_PART_BYTES,
+      8 * 1024 * 1024,
+      MIN_PART_BYTES,
+      512 * 1024 * 1024,
+    ),
+    snapshotStepBytes: integerSetting(
+      "SNAPSHOT_STEP_BYTES",
+      env.SNAPSHOT_STEP_BYTES,
+      64 * 1024 * 1024,
+      1024 * 1024,
+      4 * 1024 * 1024 * 1024,
+    ),
     adminToken: secret(env.ADMIN_TOKEN),
     linkSigningKey: secret(env.LINK_SIGNING_KEY),
-    snapshotLinkTtlSeconds: integerSetting("SNAPSHOT_LINK_TTL_SECONDS", env.SNAPSHOT_LINK_TTL_SECONDS, 7 * 86_400, 60, 366 * 86_400),
+    snapshotLinkTtlSeconds: integerSetting(
+      "SNAPSHOT_LINK_TTL_SECONDS",
+      env.SNAPSHOT_LINK_TTL_SECONDS,
+      7 * 86_400,
+      60,
+      366 * 86_400,
+    ),
     // With a token the worker can read private data: only what RESOURCES publishes, unless told otherwise.
-    allowUnlisted: booleanSetting("ALLOW_UNLISTED_RESOURCES", env.ALLOW_UNLISTED_RESOURCES, secret(env.CKAN_API_TOKEN) === undefined),
+    allowUnlisted: booleanSetting(
+      "ALLOW_UNLISTED_RESOURCES",
+      env.ALLOW_UNLISTED_RESOURCES,
+      secret(env.CKAN_API_TOKEN) === undefined,
+    ),
     corsOrigins: corsOrigins(env.CORS_ALLOW_ORIGINS),
     // Workers allow 6 simultaneous open connections; leave room for the response and R2.
     upstreamConcurrency: integerSetting("UPSTREAM_CONCURRENCY", env.UPSTREAM_CONCURRENCY, 3, 1, 5),
@@ -173,7 +201,9 @@ export function configFor(env: Env): Config {
       if (!(error instanceof HttpError)) throw error;
       entry = error;
       // The message names the setting, never its value.
-      console.error(JSON.stringify({ level: "error", event: "config", setting: error.setting, message: error.message }));
+      console.error(
+        JSON.stringify({ level: "error", event: "config", setting: error.setting, message: error.message }),
+      );
     }
     parsed.set(env, entry);
   }

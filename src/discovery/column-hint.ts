@@ -13,11 +13,20 @@ import { tableInfo } from "./table-info.ts";
  * a sort CKAN could not run names each sorted column's type.
  * Any other error, or a failure finding the columns, passes through unchanged.
  */
-export async function withColumnHint(error: unknown, query: TableQuery & { alias: string | undefined }, config: Config, upstreamFetch: UpstreamFetch): Promise<never> {
+export async function withColumnHint(
+  error: unknown,
+  query: TableQuery & { alias: string | undefined },
+  config: Config,
+  upstreamFetch: UpstreamFetch,
+): Promise<never> {
   if (!(error instanceof ColumnRefusal)) throw error;
   let hint: string | undefined;
   try {
-    const named = [...(query.fields ?? []), ...Object.keys(query.filters), ...(query.sort === undefined ? [] : sortColumns(query.sort))];
+    const named = [
+      ...(query.fields ?? []),
+      ...Object.keys(query.filters),
+      ...(query.sort === undefined ? [] : sortColumns(query.sort)),
+    ];
     const { columns } = await tableInfo(new CkanClient(config, upstreamFetch), query.resourceId);
     const known = new Set(["_id", "_full_text", ...columns.map((c) => c.id)]);
     const unknown = [...new Set(named.filter((name) => !known.has(name)))];
@@ -26,7 +35,9 @@ export async function withColumnHint(error: unknown, query: TableQuery & { alias
       const table = query.alias ?? query.resourceId;
       hint = `${table} has no column ${list(unknown)}. Its columns are: ${columns.map((c) => c.id).join(", ")}.`;
     } else if (error instanceof SortRefused) {
-      const typed = error.columns.map((id) => `"${id.slice(0, 63)}" (${columns.find((c) => c.id === id)?.type ?? "its own type"})`);
+      const typed = error.columns.map(
+        (id) => `"${id.slice(0, 63)}" (${columns.find((c) => c.id === id)?.type ?? "its own type"})`,
+      );
       hint = `CKAN could not sort by ${typed.join(", ")}: PostgreSQL has no order for a column of that type. Sort by another column.`;
     }
   } catch {

@@ -44,21 +44,39 @@ export interface UpstreamHealth {
 }
 
 /** `status_show`, asked anonymously: is this a CKAN, which one, with the DataStore? */
-async function statusShow(config: Config, upstreamFetch: UpstreamFetch): Promise<{ ckan: CkanHealth; problem?: string }> {
+async function statusShow(
+  config: Config,
+  upstreamFetch: UpstreamFetch,
+): Promise<{ ckan: CkanHealth; problem?: string }> {
   const base = config.ckanBase;
   const ckan: CkanHealth = { base, reachable: false, version: null, datastore: null, range_filters: null };
   const url = `${base}/api/action/status_show`;
   let response: Response;
   try {
-    response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "manual" }));
+    response = await upstreamFetch(
+      new Request(url, {
+        headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+        redirect: "manual",
+      }),
+    );
   } catch (error) {
-    const reason = error instanceof Error && error.name === "TimeoutError" ? `no answer within ${TIMEOUT_MS / 1000} s` : "the connection failed";
-    return { ckan, problem: `CKAN did not answer at ${base} (${reason}). Check CKAN_BASE_URL and that the site is up.` };
+    const reason =
+      error instanceof Error && error.name === "TimeoutError"
+        ? `no answer within ${TIMEOUT_MS / 1000} s`
+        : "the connection failed";
+    return {
+      ckan,
+      problem: `CKAN did not answer at ${base} (${reason}). Check CKAN_BASE_URL and that the site is up.`,
+    };
   }
   ckan.reachable = true;
   if (response.status >= 300 && response.status < 400) {
     await response.body?.cancel();
-    return { ckan, problem: `${redirectRefused(response, url, redactorOf([config.apiToken, config.adminToken, config.linkSigningKey])).message}` };
+    return {
+      ckan,
+      problem: `${redirectRefused(response, url, redactorOf([config.apiToken, config.adminToken, config.linkSigningKey])).message}`,
+    };
   }
   const text = await response.text();
   let body: { success?: unknown; result?: { ckan_version?: unknown; extensions?: unknown } } | undefined;
@@ -74,11 +92,17 @@ async function statusShow(config: Config, upstreamFetch: UpstreamFetch): Promise
     };
   }
   ckan.version = body.result.ckan_version;
-  const extensions = Array.isArray(body.result.extensions) ? body.result.extensions.filter((e): e is string => typeof e === "string") : [];
+  const extensions = Array.isArray(body.result.extensions)
+    ? body.result.extensions.filter((e): e is string => typeof e === "string")
+    : [];
   ckan.datastore = extensions.includes("datastore");
   const [major = 0, minor = 0] = ckan.version.split(".").map((part) => Number.parseInt(part, 10));
   ckan.range_filters = major > 2 || (major === 2 && minor >= 12);
-  if (!ckan.datastore) return { ckan, problem: `CKAN ${ckan.version} at ${base} runs without the DataStore (its plugins: ${extensions.join(", ") || "none"}): there is no table to export.` };
+  if (!ckan.datastore)
+    return {
+      ckan,
+      problem: `CKAN ${ckan.version} at ${base} runs without the DataStore (its plugins: ${extensions.join(", ") || "none"}): there is no table to export.`,
+    };
   return { ckan };
 }
 
@@ -113,8 +137,16 @@ export async function upstreamHealth(config: Config, upstreamFetch: UpstreamFetc
   const aliases = [...config.resources].slice(0, MAX_CHECKED);
   await Promise.all(
     aliases.map(async ([name, resourceId]) => {
-      const [asWorker, asAnyone] = await Promise.all([probe(withToken, resourceId), token.configured ? probe(anonymous, resourceId) : undefined]);
-      const entry: ResourceHealth = { name, resource_id: resourceId, ok: asWorker === undefined, private: token.configured ? asAnyone?.status === 403 : null };
+      const [asWorker, asAnyone] = await Promise.all([
+        probe(withToken, resourceId),
+        token.configured ? probe(anonymous, resourceId) : undefined,
+      ]);
+      const entry: ResourceHealth = {
+        name,
+        resource_id: resourceId,
+        ok: asWorker === undefined,
+        private: token.configured ? asAnyone?.status === 403 : null,
+      };
       if (asWorker !== undefined) {
         entry.error = withToken.redact(asWorker.message);
         if (asWorker.status === 403) entry.private = true;
@@ -132,13 +164,15 @@ export async function upstreamHealth(config: Config, upstreamFetch: UpstreamFetc
     }),
   );
   resources.sort((a, b) => a.name.localeCompare(b.name));
-  if (config.resources.size > MAX_CHECKED) problems.push(`Only the first ${MAX_CHECKED} of ${config.resources.size} aliases were checked.`);
+  if (config.resources.size > MAX_CHECKED)
+    problems.push(`Only the first ${MAX_CHECKED} of ${config.resources.size} aliases were checked.`);
   if (token.configured) {
     const refused = resources.some((r) => !r.ok && r.private === true);
     const unlocked = resources.some((r) => r.ok && r.private === true);
     token.accepted = unlocked ? true : refused ? false : null;
     if (token.accepted === null) {
-      token.note = "No published resource is private, and CKAN answers a wrong token on a public resource as if none were sent: nothing here can tell whether CKAN accepts it.";
+      token.note =
+        "No published resource is private, and CKAN answers a wrong token on a public resource as if none were sent: nothing here can tell whether CKAN accepts it.";
     }
   }
   return { ckan: status.ckan, resources, token, problems };

@@ -15,10 +15,20 @@ const MAX_DESCRIPTION = 500;
  * only ever sent to datastore_search, so a private resource simply has none. Any failure (a site or
  * emulator without the action, a refusal, a time-out) gives nothing rather than an error.
  */
-export async function resourceText(config: Config, upstreamFetch: UpstreamFetch, resourceId: string): Promise<ResourceText> {
+export async function resourceText(
+  config: Config,
+  upstreamFetch: UpstreamFetch,
+  resourceId: string,
+): Promise<ResourceText> {
   const url = `${config.ckanBase}/api/action/resource_show?id=${encodeURIComponent(resourceId)}`;
   try {
-    const response = await upstreamFetch(new Request(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "manual" }));
+    const response = await upstreamFetch(
+      new Request(url, {
+        headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+        redirect: "manual",
+      }),
+    );
     if (!response.ok) {
       await response.body?.cancel();
       return {};
@@ -26,7 +36,8 @@ export async function resourceText(config: Config, upstreamFetch: UpstreamFetch,
     const body = (await response.json()) as { success?: unknown; result?: { name?: unknown; description?: unknown } };
     if (body.success !== true) return {};
     const out: ResourceText = {};
-    if (typeof body.result?.name === "string" && body.result.name.trim() !== "") out.title = body.result.name.trim().slice(0, 200);
+    if (typeof body.result?.name === "string" && body.result.name.trim() !== "")
+      out.title = body.result.name.trim().slice(0, 200);
     if (typeof body.result?.description === "string" && body.result.description.trim() !== "") {
       out.description = body.result.description.trim().slice(0, MAX_DESCRIPTION);
     }

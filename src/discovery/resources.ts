@@ -76,18 +76,37 @@ export async function listResources(deps: DiscoveryDeps): Promise<unknown> {
   };
 }
 
-async function examples(deps: DiscoveryDeps, alias: string, columns: ColumnInfo[]): Promise<{ title: string; url: string }[]> {
+async function examples(
+  deps: DiscoveryDeps,
+  alias: string,
+  columns: ColumnInfo[],
+): Promise<{ title: string; url: string }[]> {
   const list: [string, string, [string, string][]][] = [
     ["The first 10 rows as CSV", "csv", [["limit", "10"]]],
     ["The first 10 rows as JSON", "json", [["limit", "10"]]],
     ["The header row only", "csv", [["limit", "0"]]],
   ];
   const some = columns.slice(0, 3).map((c) => c.id);
-  if (some.length > 1) list.push([`Columns ${some.join(", ")}, first 10 rows`, "csv", [["fields", some.join(",")], ["limit", "10"]]]);
+  if (some.length > 1)
+    list.push([
+      `Columns ${some.join(", ")}, first 10 rows`,
+      "csv",
+      [
+        ["fields", some.join(",")],
+        ["limit", "10"],
+      ],
+    ]);
   const picked = columns.find((c) => c.values !== undefined && c.values.length > 0);
   if (picked?.values !== undefined) {
     const value = String(picked.values[0]);
-    list.push([`Rows where ${picked.id} is ${value}, first 10`, "csv", [[`filter.${picked.id}`, value], ["limit", "10"]]]);
+    list.push([
+      `Rows where ${picked.id} is ${value}, first 10`,
+      "csv",
+      [
+        [`filter.${picked.id}`, value],
+        ["limit", "10"],
+      ],
+    ]);
   }
   const paths = list.map(([title, format, params]): [string, string] => [title, exportPath(format, alias, params)]);
   paths.push(...aggregateExamples(alias, columns, picked));
@@ -96,17 +115,30 @@ async function examples(deps: DiscoveryDeps, alias: string, columns: ColumnInfo[
 
 /** Aggregates a dashboard would start from: rows per few-valued column, a numeric column per month, its totals. */
 function aggregateExamples(alias: string, columns: ColumnInfo[], picked: ColumnInfo | undefined): [string, string][] {
-  const path = (params: [string, string][]): string => exportPath("csv", alias, params).replace("/export.", "/aggregate.");
+  const path = (params: [string, string][]): string =>
+    exportPath("csv", alias, params).replace("/export.", "/aggregate.");
   const out: [string, string][] = [];
   const group = picked ?? columns.find((c) => c.type === "text");
   const numeric = columns.find((c) => /^(numeric|int4|int8|float8|int|integer|bigint)$/.test(c.type) && c.id !== "id");
   const when = columns.find((c) => c.type === "date" || c.type.startsWith("timestamp"));
   if (group !== undefined) out.push([`Rows per ${group.id} (an aggregate)`, path([["group_by", group.id]])]);
   if (numeric !== undefined && when !== undefined) {
-    out.push([`Rows and the sum of ${numeric.id} per month of ${when.id}`, path([["group_by", `month(${when.id})`], ["measures", `count,sum(${numeric.id})`]])]);
+    out.push([
+      `Rows and the sum of ${numeric.id} per month of ${when.id}`,
+      path([
+        ["group_by", `month(${when.id})`],
+        ["measures", `count,sum(${numeric.id})`],
+      ]),
+    ]);
   }
   if (numeric !== undefined) {
-    out.push([`Count, sum, average, min and max of ${numeric.id}`, path([["measures", `count,sum(${numeric.id}),avg(${numeric.id}),min(${numeric.id}),max(${numeric.id})`]]).replace("/aggregate.csv", "/aggregate.json")]);
+    out.push([
+      `Count, sum, average, min and max of ${numeric.id}`,
+      path([["measures", `count,sum(${numeric.id}),avg(${numeric.id}),min(${numeric.id}),max(${numeric.id})`]]).replace(
+        "/aggregate.csv",
+        "/aggregate.json",
+      ),
+    ]);
   }
   return out;
 }

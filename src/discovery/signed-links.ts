@@ -16,9 +16,13 @@ export function checkLinkToSign(url: URL, config: Config): void {
   url.searchParams.delete("sig");
   url.searchParams.delete("exp");
   const [, kind, format] = /^\/(export|aggregate)\.([a-z]+)$/.exec(url.pathname) ?? [];
-  if (format !== undefined && isFormatName(format)) (kind === "aggregate" ? parseAggregateQuery : parseExportQuery)(url.searchParams, format, config);
+  if (format !== undefined && isFormatName(format))
+    (kind === "aggregate" ? parseAggregateQuery : parseExportQuery)(url.searchParams, format, config);
   else if (!/^\/snapshots\/[^/]+\/[^/]+$/.test(url.pathname) || /\/run$/.test(url.pathname)) {
-    throw badRequest("link", "Only export and aggregate links (/export.<format>?..., /aggregate.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.");
+    throw badRequest(
+      "link",
+      "Only export and aggregate links (/export.<format>?..., /aggregate.<format>?...) and snapshot files (/snapshots/<name>/<file>) are signed.",
+    );
   }
 }
 
@@ -30,7 +34,10 @@ export function checkLinkToSign(url: URL, config: Config): void {
 export async function signLinkRoute(request: Request, config: Config, now = Date.now()): Promise<Response> {
   const key = config.linkSigningKey;
   if (key === undefined) {
-    throw new HttpError(404, "This worker does not sign links (LINK_SIGNING_KEY is not set): its links work as they are.");
+    throw new HttpError(
+      404,
+      "This worker does not sign links (LINK_SIGNING_KEY is not set): its links work as they are.",
+    );
   }
   let body: { link?: unknown; expires_in?: unknown };
   try {
@@ -38,7 +45,8 @@ export async function signLinkRoute(request: Request, config: Config, now = Date
   } catch {
     throw badRequest("link", 'The body must be JSON: {"link": "/export.csv?resource=...", "expires_in": 86400}.');
   }
-  if (typeof body.link !== "string" || body.link.length > 8192) throw badRequest("link", "link must be the link to sign: a path with its query, or a URL on this worker.");
+  if (typeof body.link !== "string" || body.link.length > 8192)
+    throw badRequest("link", "link must be the link to sign: a path with its query, or a URL on this worker.");
   const origin = new URL(request.url).origin;
   let url: URL;
   try {
@@ -52,7 +60,10 @@ export async function signLinkRoute(request: Request, config: Config, now = Date
   if (body.expires_in !== undefined && body.expires_in !== null) {
     const seconds = body.expires_in;
     if (typeof seconds !== "number" || !Number.isSafeInteger(seconds) || seconds < 60 || seconds > MAX_EXPIRY_SECONDS) {
-      throw badRequest("expires_in", `expires_in must be whole seconds from 60 to ${MAX_EXPIRY_SECONDS}, or left out for a link that does not expire.`);
+      throw badRequest(
+        "expires_in",
+        `expires_in must be whole seconds from 60 to ${MAX_EXPIRY_SECONDS}, or left out for a link that does not expire.`,
+      );
     }
     expires = Math.floor(now / 1000) + seconds;
   }

@@ -29,7 +29,8 @@ const MAX_PROBED = 16;
 /** Types whose values are worth offering as a list: text, booleans, whole numbers, dates. */
 const PICKABLE = /^(text|varchar|bpchar|char|bool|int|int2|int4|int8|date)$/;
 
-const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value.trim() : undefined);
+const text = (value: unknown): string | undefined =>
+  typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
 
 /** CKAN's `fields[]` with the data dictionary (`info.label`, `info.notes`) where the site has one. */
 function columnsOf(fields: unknown[]): ColumnInfo[] {
@@ -89,14 +90,22 @@ async function probeValues(client: CkanClient, resourceId: string, column: Colum
   // A null counts as a distinct value but cannot be a filter value.
   const nulls = result.records.length - values.length;
   if (values.length + nulls !== result.total) return;
-  column.values = values.sort((a, b) => (typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b))));
+  column.values = values.sort((a, b) =>
+    typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b)),
+  );
 }
 
 /** Fills `values`/`distinct` of the pickable columns, a few probes at a time. */
-export async function probeDistinctValues(client: CkanClient, resourceId: string, columns: ColumnInfo[], concurrency: number): Promise<void> {
+export async function probeDistinctValues(
+  client: CkanClient,
+  resourceId: string,
+  columns: ColumnInfo[],
+  concurrency: number,
+): Promise<void> {
   const queue = columns.filter((c) => PICKABLE.test(c.type)).slice(0, MAX_PROBED);
   const worker = async (): Promise<void> => {
-    for (let column = queue.shift(); column !== undefined; column = queue.shift()) await probeValues(client, resourceId, column);
+    for (let column = queue.shift(); column !== undefined; column = queue.shift())
+      await probeValues(client, resourceId, column);
   };
   await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
 }

@@ -49,7 +49,9 @@ describe("a download whose reader stops or trickles", () => {
     expect(outcome.cancelled).toBe(true);
     expect(state.stopped).toBe(true);
     const last = new TextDecoder().decode((await reader.read()).value);
-    expect(last).toMatch(/^#EXPORT INCOMPLETE: The download made no progress for 0\.1 s .*\(HTTP 408 after 200 bytes\)\.$/);
+    expect(last).toMatch(
+      /^#EXPORT INCOMPLETE: The download made no progress for 0\.1 s .*\(HTTP 408 after 200 bytes\)\.$/,
+    );
     expect((await reader.read()).value).toEqual(new TextEncoder().encode("\n"));
     await expect(reader.read()).rejects.toMatchObject({ status: 408 });
   });

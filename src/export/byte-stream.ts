@@ -72,10 +72,16 @@ export interface StallWatch {
 export const MIN_BYTES_PER_SECOND = 4096;
 
 const stalled = (watch: StallWatch): HttpError =>
-  new HttpError(408, `The download made no progress for ${watch.stallMs / 1000} s (the client stopped reading), so the export was stopped.`);
+  new HttpError(
+    408,
+    `The download made no progress for ${watch.stallMs / 1000} s (the client stopped reading), so the export was stopped.`,
+  );
 
 const tooSlow = (watch: StallWatch): HttpError =>
-  new HttpError(408, `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`);
+  new HttpError(
+    408,
+    `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`,
+  );
 
 /**
  * Times a reader: `given` when a chunk is handed to it (the timer starts), `taken` when it asks for
@@ -129,7 +135,11 @@ export class ReaderWatch {
  * gets an error, and the source is cancelled (for a tee's branch: the other branch goes on, and the
  * bytes held for this one are let go).
  */
-export function watchedReader(source: ReadableStream<Uint8Array>, watch: StallWatch, onStopped?: (error: HttpError) => void): ReadableStream<Uint8Array> {
+export function watchedReader(
+  source: ReadableStream<Uint8Array>,
+  watch: StallWatch,
+  onStopped?: (error: HttpError) => void,
+): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   const watchdog = new ReaderWatch(watch);
   let stopped = false;

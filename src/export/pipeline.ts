@@ -13,7 +13,10 @@ import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 
 /** The settings the pipeline reads: page sizes, the upstream budget, which pass-throughs are on. */
-export type ExportSettings = Pick<Config, "pageSize" | "subrequestLimit" | "upstreamConcurrency" | "csvPassthrough" | "jsonPassthrough" | "stallSeconds">;
+export type ExportSettings = Pick<
+  Config,
+  "pageSize" | "subrequestLimit" | "upstreamConcurrency" | "csvPassthrough" | "jsonPassthrough" | "stallSeconds"
+>;
 
 /** Live counters of one export, final once its byte stream has ended. */
 export interface ExportProgress {
@@ -51,7 +54,8 @@ function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrou
       }),
     };
   }
-  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".") return undefined;
+  if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".")
+    return undefined;
   const { delimiter, formulaGuard } = query.options;
   return {
     passthrough: (incoming, dropFrom) => ({
@@ -117,7 +121,10 @@ export async function streamTable(
   const encoding = touching(admission, encodeTable(table, encoder, progress));
   let chunks: AsyncGenerator<string | Uint8Array, void, undefined>;
   try {
-    chunks = await primed(format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress), abort);
+    chunks = await primed(
+      format.maxBytes === undefined ? encoding : withinSize(encoding, format.maxBytes, table, progress),
+      abort,
+    );
   } catch (error) {
     admission.release();
     throw error;
@@ -127,7 +134,10 @@ export async function streamTable(
     abort.abort();
     void chunks.return().catch(() => {});
   });
-  const encoded = toByteStream(chunks, pack?.hooks ?? hooks, { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND });
+  const encoded = toByteStream(chunks, pack?.hooks ?? hooks, {
+    stallMs: config.stallSeconds * 1000,
+    minBytesPerSecond: MIN_BYTES_PER_SECOND,
+  });
   return { table, packed: pack !== undefined, body: pack?.wrap(encoded) ?? encoded, progress };
 }
 
@@ -159,7 +169,13 @@ export interface ExportPart {
  * encoder goes on from the rows already written; a part that stops early writes no end. Its
  * requests are few (a part's pages), so the whole export's subrequest budget does not apply.
  */
-export async function openExportPart(query: ExportQuery, config: ExportSettings, site: CkanSite, resume: Resume | undefined, full: () => boolean): Promise<ExportPart> {
+export async function openExportPart(
+  query: ExportQuery,
+  config: ExportSettings,
+  site: CkanSite,
+  resume: Resume | undefined,
+  full: () => boolean,
+): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
   const table = await openTable(site, query, {
@@ -191,16 +207,31 @@ export async function openExportPart(query: ExportQuery, config: ExportSettings,
     }
   }
   const progress = { rows: 0, chars: 0 };
-  const chunks = encodeTable({ ...table, pages: untilFull() }, { ...encoder, end: () => (stopped ? "" : encoder.end()) }, progress);
+  const chunks = encodeTable(
+    { ...table, pages: untilFull() },
+    { ...encoder, end: () => (stopped ? "" : encoder.end()) },
+    progress,
+  );
   return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
 }
 
 /** What `openExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
-export const describeExport = (query: ExportQuery, config: Pick<Config, "pageSize" | "subrequestLimit">, site: CkanSite): Promise<Pick<Table, "columns" | "total">> =>
-  describeTable(site, query, { rowLimit: query.rowLimit, pageSize: config.pageSize, subrequestLimit: config.subrequestLimit });
+export const describeExport = (
+  query: ExportQuery,
+  config: Pick<Config, "pageSize" | "subrequestLimit">,
+  site: CkanSite,
+): Promise<Pick<Table, "columns" | "total">> =>
+  describeTable(site, query, {
+    rowLimit: query.rowLimit,
+    pageSize: config.pageSize,
+    subrequestLimit: config.subrequestLimit,
+  });
 
 /** The chunks; each one tells the isolate's admission the export moves. */
-async function* touching<T>(admission: Admission, chunks: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+async function* touching<T>(
+  admission: Admission,
+  chunks: AsyncGenerator<T, void, undefined>,
+): AsyncGenerator<T, void, undefined> {
   for await (const chunk of chunks) {
     admission.touch();
     yield chunk;
@@ -236,7 +267,10 @@ async function* withinSize<T>(
  * size the format cannot hold) is an error status before any sink has a byte, as a failed first
  * page is. On such a failure the paging stops at once.
  */
-async function primed<T>(chunks: AsyncGenerator<T, void, undefined>, abort: AbortController): Promise<AsyncGenerator<T, void, undefined>> {
+async function primed<T>(
+  chunks: AsyncGenerator<T, void, undefined>,
+  abort: AbortController,
+): Promise<AsyncGenerator<T, void, undefined>> {
   let first: IteratorResult<T, void>;
   try {
     first = await chunks.next();

@@ -12,19 +12,26 @@ import type { Column } from "../rows/types.ts";
 const utf8 = new TextEncoder();
 
 /** CKAN's CSV records as its Python writes them into the answer: a JSON string, non-ASCII as \uXXXX. */
-const asCkanString = (text: string): string => JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+const asCkanString = (text: string): string =>
+  JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 /** The pass-through of CSV records sent as `text` (escaped as CKAN does, or with UTF-8 as it is): output text and rows. */
 const csvPassthrough =
   (columns: Column[], dropFrom: number, guard: boolean, escaped = true) =>
   (text: string): { text: string; rows: number; lastId: string | undefined } => {
-    const { page, lastId } = csvRecordsReader(columns, dropFrom, guard)(utf8.encode(escaped ? asCkanString(text) : JSON.stringify(text)), 0);
+    const { page, lastId } = csvRecordsReader(
+      columns,
+      dropFrom,
+      guard,
+    )(utf8.encode(escaped ? asCkanString(text) : JSON.stringify(text)), 0);
     return { text: new TextDecoder().decode(page.bytes), rows: page.rows, lastId };
   };
 
 /** Real CKAN 2.12: the same twelve edge-case rows as `records_format: "csv"` and as lists. */
 const csvBytes = utf8.encode(csvAnswer.raw_body_text);
-const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as { result: { records: RawRecord[]; fields: Column[] } };
+const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as {
+  result: { records: RawRecord[]; fields: Column[] };
+};
 const fields = lists.result.fields;
 
 const viaRows = (guard: boolean, delimiter = ","): string =>
@@ -46,8 +53,8 @@ const columns: Column[] = [
 const page =
   '1,"He said ""hi"", twice",-12.50,t,"[""a"",""b c"",null]","{""k"": [1, 2]}",11\n' +
   '2,"line\nbreak",,f,null,null,12\n' +
-  "3,=SUM(A1),1e-07,,[],\"\"\"\"\"\",13\n" +
-  "4,-403,0,t,\"[\"\"x,y\"\"]\",{},14\n" +
+  '3,=SUM(A1),1e-07,,[],"""""",13\n' +
+  '4,-403,0,t,"[""x,y""]",{},14\n' +
   '5,"",3,f,[], padded ,15\n';
 
 const parse = (text: string): string[][] => Papa.parse<string[]>(text.trimEnd(), { newline: "\r\n" }).data;
@@ -70,8 +77,8 @@ describe("CSV pass-through", () => {
     expect(text).toBe(
       '1,"He said ""hi"", twice",-12.50,true,"[""a"",""b c"",null]","{""k"": [1, 2]}"\r\n' +
         '2,"line\nbreak",,false,,\r\n' +
-        "3,'=SUM(A1),1e-07,,[],\"\"\"\"\"\"\r\n" +
-        "4,-403,0,true,\"[\"\"x,y\"\"]\",{}\r\n" +
+        '3,\'=SUM(A1),1e-07,,[],""""""\r\n' +
+        '4,-403,0,true,"[""x,y""]",{}\r\n' +
         '5,"",3,false,[]," padded "\r\n',
     );
     expect(csvPassthrough(columns, 6, false)(page).text).toContain("\r\n3,=SUM(A1),");
@@ -79,7 +86,12 @@ describe("CSV pass-through", () => {
 
   it("quotes what papaparse quotes and CKAN does not: edge spaces and a BOM", () => {
     for (const escaped of [true, false]) {
-      const text = csvPassthrough([{ id: "name", type: "text" }], 1, false, escaped)("  padded  \nx\ufeffy\nplain\n").text;
+      const text = csvPassthrough(
+        [{ id: "name", type: "text" }],
+        1,
+        false,
+        escaped,
+      )("  padded  \nx\ufeffy\nplain\n").text;
       expect(text).toBe('"  padded  "\r\n"x\ufeffy"\r\nplain\r\n');
       expect(parse(text).map((r) => r[0])).toEqual(["  padded  ", "x\ufeffy", "plain"]);
     }
@@ -103,8 +115,12 @@ describe("pass-through with other delimiters", () => {
       { id: "amount", type: "money" },
       { id: "tags", type: "_text" },
     ];
-    const tsv = (guard: boolean, delimiter = "\t") => (text: string): string =>
-      new TextDecoder().decode(csvRecordsReader(cols, 3, guard, delimiter)(utf8.encode(asCkanString(text)), 0).page.bytes);
+    const tsv =
+      (guard: boolean, delimiter = "\t") =>
+      (text: string): string =>
+        new TextDecoder().decode(
+          csvRecordsReader(cols, 3, guard, delimiter)(utf8.encode(asCkanString(text)), 0).page.bytes,
+        );
     expect(tsv(false)('"a,b","$1,234.50","[1,2]"\n')).toBe("a,b\t$1,234.50\t[1,2]\r\n");
     expect(tsv(false)('"x ""y""",,"[""a"",""b""]"\n')).toBe('"x ""y"""\t\t"[""a"",""b""]"\r\n');
     expect(tsv(false)('tab\there,"",\n" lead, x",1,\n')).toBe('"tab\there"\t""\t\r\n" lead, x"\t1\t\r\n');
@@ -112,7 +128,13 @@ describe("pass-through with other delimiters", () => {
     expect(tsv(true)('\t=x,1,\n"=a,b",1,\n')).toBe("\"'\t=x\"\t1\t\r\n'=a,b\t1\t\r\n");
     expect(tsv(false, ";")('a;b,"c,d",\n')).toBe('"a;b";c,d;\r\n');
     // The row encoder's bytes for the same values.
-    const viaEncoder = csvEncoder(cols, { bom: false, header: "none", delimiter: "\t", formulaGuard: true, decimal: "." }).page([
+    const viaEncoder = csvEncoder(cols, {
+      bom: false,
+      header: "none",
+      delimiter: "\t",
+      formulaGuard: true,
+      decimal: ".",
+    }).page([
       ['"\\t=x"', '"1"', "null"],
       ['"=a,b"', '"1"', "null"],
     ]);
@@ -122,10 +144,19 @@ describe("pass-through with other delimiters", () => {
 
 describe("pass-through edge cases", () => {
   it("unquotes the `\\.` PostgreSQL quotes when it is a lone column's value, as papaparse writes it", () => {
-    for (const guard of [true, false]) expect(csvPassthrough([{ id: "name", type: "text" }], 1, guard)('"\\."\na\n').text).toBe("\\.\r\na\r\n");
-    expect(csvPassthrough([{ id: "id", type: "int4" }, { id: "name", type: "text" }], 2, false)('1,\\.\n').text).toBe("1,\\.\r\n");
+    for (const guard of [true, false])
+      expect(csvPassthrough([{ id: "name", type: "text" }], 1, guard)('"\\."\na\n').text).toBe("\\.\r\na\r\n");
+    expect(
+      csvPassthrough(
+        [
+          { id: "id", type: "int4" },
+          { id: "name", type: "text" },
+        ],
+        2,
+        false,
+      )("1,\\.\n").text,
+    ).toBe("1,\\.\r\n");
   });
-
 
   it("keeps a null in the last column an empty cell, guard on or off (not a quoted empty string)", () => {
     const cols: Column[] = [
@@ -141,8 +172,10 @@ describe("pass-through edge cases", () => {
   it("rewrites a one-column CSV page without commas", () => {
     const rewrite = csvPassthrough([{ id: "name", type: "text" }], 1, true);
     expect(rewrite("\uff1dx,y\n").text).toBe("'\uff1dx\r\n");
-    expect(csvPassthrough([{ id: "name", type: "text" }], 1, true, false)("\uff1dx\n\ud83d\ude00 \n").text).toBe("'\uff1dx\r\n\"\ud83d\ude00 \"\r\n");
-    const lines = Array.from({ length: 2000 }, (_, i) => (i % 2 ? `=x${i}` : `name ${i}`)).join("\n") + "\n";
+    expect(csvPassthrough([{ id: "name", type: "text" }], 1, true, false)("\uff1dx\n\ud83d\ude00 \n").text).toBe(
+      '\'\uff1dx\r\n"\ud83d\ude00 "\r\n',
+    );
+    const lines = `${Array.from({ length: 2000 }, (_, i) => (i % 2 ? `=x${i}` : `name ${i}`)).join("\n")}\n`;
     const { text, rows } = rewrite(lines);
     expect(rows).toBe(2000);
     expect(text.split("\r\n")[1]).toBe("'=x1");

@@ -24,9 +24,15 @@ const FALSE = new TextEncoder().encode("false");
  *
  * `incoming` are the columns as requested (output columns, then any to drop, such as `_id`).
  */
-export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGuard: boolean, delimiter = ","): RecordsReader {
+export function csvRecordsReader(
+  incoming: Column[],
+  dropFrom: number,
+  formulaGuard: boolean,
+  delimiter = ",",
+): RecordsReader {
   const separator = delimiter.charCodeAt(0);
-  if (delimiter.length !== 1 || separator > 0x7f || separator === QUOTE || separator === CR || separator === LF) throw new RangeError(`no byte pass-through for the delimiter ${JSON.stringify(delimiter)}`);
+  if (delimiter.length !== 1 || separator > 0x7f || separator === QUOTE || separator === CR || separator === LF)
+    throw new RangeError(`no byte pass-through for the delimiter ${JSON.stringify(delimiter)}`);
   const requote = separator !== COMMA;
   const actions = incoming.map((c, i): Action => {
     if (i >= dropFrom) return Action.Drop;
@@ -76,7 +82,8 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
         quoted = false;
       }
       if (action === Action.Drop) o = cell;
-      else if (action !== Action.Copy && o > cell) o = rewriteCell(out, cell, o, quoted, action, scanned.bom, formulaGuard);
+      else if (action !== Action.Copy && o > cell)
+        o = rewriteCell(out, cell, o, quoted, action, scanned.bom, formulaGuard);
       if (requote && action !== Action.Drop && o > cell) o = requoteCell(out, cell, o, separator);
       if (scanned.ended) {
         out[o++] = CR;
@@ -90,7 +97,11 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
     }
     if (column !== 0) throw new NotTheJson("the last row has no line end");
     if (rows > 0) bytesPerRow = (i - at) / rows;
-    return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId: cellDigits(b, lastStart, lastEnd) };
+    return {
+      page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
+      end: i + 1,
+      lastId: cellDigits(b, lastStart, lastEnd),
+    };
   };
 }
 
@@ -99,7 +110,15 @@ export function csvRecordsReader(incoming: Column[], dropFrom: number, formulaGu
  * end. Most cells stay as they are: text that neither starts a formula nor needs quotes CKAN did not
  * give it (the row has room: see `growth`).
  */
-function rewriteCell(out: Uint8Array, cell: number, end: number, quoted: boolean, action: Action, bom: boolean, guard: boolean): number {
+function rewriteCell(
+  out: Uint8Array,
+  cell: number,
+  end: number,
+  quoted: boolean,
+  action: Action,
+  bom: boolean,
+  guard: boolean,
+): number {
   if (action === Action.Bool && end - cell === 1) {
     const word = out[cell] === 0x74 ? TRUE : out[cell] === 0x66 ? FALSE : undefined;
     if (word !== undefined) {
@@ -116,7 +135,15 @@ function rewriteCell(out: Uint8Array, cell: number, end: number, quoted: boolean
     return end + 1;
   }
   // A null array or json value is the literal `null` in CKAN's CSV (a JSON null inside is quoted text).
-  if (action === Action.Json && end - cell === 4 && out[cell] === 0x6e && out[cell + 1] === 0x75 && out[cell + 2] === 0x6c && out[cell + 3] === 0x6c) return cell;
+  if (
+    action === Action.Json &&
+    end - cell === 4 &&
+    out[cell] === 0x6e &&
+    out[cell + 1] === 0x75 &&
+    out[cell + 2] === 0x6c &&
+    out[cell + 3] === 0x6c
+  )
+    return cell;
   if (guard && startsFormula(out, cell, end)) {
     out.copyWithin(cell + 1, cell, end);
     out[cell] = APOSTROPHE;
@@ -150,7 +177,14 @@ function requoteCell(out: Uint8Array, cell: number, end: number, separator: numb
   if (last === first || out[first] === SPACE || out[last - 1] === SPACE) return end;
   for (let k = first; k < last; k++) {
     const c = out[k];
-    if (c === QUOTE || c === CR || c === LF || c === separator || (c === 0xef && out[k + 1] === 0xbb && out[k + 2] === 0xbf)) return end;
+    if (
+      c === QUOTE ||
+      c === CR ||
+      c === LF ||
+      c === separator ||
+      (c === 0xef && out[k + 1] === 0xbb && out[k + 2] === 0xbf)
+    )
+      return end;
   }
   out.copyWithin(cell, first, last);
   return end - 2;

@@ -18,7 +18,10 @@ const fields = csvAnswer.body.result.fields as Column[];
 
 /** The answer's records string `times` over: a page of many rows, every edge case many times. */
 function bigRecords(times: number): Uint8Array {
-  const end = answer.indexOf(34, recordsAt + 1 + answer.subarray(recordsAt + 1).findIndex((_, k, b) => b[k] === 34 && b[k - 1] !== 92));
+  const end = answer.indexOf(
+    34,
+    recordsAt + 1 + answer.subarray(recordsAt + 1).findIndex((_, k, b) => b[k] === 34 && b[k - 1] !== 92),
+  );
   const rows = answer.subarray(recordsAt + 1, end);
   const out = new Uint8Array(rows.length * times + 2);
   out[0] = 34;
@@ -28,7 +31,12 @@ function bigRecords(times: number): Uint8Array {
 }
 
 /** A records string (with its quotes) and what follows it, pushed in pieces cut at `cuts`. */
-function streamed(read: ReturnType<typeof csvRecordsReader>, records: Uint8Array, cuts: number[], after = utf8.encode(', "fields": []}}')): { text: string; rows: number; lastId: string | undefined; after: string } {
+function streamed(
+  read: ReturnType<typeof csvRecordsReader>,
+  records: Uint8Array,
+  cuts: number[],
+  after = utf8.encode(', "fields": []}}'),
+): { text: string; rows: number; lastId: string | undefined; after: string } {
   const body = new Uint8Array(records.length - 1 + after.length);
   body.set(records.subarray(1));
   body.set(after, records.length - 1);
@@ -58,7 +66,10 @@ function streamed(read: ReturnType<typeof csvRecordsReader>, records: Uint8Array
   };
 }
 
-const whole = (read: ReturnType<typeof csvRecordsReader>, records: Uint8Array): { text: string; rows: number; lastId: string | undefined } => {
+const whole = (
+  read: ReturnType<typeof csvRecordsReader>,
+  records: Uint8Array,
+): { text: string; rows: number; lastId: string | undefined } => {
   const { page, lastId } = read(records, 0);
   return { text: text(page.bytes), rows: page.rows, lastId };
 };

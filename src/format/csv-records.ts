@@ -26,7 +26,14 @@ export const scanned = { i: 0, o: 0, quoted: false, ended: false, bom: false };
  * past the delimiter, the cell's end in `out`, whether CKAN quoted it, whether the row ended after
  * it, and whether it holds a BOM (escaped or as UTF-8: 0xEF starts it).
  */
-export function readCell(b: Uint8Array, i: number, out: Uint8Array, o: number, quotes: boolean, oneLine: boolean): void {
+export function readCell(
+  b: Uint8Array,
+  i: number,
+  out: Uint8Array,
+  o: number,
+  quotes: boolean,
+  oneLine: boolean,
+): void {
   const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
   let bom = false;
   // Two loops, quoted and not: each tight, since most of a page's time is spent in them.
@@ -121,13 +128,17 @@ export const pageBuffer = (size: number, bytesPerRow: number, growth: number): U
 export function cellDigits(b: Uint8Array, start: number, end: number): string | undefined {
   if (start < 0) return undefined;
   let text = "";
-  for (let k = start; k < end && b[k] !== COMMA && b[k] !== BACKSLASH && b[k] !== QUOTE; k++) text += String.fromCharCode(b[k]!);
+  for (let k = start; k < end && b[k] !== COMMA && b[k] !== BACKSLASH && b[k] !== QUOTE; k++)
+    text += String.fromCharCode(b[k]!);
   return text;
 }
 
 /** `\ufeff` (any case) at `at`. */
 const isBomEscape = (b: Uint8Array, at: number): boolean =>
-  (b[at + 2]! | 0x20) === 0x66 && (b[at + 3]! | 0x20) === 0x65 && (b[at + 4]! | 0x20) === 0x66 && (b[at + 5]! | 0x20) === 0x66;
+  (b[at + 2]! | 0x20) === 0x66 &&
+  (b[at + 3]! | 0x20) === 0x65 &&
+  (b[at + 4]! | 0x20) === 0x66 &&
+  (b[at + 5]! | 0x20) === 0x66;
 
 /** The byte a one-letter JSON escape stands for. */
 function simpleEscape(e: number | undefined): number {

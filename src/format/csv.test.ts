@@ -14,7 +14,11 @@ const defaults: CsvOptions = { bom: false, header: "id", delimiter: ",", formula
 
 /** Rows given as JavaScript values, handed to the encoder as the JSON text CKAN would write for them. */
 function write(rows: unknown[][], options: Partial<CsvOptions> = {}, cols = columns): string {
-  return writeRaw(rows.map((row) => row.map((value) => JSON.stringify(value))), options, cols);
+  return writeRaw(
+    rows.map((row) => row.map((value) => JSON.stringify(value))),
+    options,
+    cols,
+  );
 }
 
 function writeRaw(rows: (string | undefined)[][], options: Partial<CsvOptions> = {}, cols = columns): string {
@@ -42,22 +46,35 @@ describe("CSV encoder", () => {
       { id: "=evil", type: "text" },
       { id: "n", type: "numeric" },
     ];
-    expect(write([["=1+1", -5], ["-403", "-7"]], {}, cols)).toBe("'=evil,n\r\n'=1+1,-5\r\n-403,-7\r\n");
+    expect(
+      write(
+        [
+          ["=1+1", -5],
+          ["-403", "-7"],
+        ],
+        {},
+        cols,
+      ),
+    ).toBe("'=evil,n\r\n'=1+1,-5\r\n-403,-7\r\n");
   });
 
   it("turns the guard off with formulaGuard false", () => {
-    expect(write([[1, "=HYPERLINK()", 1, true, null]], { formulaGuard: false })).toContain("1,=HYPERLINK(),1,true,\r\n");
+    expect(write([[1, "=HYPERLINK()", 1, true, null]], { formulaGuard: false })).toContain(
+      "1,=HYPERLINK(),1,true,\r\n",
+    );
   });
 
   it("writes a BOM, no header, and other delimiters on request", () => {
-    expect(write([[1, "a;b", 2, true, null]], { bom: true, header: "none", delimiter: ";" })).toBe('\ufeff1;"a;b";2;true;\r\n');
+    expect(write([[1, "a;b", 2, true, null]], { bom: true, header: "none", delimiter: ";" })).toBe(
+      '\ufeff1;"a;b";2;true;\r\n',
+    );
   });
 
   it("writes TSV with a tab delimiter", () => {
     expect(write([[1, "a\tb", 2, true, null]], { delimiter: "\t", header: "none" })).toBe('1\t"a\tb"\t2\ttrue\t\r\n');
   });
 
-  it("writes numbers, arrays and json exactly as CKAN wrote them, null as an empty cell and an empty string as \"\"", () => {
+  it('writes numbers, arrays and json exactly as CKAN wrote them, null as an empty cell and an empty string as ""', () => {
     const cols: Column[] = [
       { id: "amount", type: "numeric" },
       { id: "ratio", type: "float8" },
@@ -66,7 +83,13 @@ describe("CSV encoder", () => {
       { id: "meta", type: "json" },
     ];
     const raw = [
-      ["12345678901234567890.123456789", "1.738914190048968e+16", '""', '["a,b","say \\"hi\\""]', '{"k": 1, "big": 12345678901234567890}'],
+      [
+        "12345678901234567890.123456789",
+        "1.738914190048968e+16",
+        '""',
+        '["a,b","say \\"hi\\""]',
+        '{"k": 1, "big": 12345678901234567890}',
+      ],
       ["-0.50", "-3.6762611479600606e-10", "null", "null", "null"],
       [undefined, "0.1", '"\\u00d1and\\u00fa  "', "[]", '"just text"'],
     ];
@@ -94,7 +117,9 @@ describe("CSV encoder", () => {
       ['"7.25"', "3", '"a.b"', "[]"],
     ];
     expect(writeRaw(raw, { header: "none", delimiter: ";", decimal: "," }, cols)).toBe(
-      '-0,50;1,738914190048968e+16;1.5;"[""2.5""]"\r\n' + "12345678901234567890,123456789;-3,6762611479600606e-10;;\r\n" + "7,25;3;a.b;[]\r\n",
+      '-0,50;1,738914190048968e+16;1.5;"[""2.5""]"\r\n' +
+        "12345678901234567890,123456789;-3,6762611479600606e-10;;\r\n" +
+        "7,25;3;a.b;[]\r\n",
     );
   });
 });

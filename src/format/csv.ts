@@ -15,7 +15,13 @@ const QUOTE = 34;
  * an empty cell).
  */
 const writerOptions = (delimiter: string) =>
-  ({ delimiter, newline: CRLF, header: false, quotes: (value: unknown) => value === "", escapeFormulae: false }) as const;
+  ({
+    delimiter,
+    newline: CRLF,
+    header: false,
+    quotes: (value: unknown) => value === "",
+    escapeFormulae: false,
+  }) as const;
 
 const COMMA_WRITER = writerOptions(",");
 
@@ -38,7 +44,8 @@ function cellText(raw: string | undefined, json: boolean, guarded: boolean): str
  * A number's text with a decimal comma: `-0.50` -> `-0,50`, `1.5e-07` -> `1,5e-07`. Only a plain
  * number takes one: `money`'s `$1,234.56` and `NaN` stay as CKAN wrote them.
  */
-const decimalComma = (text: string | undefined): string | undefined => (text === undefined || !PLAIN_NUMBER.test(text) ? text : text.replace(".", ","));
+const decimalComma = (text: string | undefined): string | undefined =>
+  text === undefined || !PLAIN_NUMBER.test(text) ? text : text.replace(".", ",");
 
 /** The header row's text: each column's id, or its data dictionary label where it has one. */
 export const headerText = (columns: Column[], header: CsvOptions["header"]): string[] =>
@@ -62,7 +69,9 @@ export function csvEncoder(columns: Column[], options: CsvOptions, continued?: {
       if (continued !== undefined) return "";
       const prefix = options.bom ? BOM : "";
       if (options.header === "none") return prefix;
-      const header = headerText(columns, options.header).map((text) => (options.formulaGuard ? guardFormula(text) : text));
+      const header = headerText(columns, options.header).map((text) =>
+        options.formulaGuard ? guardFormula(text) : text,
+      );
       return prefix + unparse([header]);
     },
     page(rows: Row[]) {

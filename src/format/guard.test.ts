@@ -36,9 +36,12 @@ describe("formula guard", () => {
     expect(guardFormula(input)).toBe(expected);
   });
 
-  it.each(["-12.5", "+3", "-403", "1e5", "-.5", "2.", "plain text", "", "a=b", " -12", "\u00a0", " plain"])("leaves %j alone", (input) => {
-    expect(guardFormula(input)).toBe(input);
-  });
+  it.each(["-12.5", "+3", "-403", "1e5", "-.5", "2.", "plain text", "", "a=b", " -12", "\u00a0", " plain"])(
+    "leaves %j alone",
+    (input) => {
+      expect(guardFormula(input)).toBe(input);
+    },
+  );
 
   it("knows numeric PostgreSQL types", () => {
     for (const t of ["int", "int4", "int8", "numeric", "float8", "float"]) expect(isNumericType(t)).toBe(true);

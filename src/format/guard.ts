@@ -5,7 +5,23 @@ import { PLAIN_NUMBER } from "../rows/values.ts";
  * these as a formula. The full-width and small forms count because some spreadsheet locales and
  * import paths normalise them to their ASCII originals.
  */
-const TRIGGERS = new Set(["=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20", "\ufe66", "\ufe62", "\ufe63", "\ufe6b"]);
+const TRIGGERS = new Set([
+  "=",
+  "+",
+  "-",
+  "@",
+  "\t",
+  "\r",
+  "\n",
+  "\uff1d",
+  "\uff0b",
+  "\uff0d",
+  "\uff20",
+  "\ufe66",
+  "\ufe62",
+  "\ufe63",
+  "\ufe6b",
+]);
 
 /**
  * What may stand before a trigger and still leave it first once an import trims or ignores it:

@@ -45,7 +45,8 @@ export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = 
   },
   parquet: {
     resumable: false,
-    encoder: (columns, options) => parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }),
+    encoder: (columns, options) =>
+      parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }),
   },
 };
 

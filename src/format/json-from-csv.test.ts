@@ -13,7 +13,9 @@ const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 
 /** Real CKAN 2.12: the same twelve edge-case rows as CSV records and as lists (numerics of 29 digits, json with `\u00d1`, arrays, CRLF text, quotes). */
 const csvBytes = utf8.encode(csvAnswer.raw_body_text);
-const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as { result: { records: RawRecord[]; fields: Column[] } };
+const lists = parseAnswer(utf8.encode(listsAnswer.raw_body_text)) as {
+  result: { records: RawRecord[]; fields: Column[] };
+};
 const fields = lists.result.fields;
 const rows = lists.result.records.map((r) => [...(r as string[])]);
 
@@ -27,7 +29,9 @@ function viaRows(ndjson: boolean, columns: Column[], values: (string | undefined
 
 /** CKAN's CSV records as its Python writes them into an answer: a JSON string, non-ASCII as \uXXXX. */
 const answerOf = (csv: string): Uint8Array =>
-  utf8.encode(JSON.stringify(csv).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+  utf8.encode(
+    JSON.stringify(csv).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+  );
 
 describe("JSON records written from CKAN's CSV answer bytes", () => {
   it("writes exactly the bytes the row encoder writes from CKAN's lists of the same rows, JSON and NDJSON", () => {
@@ -43,9 +47,18 @@ describe("JSON records written from CKAN's CSV answer bytes", () => {
   it("leaves out the columns from `dropFrom` on and reads the last one's text (the `_id` it pages by)", () => {
     const at = memberAt(csvBytes, "result", "records");
     const copied = jsonCsvReader(fields, 3, false)(csvBytes, at);
-    expect(text(copied.page.bytes)).toBe(viaRows(false, fields.slice(0, 3), rows.map((r) => r.slice(0, 3))));
+    expect(text(copied.page.bytes)).toBe(
+      viaRows(
+        false,
+        fields.slice(0, 3),
+        rows.map((r) => r.slice(0, 3)),
+      ),
+    );
     expect(copied.page.ends).toHaveLength(12);
-    const withId: Column[] = [{ id: "name", type: "text" }, { id: "_id", type: "int" }];
+    const withId: Column[] = [
+      { id: "name", type: "text" },
+      { id: "_id", type: "int" },
+    ];
     expect(jsonCsvReader(withId, 1, true)(answerOf("a,7\nb,8\n"), 0)).toMatchObject({ lastId: "8", page: { rows: 2 } });
   });
 
@@ -58,7 +71,8 @@ describe("JSON records written from CKAN's CSV answer bytes", () => {
       { id: "j", type: "json" },
       { id: "a", type: "_text" },
     ];
-    const csv = '"say ""hi""\\, \\\\ \u0001\u00d1 \ud83d\ude00 \u007f",-0.50,NaN,t,"{""k"": ""\\u00d1""}","[""x"",null]"\n,,,,null,null\n"",1e-07,,f,[],[]\n';
+    const csv =
+      '"say ""hi""\\, \\\\ \u0001\u00d1 \ud83d\ude00 \u007f",-0.50,NaN,t,"{""k"": ""\\u00d1""}","[""x"",null]"\n,,,,null,null\n"",1e-07,,f,[],[]\n';
     const out = text(jsonCsvReader(columns, columns.length, true)(answerOf(csv), 0).page.bytes);
     expect(out).toBe(
       '{"t":"say \\"hi\\"\\\\, \\\\\\\\ \\u0001\u00d1 \ud83d\ude00 \u007f","n":-0.50,"f":"NaN","b":true,"j":{"k": "\\u00d1"},"a":["x",null]}\n' +
@@ -69,7 +83,9 @@ describe("JSON records written from CKAN's CSV answer bytes", () => {
     // NDJSON keeps a json value on its line; JSON keeps its line breaks.
     const breaks = answerOf('"{\n""a"": 1}"\n');
     expect(text(jsonCsvReader([{ id: "j", type: "json" }], 1, true)(breaks, 0).page.bytes)).toBe('{"j":{ "a": 1}}\n');
-    expect(text(jsonCsvReader([{ id: "j", type: "json" }], 1, false)(breaks, 0).page.bytes)).toBe(',\n{"j":{\n"a": 1}}');
+    expect(text(jsonCsvReader([{ id: "j", type: "json" }], 1, false)(breaks, 0).page.bytes)).toBe(
+      ',\n{"j":{\n"a": 1}}',
+    );
   });
 
   it("refuses records of another shape, for the client to read them another way", () => {

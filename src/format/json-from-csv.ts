@@ -1,5 +1,14 @@
 import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
-import { cellDigits, doubledQuote, endOfCell, hex4, pageBuffer, readCell, scanned, writeEscape } from "./csv-records.ts";
+import {
+  cellDigits,
+  doubledQuote,
+  endOfCell,
+  hex4,
+  pageBuffer,
+  readCell,
+  scanned,
+  writeEscape,
+} from "./csv-records.ts";
 import { isJsonType, isNumericType } from "../rows/values.ts";
 import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -72,7 +81,8 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
         if (kind !== Kind.Drop) {
           // The cell is written bare only when it is the value its column's type says: anything else
           // (a hostile `1,"isAdmin":true`, NaN, `$1.00`) goes out as a JSON string, escaped.
-          if (fitsBare(out, o, scanned.o, scanned.quoted, kind)) scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
+          if (fitsBare(out, o, scanned.o, scanned.quoted, kind))
+            scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
           else readString(b, i, out, o);
         }
       }
@@ -93,7 +103,11 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
       }
     }
     if (rows > 0) bytesPerRow = (i - at) / rows;
-    return { page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) }, end: i + 1, lastId: cellDigits(b, lastStart, lastEnd) };
+    return {
+      page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
+      end: i + 1,
+      lastId: cellDigits(b, lastStart, lastEnd),
+    };
   };
 }
 

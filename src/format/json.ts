@@ -27,7 +27,8 @@ function recordWriter(columns: Column[], oneLine = false): (row: Row) => string 
  * its whitespace) has them turned into spaces: in JSON text a raw CR or LF can only be whitespace
  * outside strings, so nothing else changes.
  */
-const sameLine = (value: string): string => (value.includes("\n") || value.includes("\r") ? value.replace(/[\r\n]/g, " ") : value);
+const sameLine = (value: string): string =>
+  value.includes("\n") || value.includes("\r") ? value.replace(/[\r\n]/g, " ") : value;
 
 /** An array of records, keys in column order, values exactly as CKAN wrote them. */
 export function jsonEncoder(columns: Column[], continued?: { rows: number }): Encoder<string> {

@@ -2,14 +2,24 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parquetColumn } from "./parquet-columns.ts";
 
-const value = (type: string, raw: string, numeric: "text" | "double" = "text") => parquetColumn({ id: "c", type }, "c", numeric).value(raw);
+const value = (type: string, raw: string, numeric: "text" | "double" = "text") =>
+  parquetColumn({ id: "c", type }, "c", numeric).value(raw);
 
 /** Microseconds since 1970 of an ISO timestamp, by Date (milliseconds) plus the digits below them. */
-const micros = (iso: string): bigint => BigInt(Date.parse(`${iso.slice(0, 23)}Z`)) * 1000n + BigInt(iso.slice(23, 26).padEnd(3, "0"));
+const micros = (iso: string): bigint =>
+  BigInt(Date.parse(`${iso.slice(0, 23)}Z`)) * 1000n + BigInt(iso.slice(23, 26).padEnd(3, "0"));
 
 describe("CKAN values as Parquet values", () => {
   it("keeps timestamps to the microsecond, from year 1 to 9999, as CKAN 2.10 and 2.12 write them", () => {
-    for (const iso of ["1970-01-01T00:00:00.000000", "2020-01-01T00:16:17.500000", "1969-12-31T23:59:59.999999", "0099-01-02T03:04:05.000000", "0001-01-01T00:00:00.000000", "9999-12-31T23:59:59.999999", "2254-06-01T12:00:00.123456"]) {
+    for (const iso of [
+      "1970-01-01T00:00:00.000000",
+      "2020-01-01T00:16:17.500000",
+      "1969-12-31T23:59:59.999999",
+      "0099-01-02T03:04:05.000000",
+      "0001-01-01T00:00:00.000000",
+      "9999-12-31T23:59:59.999999",
+      "2254-06-01T12:00:00.123456",
+    ]) {
       const got = value("timestamp", JSON.stringify(iso.replace(/\.000000$/, "")));
       expect(BigInt(got as number | bigint), iso).toBe(micros(iso));
       // A number only where a double holds it exactly.
@@ -19,12 +29,23 @@ describe("CKAN values as Parquet values", () => {
   });
 
   it("reads CKAN's usual timestamp text digit by digit to the microseconds the pattern gives", () => {
-    const digits = (n: number, max: number): fc.Arbitrary<string> => fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, "0"));
+    const digits = (n: number, max: number): fc.Arbitrary<string> =>
+      fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, "0"));
     const timestamp = fc
-      .tuple(digits(4, 9999), digits(2, 19), digits(2, 39), fc.constantFrom("T", " "), digits(2, 29), digits(2, 69), digits(2, 69), fc.constantFrom("", ".", ".5", ".12", ".120", ".000001", ".999999", ".1234567"))
+      .tuple(
+        digits(4, 9999),
+        digits(2, 19),
+        digits(2, 39),
+        fc.constantFrom("T", " "),
+        digits(2, 29),
+        digits(2, 69),
+        digits(2, 69),
+        fc.constantFrom("", ".", ".5", ".12", ".120", ".000001", ".999999", ".1234567"),
+      )
       .map(([y, mo, d, t, h, mi, s, fraction]) => `${y}-${mo}-${d}${t}${h}:${mi}:${s}${fraction}`);
     // With an escape in its JSON text, the same timestamp is read by the pattern.
-    const escaped = (iso: string): string => `"${iso.slice(0, 10)}\\u00${iso.charCodeAt(10).toString(16)}${iso.slice(11)}"`;
+    const escaped = (iso: string): string =>
+      `"${iso.slice(0, 10)}\\u00${iso.charCodeAt(10).toString(16)}${iso.slice(11)}"`;
     const attempt = (read: () => unknown): unknown => {
       try {
         return read();
@@ -37,7 +58,9 @@ describe("CKAN values as Parquet values", () => {
         // One column for the rows in turn (it keeps the day of the row before), and one per value.
         const column = parquetColumn({ id: "c", type: "timestamp" }, "c", "text");
         for (const iso of isos) {
-          expect(attempt(() => column.value(JSON.stringify(iso)))).toEqual(attempt(() => value("timestamp", escaped(iso))));
+          expect(attempt(() => column.value(JSON.stringify(iso)))).toEqual(
+            attempt(() => value("timestamp", escaped(iso))),
+          );
         }
       }),
       { numRuns: 1000 },

@@ -34,7 +34,10 @@ const text = (raw: string): string => {
 };
 
 function refused(column: Column, raw: string, what: string): UpstreamFailure {
-  return new UpstreamFailure(502, `CKAN sent ${clip(raw)} in column "${column.id}" (${column.type}), which is not ${what}: the Parquet export stopped.`);
+  return new UpstreamFailure(
+    502,
+    `CKAN sent ${clip(raw)} in column "${column.id}" (${column.type}), which is not ${what}: the Parquet export stopped.`,
+  );
 }
 
 function integer(column: Column, bits: 16 | 32): (raw: string) => number {
@@ -118,7 +121,8 @@ const TIMESTAMP_DIGITS = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19];
 function usualTimestamp(raw: string): boolean {
   const n = raw.length;
   if (n < 21 || n === 22 || n > 28 || raw.charCodeAt(0) !== 34 || raw.charCodeAt(n - 1) !== 34) return false;
-  if (raw.charCodeAt(5) !== 45 || raw.charCodeAt(8) !== 45 || raw.charCodeAt(14) !== 58 || raw.charCodeAt(17) !== 58) return false;
+  if (raw.charCodeAt(5) !== 45 || raw.charCodeAt(8) !== 45 || raw.charCodeAt(14) !== 58 || raw.charCodeAt(17) !== 58)
+    return false;
   const t = raw.charCodeAt(11);
   if (t !== 84 && t !== 32) return false;
   for (const at of TIMESTAMP_DIGITS) if (!isDigit(raw, at)) return false;
@@ -142,7 +146,8 @@ function timestamp(column: Column): (raw: string) => number | bigint {
         keyDays = daysFromCivil(digitsOf(raw, 1, 5), digitsOf(raw, 6, 8), digitsOf(raw, 9, 11));
       }
       const fraction = raw.length > 21 ? digitsOf(raw, 21, raw.length - 1) * 10 ** (6 - (raw.length - 22)) : 0;
-      const ofDay = (digitsOf(raw, 12, 14) * 3600 + digitsOf(raw, 15, 17) * 60 + digitsOf(raw, 18, 20)) * 1_000_000 + fraction;
+      const ofDay =
+        (digitsOf(raw, 12, 14) * 3600 + digitsOf(raw, 15, 17) * 60 + digitsOf(raw, 18, 20)) * 1_000_000 + fraction;
       const micros = keyDays * 86_400_000_000 + ofDay;
       if (Number.isSafeInteger(micros)) return micros;
       return BigInt(keyDays) * 86_400_000_000n + BigInt(ofDay);
@@ -155,14 +160,19 @@ function timestamp(column: Column): (raw: string) => number | bigint {
       lastDay = day;
       days = daysFromCivil(Number(m[1]), Number(m[2]), Number(m[3]));
     }
-    const ofDay = (Number(m[4]) * 3600 + Number(m[5]) * 60 + Number(m[6])) * 1_000_000 + Number((m[7] ?? "").padEnd(6, "0"));
+    const ofDay =
+      (Number(m[4]) * 3600 + Number(m[5]) * 60 + Number(m[6])) * 1_000_000 + Number((m[7] ?? "").padEnd(6, "0"));
     const micros = days * 86_400_000_000 + ofDay;
     if (Number.isSafeInteger(micros)) return micros;
     return BigInt(days) * 86_400_000_000n + BigInt(ofDay);
   };
 }
 
-const optional = (name: string, element: Omit<SchemaElement, "name" | "repetition_type">): SchemaElement => ({ name, repetition_type: "OPTIONAL", ...element });
+const optional = (name: string, element: Omit<SchemaElement, "name" | "repetition_type">): SchemaElement => ({
+  name,
+  repetition_type: "OPTIONAL",
+  ...element,
+});
 
 /** The Parquet column of a CKAN column, named `name` (its id, or its label with header=label). */
 export function parquetColumn(column: Column, name: string, numeric: NumericMode): ParquetColumn {
@@ -170,7 +180,10 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
   switch (type) {
     case "int2":
     case "smallint":
-      return { element: optional(name, { type: "INT32", logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true } }), value: integer(column, 16) };
+      return {
+        element: optional(name, { type: "INT32", logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true } }),
+        value: integer(column, 16),
+      };
     case "int":
     case "int4":
     case "integer":
@@ -199,12 +212,16 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
     case "timestamp":
     case "timestamp without time zone":
       return {
-        element: optional(name, { type: "INT64", logical_type: { type: "TIMESTAMP", isAdjustedToUTC: false, unit: "MICROS" } }),
+        element: optional(name, {
+          type: "INT64",
+          logical_type: { type: "TIMESTAMP", isAdjustedToUTC: false, unit: "MICROS" },
+        }),
         value: timestamp(column),
       };
     default:
       // The JSON converted type is added to the footer's schema at the end (see parquet.ts).
-      if (isJsonType(type)) return { element: optional(name, { type: "BYTE_ARRAY", logical_type: { type: "JSON" } }), value: (raw) => raw };
+      if (isJsonType(type))
+        return { element: optional(name, { type: "BYTE_ARRAY", logical_type: { type: "JSON" } }), value: (raw) => raw };
       return { element: optional(name, { type: "BYTE_ARRAY", converted_type: "UTF8" }), value: text };
   }
 }

@@ -98,7 +98,11 @@ export function parquetEncoder(columns: Column[], options: ParquetOptions): Enco
 
   const flush = (): Uint8Array => {
     if (rows > 0) {
-      const columnData = names.map((name, i) => ({ name, data: values[i]!, ...(json[i] ? { statistics: false } : {}) }));
+      const columnData = names.map((name, i) => ({
+        name,
+        data: values[i]!,
+        ...(json[i] ? { statistics: false } : {}),
+      }));
       void parquet.write({ columnData, rowGroupSize: rows });
       keepNoPage(parquet.row_groups.at(-1));
       values = mapped.map(() => []);

@@ -15,7 +15,10 @@ const utf8 = new TextEncoder();
 describe("Snappy blocks for Parquet pages", () => {
   it("reads back as the bytes it was given, whatever they are", () => {
     // Repetitive bytes (few distinct values) make matches of every length and offset; random ones, literals.
-    const bytes = fc.oneof(fc.uint8Array({ maxLength: 3000 }), fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 200_000 }).map((a) => Uint8Array.from(a)));
+    const bytes = fc.oneof(
+      fc.uint8Array({ maxLength: 3000 }),
+      fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 200_000 }).map((a) => Uint8Array.from(a)),
+    );
     fc.assert(
       fc.property(bytes, (input) => {
         const block = snappyCompress(input);

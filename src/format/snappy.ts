@@ -17,7 +17,8 @@ let out = new Uint8Array(0);
 /** The most bytes a block of `n` input bytes can take (the reference's MaxCompressedLength). */
 export const maxCompressedLength = (n: number): number => 32 + n + Math.floor(n / 6);
 
-const load32 = (b: Uint8Array, at: number): number => b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24);
+const load32 = (b: Uint8Array, at: number): number =>
+  b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24);
 
 function literal(input: Uint8Array, from: number, to: number, op: number): number {
   const n = to - from;
@@ -137,6 +138,7 @@ export function snappyCompress(input: Uint8Array): Uint8Array {
     out[op++] = (n & 0x7f) | (n > 0x7f ? 0x80 : 0);
     n >>>= 7;
   } while (n > 0);
-  for (let at = 0; at < input.length; at += FRAGMENT) op = fragment(input, at, Math.min(input.length, at + FRAGMENT), op);
+  for (let at = 0; at < input.length; at += FRAGMENT)
+    op = fragment(input, at, Math.min(input.length, at + FRAGMENT), op);
   return out.slice(0, op);
 }

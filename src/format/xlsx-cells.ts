@@ -32,7 +32,6 @@ function canonical(text: string): string {
   return digits === "" ? "0" : `${sign === "-" ? "-" : ""}${digits}e${power}`;
 }
 
-
 /**
  * The text of the double that is exactly this number, or undefined when a double cannot hold it
  * (more significant digits than a double keeps, or past its range): such a number is written as text.
@@ -73,7 +72,14 @@ let lastDay = Number.NaN;
  */
 function timestampSerial(text: string): { serial: string; style: number } | undefined | null {
   const n = text.length;
-  if (n < 19 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return null;
+  if (
+    n < 19 ||
+    text.charCodeAt(4) !== 45 ||
+    text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(13) !== 58 ||
+    text.charCodeAt(16) !== 58
+  )
+    return null;
   const t = text.charCodeAt(10);
   if (t !== 84 && t !== 32) return null;
   for (const at of [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]) if (!isDigit(text, at)) return null;
@@ -100,7 +106,8 @@ function timestampSerial(text: string): { serial: string; style: number } | unde
     const d = twoDigits(text, 8);
     const day = Date.UTC(y, mo - 1, d);
     const check = new Date(day);
-    lastDay = y < 1900 || check.getUTCDate() !== d || check.getUTCMonth() !== mo - 1 || day < FIRST_DAY ? Number.NaN : day;
+    lastDay =
+      y < 1900 || check.getUTCDate() !== d || check.getUTCMonth() !== mo - 1 || day < FIRST_DAY ? Number.NaN : day;
   }
   if (Number.isNaN(lastDay)) return undefined;
   const h = twoDigits(text, 11);
@@ -108,7 +115,10 @@ function timestampSerial(text: string): { serial: string; style: number } | unde
   const s = twoDigits(text, 17);
   if (h > 23 || mi > 59 || s > 59) return undefined;
   const ms = h * 3_600_000 + mi * 60_000 + s * 1000 + millis;
-  return { serial: String((lastDay - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000), style: fractionNonZero ? STYLE.dateTimeMs : STYLE.dateTime };
+  return {
+    serial: String((lastDay - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000),
+    style: fractionNonZero ? STYLE.dateTimeMs : STYLE.dateTime,
+  };
 }
 
 /** An Excel date serial and its style, or undefined: a value Excel cannot hold exactly stays text. */
@@ -129,7 +139,8 @@ export function excelDateOfAnyText(text: string): { serial: string; style: numbe
   const day = Date.UTC(Number(y), Number(mo) - 1, Number(d));
   const date = new Date(day);
   if (date.getUTCDate() !== Number(d) || date.getUTCMonth() !== Number(mo) - 1 || day < FIRST_DAY) return undefined;
-  const ms = Number(h) * 3_600_000 + Number(mi) * 60_000 + Number(s) * 1000 + Number(fraction.slice(0, 3).padEnd(3, "0"));
+  const ms =
+    Number(h) * 3_600_000 + Number(mi) * 60_000 + Number(s) * 1000 + Number(fraction.slice(0, 3).padEnd(3, "0"));
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
   const serial = String((day - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000);
   const style = m[4] === undefined ? STYLE.date : /[1-9]/.test(fraction) ? STYLE.dateTimeMs : STYLE.dateTime;
@@ -185,7 +196,11 @@ export function cellXml(raw: string | undefined, kind: CellKind): [xml: string, 
     if (text === "true" || text === "false") return [`<c t="b"><v>${text === "true" ? 1 : 0}</v></c>`, 5];
   } else if (kind === "date" || kind === "timestamp") {
     const date = excelDate(text);
-    if (date !== undefined) return [`<c s="${date.style}"><v>${date.serial}</v></c>`, date.style === STYLE.date ? 10 : date.style === STYLE.dateTime ? 19 : 23];
+    if (date !== undefined)
+      return [
+        `<c s="${date.style}"><v>${date.serial}</v></c>`,
+        date.style === STYLE.date ? 10 : date.style === STYLE.dateTime ? 19 : 23,
+      ];
   }
   return [textCell(text), text.length];
 }

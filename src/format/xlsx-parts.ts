@@ -40,7 +40,10 @@ export const FIXED_PARTS: ReadonlyArray<readonly [string, string]> = [
       `<Override PartName="/${SHEET_PATH}" ContentType="${SHEET_TYPE}.worksheet+xml"/>` +
       `<Override PartName="/xl/styles.xml" ContentType="${SHEET_TYPE}.styles+xml"/></Types>`,
   ],
-  ["_rels/.rels", `${XML}<Relationships xmlns="${PACKAGE_REL}"><Relationship Id="rId1" Type="${REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>`],
+  [
+    "_rels/.rels",
+    `${XML}<Relationships xmlns="${PACKAGE_REL}"><Relationship Id="rId1" Type="${REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>`,
+  ],
   [
     "xl/workbook.xml",
     `${XML}<workbook xmlns="${MAIN}" xmlns:r="${REL}"><bookViews><workbookView/></bookViews>` +
@@ -56,7 +59,9 @@ export const FIXED_PARTS: ReadonlyArray<readonly [string, string]> = [
 
 /** The sheet up to its first row: the header row frozen (when there is one) and the column widths. */
 export function sheetStart(widths: number[], frozenHeader: boolean): string {
-  const pane = frozenHeader ? '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/><selection pane="bottomLeft"/>' : "";
+  const pane = frozenHeader
+    ? '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/><selection pane="bottomLeft"/>'
+    : "";
   const cols = widths.map((w, i) => `<col min="${i + 1}" max="${i + 1}" width="${w}" customWidth="1"/>`).join("");
   return (
     `${XML}<worksheet xmlns="${MAIN}" xmlns:r="${REL}"><sheetViews><sheetView workbookViewId="0">${pane}</sheetView></sheetViews>` +

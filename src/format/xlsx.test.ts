@@ -20,7 +20,9 @@ const packed = (pieces: (string | Uint8Array)[]): Promise<ArrayBuffer> => {
 
 async function workbook(columns: Column[], pages: Row[][]) {
   const encoder = xlsxEncoder(columns, { header: columns.map((c) => c.id) });
-  const all = new Uint8Array(await packed([encoder.begin(), ...pages.map((rows) => encoder.page(rows)), encoder.end()]));
+  const all = new Uint8Array(
+    await packed([encoder.begin(), ...pages.map((rows) => encoder.page(rows)), encoder.end()]),
+  );
   return { bytes: all, ...(await readWorkbook(all)) };
 }
 
@@ -54,13 +56,26 @@ describe("XLSX cells", () => {
   });
 
   it("reads CKAN's usual timestamps digit by digit to the same serial as any other date text", () => {
-    const digits = (n: number, max: number): fc.Arbitrary<string> => fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, "0"));
+    const digits = (n: number, max: number): fc.Arbitrary<string> =>
+      fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, "0"));
     const timestamp = fc
-      .tuple(digits(4, 9999), digits(2, 19), digits(2, 39), fc.constantFrom("T", " "), digits(2, 29), digits(2, 69), digits(2, 69), fc.constantFrom("", ".", ".5", ".120", ".000", ".999000", ".0000001", ".12a"))
+      .tuple(
+        digits(4, 9999),
+        digits(2, 19),
+        digits(2, 39),
+        fc.constantFrom("T", " "),
+        digits(2, 29),
+        digits(2, 69),
+        digits(2, 69),
+        fc.constantFrom("", ".", ".5", ".120", ".000", ".999000", ".0000001", ".12a"),
+      )
       .map(([y, mo, d, t, h, mi, s, fraction]) => `${y}-${mo}-${d}${t}${h}:${mi}:${s}${fraction}`);
-    fc.assert(fc.property(timestamp, (text) => {
+    fc.assert(
+      fc.property(timestamp, (text) => {
         expect(excelDate(text)).toEqual(excelDateOfAnyText(text));
-      }), { numRuns: 2000 });
+      }),
+      { numRuns: 2000 },
+    );
     // Rows in time order: the day kept from the row before never leaks into the next.
     expect(excelDate("2020-02-29T00:00:00")).toEqual(excelDateOfAnyText("2020-02-29T00:00:00"));
     expect(excelDate("2021-02-29T00:00:00")).toBeUndefined();
@@ -134,7 +149,11 @@ describe("XLSX encoder", () => {
 
   it("leaves no central directory when the export fails: not a ZIP a reader accepts", async () => {
     const encoder = xlsxEncoder(columns, { header: columns.map((c) => c.id) });
-    const pieces = [encoder.begin(), encoder.page([["1", "2", '"x"', "true", "null", "null"]]), encoder.failure("upstream failed")];
+    const pieces = [
+      encoder.begin(),
+      encoder.page([["1", "2", '"x"', "true", "null", "null"]]),
+      encoder.failure("upstream failed"),
+    ];
     expect(pieces[2]).toBe("");
     const chunks: Uint8Array[] = [];
     const utf8 = new TextEncoder();
@@ -155,6 +174,8 @@ describe("XLSX encoder", () => {
         }
       })(),
     ).rejects.toThrow("upstream failed");
-    await expect(readWorkbook(new Uint8Array(await new Blob(chunks).arrayBuffer()))).rejects.toThrow(/not a complete ZIP/);
+    await expect(readWorkbook(new Uint8Array(await new Blob(chunks).arrayBuffer()))).rejects.toThrow(
+      /not a complete ZIP/,
+    );
   });
 });

@@ -34,7 +34,10 @@ export interface XlsxOptions {
  * Excel refuses. Only a row limit found while paging (CKAN's count was short) ends the sheet whole,
  * its last row the incomplete-export marker, as CSV's last line is.
  */
-export function xlsxEncoder(columns: Column[], options: XlsxOptions): Omit<Encoder<string | Uint8Array>, "begin" | "end"> & { begin(): string; end(): string } {
+export function xlsxEncoder(
+  columns: Column[],
+  options: XlsxOptions,
+): Omit<Encoder<string | Uint8Array>, "begin" | "end"> & { begin(): string; end(): string } {
   const kinds = columns.map((c) => cellKind(c.type));
   // Row 1 is the header.
   let rowNumber = 1;
@@ -46,7 +49,10 @@ export function xlsxEncoder(columns: Column[], options: XlsxOptions): Omit<Encod
   const pageXml = (rows: Row[]): Uint8Array<ArrayBuffer> => {
     const widths = options.header.map((h) => h.length);
     for (const row of rows) {
-      if (rowNumber >= SHEET_ROWS) throw new RowLimitExceeded(`An Excel sheet holds ${SHEET_ROWS} rows; this export has more. Export it as CSV, or add a limit.`);
+      if (rowNumber >= SHEET_ROWS)
+        throw new RowLimitExceeded(
+          `An Excel sheet holds ${SHEET_ROWS} rows; this export has more. Export it as CSV, or add a limit.`,
+        );
       out.bytes(ROW_OPEN);
       out.text(String(++rowNumber));
       out.bytes(ROW_OPENED);
@@ -60,7 +66,12 @@ export function xlsxEncoder(columns: Column[], options: XlsxOptions): Omit<Encod
     started = true;
     const written = out.take();
     const header = `<row r="1">${options.header.map((h) => textCell(h, STYLE.header)).join("")}</row>`;
-    out.text(sheetStart(widths.map((w) => Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, w + 2))), true) + header);
+    out.text(
+      sheetStart(
+        widths.map((w) => Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, w + 2))),
+        true,
+      ) + header,
+    );
     out.bytes(written);
     return out.take();
   };

@@ -13,7 +13,10 @@ const utf8 = new TextEncoder();
  * its output is read, and memory stays at a few chunks and zlib's window whatever the size. When
  * the input errors, the output errors without the central directory: no reader takes it as whole.
  */
-export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entry: string): ReadableWritablePair<Uint8Array, Uint8Array> {
+export function zipStream(
+  stored: ReadonlyArray<readonly [string, string]>,
+  entry: string,
+): ReadableWritablePair<Uint8Array, Uint8Array> {
   const zip = new ZipWriter();
   let crc = 0;
   let size = 0;
@@ -37,7 +40,12 @@ export function zipStream(stored: ReadonlyArray<readonly [string, string]>, entr
   );
   const frame = new TransformStream<Uint8Array, Uint8Array>({
     start(controller) {
-      controller.enqueue(concatBytes([...stored.map(([path, text]) => zip.stored(path, utf8.encode(text))), zip.startEntry(entry, DEFLATED)]));
+      controller.enqueue(
+        concatBytes([
+          ...stored.map(([path, text]) => zip.stored(path, utf8.encode(text))),
+          zip.startEntry(entry, DEFLATED),
+        ]),
+      );
     },
     transform(chunk, controller) {
       compressed += chunk.byteLength;

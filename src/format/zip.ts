@@ -83,14 +83,30 @@ export class ZipWriter {
 
   /** A whole entry stored as it is: small parts whose bytes are known up front. */
   stored(name: string, data: Uint8Array): Uint8Array {
-    const entry: Entry = { name: utf8.encode(name), method: STORED, flags: 0, crc: crc32(data), compressed: data.byteLength, size: data.byteLength, offset: this.written };
+    const entry: Entry = {
+      name: utf8.encode(name),
+      method: STORED,
+      flags: 0,
+      crc: crc32(data),
+      compressed: data.byteLength,
+      size: data.byteLength,
+      offset: this.written,
+    };
     this.entries.push(entry);
     return this.out(concatBytes([this.localHeader(entry), data]));
   }
 
   /** The local header of an entry whose data follows in pieces; `finishEntry` ends it. */
   startEntry(name: string, method: number): Uint8Array {
-    const entry: Entry = { name: utf8.encode(name), method, flags: 1 << 3, crc: 0, compressed: 0, size: 0, offset: this.written };
+    const entry: Entry = {
+      name: utf8.encode(name),
+      method,
+      flags: 1 << 3,
+      crc: 0,
+      compressed: 0,
+      size: 0,
+      offset: this.written,
+    };
     this.entries.push(entry);
     return this.out(this.localHeader(entry));
   }
@@ -103,7 +119,8 @@ export class ZipWriter {
   /** The data descriptor of the entry started last. */
   finishEntry(crc: number, compressed: number, size: number): Uint8Array {
     const entry = this.entries.at(-1)!;
-    if (compressed > LIMIT || size > LIMIT) throw new RangeError(`ZIP entry ${new TextDecoder().decode(entry.name)} passed 4 GiB.`);
+    if (compressed > LIMIT || size > LIMIT)
+      throw new RangeError(`ZIP entry ${new TextDecoder().decode(entry.name)} passed 4 GiB.`);
     Object.assign(entry, { crc, compressed, size });
     return this.out(
       record(16, (v) => {

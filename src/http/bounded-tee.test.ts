@@ -15,7 +15,9 @@ function counting(chunks: number) {
   return { stream, state };
 }
 
-const drain = async (stream: ReadableStream<Uint8Array>): Promise<number[]> => [...new Uint8Array(await new Response(stream).arrayBuffer())];
+const drain = async (stream: ReadableStream<Uint8Array>): Promise<number[]> => [
+  ...new Uint8Array(await new Response(stream).arrayBuffer()),
+];
 
 describe("bounded tee", () => {
   it("gives both readers every chunk, in order", async () => {

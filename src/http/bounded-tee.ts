@@ -6,7 +6,10 @@ type Read = ReadableStreamReadResult<Uint8Array>;
  * faster reader is ahead by, which for a fast client and a slow cache (or the reverse) is the whole
  * export. A reader that cancels drops out; the other carries on alone.
  */
-export function boundedTee(source: ReadableStream<Uint8Array>, maxLead: number): [ReadableStream<Uint8Array>, ReadableStream<Uint8Array>] {
+export function boundedTee(
+  source: ReadableStream<Uint8Array>,
+  maxLead: number,
+): [ReadableStream<Uint8Array>, ReadableStream<Uint8Array>] {
   const reader = source.getReader();
   /** Chunks read from the source and not yet taken by every live reader; `base` is the first one's index. */
   const queue: Promise<Read>[] = [];
@@ -44,13 +47,16 @@ export function boundedTee(source: ReadableStream<Uint8Array>, maxLead: number):
       read.catch(() => {});
       queue.push(read);
       sizes.push(0);
-      read.then(({ value }) => {
-        const at = queue.indexOf(read);
-        if (at >= 0 && value !== undefined) {
-          sizes[at] = value.byteLength;
-          queued += value.byteLength;
-        }
-      }, () => {});
+      read.then(
+        ({ value }) => {
+          const at = queue.indexOf(read);
+          if (at >= 0 && value !== undefined) {
+            sizes[at] = value.byteLength;
+            queued += value.byteLength;
+          }
+        },
+        () => {},
+      );
     }
     const result = await queue[index - base]!;
     cursor[branch] = index + 1;

@@ -34,7 +34,13 @@ export async function readBody(opened: OpenExport, bufferBytes: number): Promise
       if (estimate === Number.POSITIVE_INFINITY && table.expectedRows !== undefined) {
         // From the first page's bytes; for a container (compressed), from the first rows' encoded
         // text, an upper bound of what compression leaves.
-        const perRow = opened.packed ? (progress.rows > 0 ? progress.chars / progress.rows : undefined) : table.firstPageRows > 0 ? value.byteLength / table.firstPageRows : undefined;
+        const perRow = opened.packed
+          ? progress.rows > 0
+            ? progress.chars / progress.rows
+            : undefined
+          : table.firstPageRows > 0
+            ? value.byteLength / table.firstPageRows
+            : undefined;
         if (perRow !== undefined) estimate = perRow * table.expectedRows;
         if (estimate > bufferBytes && estimate !== Number.POSITIVE_INFINITY) break;
       }

@@ -9,7 +9,8 @@ export const etagKey = (key: string): string => `${key}&~etag`;
 
 /** The client asked to skip caches (a refresh): serve from upstream and refill. */
 export const wantsFresh = (request: Request): boolean =>
-  /no-cache|no-store|max-age=0/i.test(request.headers.get("cache-control") ?? "") || /no-cache/i.test(request.headers.get("pragma") ?? "");
+  /no-cache|no-store|max-age=0/i.test(request.headers.get("cache-control") ?? "") ||
+  /no-cache/i.test(request.headers.get("pragma") ?? "");
 
 /** How far the client may run ahead of a cache write (or the cache of a slow client): bounded memory. */
 const CACHE_LEAD_BYTES = 16 * 1024 * 1024;
@@ -87,8 +88,12 @@ export async function cachedExport(
 }
 
 /** Stores a whole export (small enough to have been read whole). */
-export const storeWhole = (key: string, bytes: Uint8Array<ArrayBuffer>, headers: Headers, policy: CachePolicy): Promise<void> =>
-  caches.default.put(key, new Response(bytes, { headers: storedHeaders(headers, policy) }));
+export const storeWhole = (
+  key: string,
+  bytes: Uint8Array<ArrayBuffer>,
+  headers: Headers,
+  policy: CachePolicy,
+): Promise<void> => caches.default.put(key, new Response(bytes, { headers: storedHeaders(headers, policy) }));
 
 /**
  * The client's copy of a streamed export, stored in the cache while it streams: a slow cache may
@@ -143,7 +148,12 @@ function endingQuietly(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8
  * export that fails leaves a short entry, deleted once its `put` has settled (a delete that ran
  * first would leave that entry behind).
  */
-async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>, headers: Headers, progress: ExportProgress): Promise<void> {
+async function fillWhileStreaming(
+  key: string,
+  body: ReadableStream<Uint8Array>,
+  headers: Headers,
+  progress: ExportProgress,
+): Promise<void> {
   const digest = new crypto.DigestStream("SHA-256");
   // Rejects when the export fails, and is then never awaited.
   digest.digest.catch(() => {});
@@ -156,7 +166,12 @@ async function fillWhileStreaming(key: string, body: ReadableStream<Uint8Array>,
     await Promise.all([put, hashed.pipeTo(digest)]);
     if (progress.error !== undefined) throw progress.error;
     const etag = etagOf(await digest.digest);
-    await caches.default.put(etagKey(key), new Response(`${headers.get("x-fill")} ${etag}`, { headers: { "cache-control": headers.get("cache-control") ?? "" } }));
+    await caches.default.put(
+      etagKey(key),
+      new Response(`${headers.get("x-fill")} ${etag}`, {
+        headers: { "cache-control": headers.get("cache-control") ?? "" },
+      }),
+    );
   } catch {
     // Let go of both readers, or the client's download would stall once it is a lead ahead of them.
     await Promise.allSettled([stored.cancel(), hashed.cancel()]);

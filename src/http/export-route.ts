@@ -14,7 +14,14 @@ import { cacheKey } from "../protocol/cache-key.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
 import { downloadHeaders } from "./download.ts";
-import { cachedExport, clientCacheControl, storeWhileStreaming, storeWhole, wantsFresh, type CachePolicy } from "./edge-cache.ts";
+import {
+  cachedExport,
+  clientCacheControl,
+  storeWhileStreaming,
+  storeWhole,
+  wantsFresh,
+  type CachePolicy,
+} from "./edge-cache.ts";
 import type { RequestInfo } from "./request-log.ts";
 
 export interface ExportRouteDeps {
@@ -29,9 +36,19 @@ export interface ExportRouteDeps {
  * aggregates (groups computed from them) share everything else here (edge cache, ETag, 304, HEAD).
  */
 export interface Pipeline<Q extends ExportQuery = ExportQuery> {
-  open(query: Q, config: Config, site: CkanSite, onDone: (progress: ExportProgress) => void, upstreamFetch: UpstreamFetch): Promise<OpenExport>;
+  open(
+    query: Q,
+    config: Config,
+    site: CkanSite,
+    onDone: (progress: ExportProgress) => void,
+    upstreamFetch: UpstreamFetch,
+  ): Promise<OpenExport>;
   /** The headers GET would send, without the body (for HEAD). */
-  describe(query: Q, config: Config, site: CkanSite): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
+  describe(
+    query: Q,
+    config: Config,
+    site: CkanSite,
+  ): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
 }
 
 export const EXPORTS: Pipeline = { open: openExport, describe: describeExport };
@@ -50,7 +67,12 @@ interface FromCkan<Q extends ExportQuery> {
  * successful export is cached: filling the cache never holds a large export in memory, and an
  * errored stream is never stored.
  */
-export async function serveExport<Q extends ExportQuery>(request: Request, query: Q, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
+export async function serveExport<Q extends ExportQuery>(
+  request: Request,
+  query: Q,
+  deps: ExportRouteDeps,
+  pipeline: Pipeline<Q>,
+): Promise<Response> {
   const { config, info } = deps;
   const url = new URL(request.url);
   info.resource = query.alias ?? query.resourceId;
@@ -84,29 +106,38 @@ export async function serveExport<Q extends ExportQuery>(request: Request, query
   const response = await exportFromCkan({ query, key, policy, report }, deps, pipeline).catch((error: unknown) => {
     slot.release();
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
-    if (error instanceof IsolateBusy) info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
+    if (error instanceof IsolateBusy)
+      info.completion = Promise.resolve({ refused: "isolate busy", error: error.message });
     throw error;
   });
   info.completion = completion;
   return response;
 }
 
-async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: ExportRouteDeps, pipeline: Pipeline<Q>): Promise<Response> {
+async function exportFromCkan<Q extends ExportQuery>(
+  asked: FromCkan<Q>,
+  deps: ExportRouteDeps,
+  pipeline: Pipeline<Q>,
+): Promise<Response> {
   const { config } = deps;
   const { query, key, policy } = asked;
   const site = siteFor(config, deps.upstreamFetch);
   const { client } = site;
-  const opened = await pipeline.open(query, config, site, (outcome) =>
-    asked.report({
-      ...(outcome.error ? { status: outcome.error.status } : {}),
-      cache: key === undefined ? "OFF" : "MISS",
-      rows: outcome.rows,
-      pages: client.stats.requests,
-      bytes: outcome.bytes,
-      upstream_bytes: client.stats.bytes,
-      upstream_ms: client.stats.milliseconds,
-      ...(outcome.error ? { error: outcome.error.message } : {}),
-    }),
+  const opened = await pipeline.open(
+    query,
+    config,
+    site,
+    (outcome) =>
+      asked.report({
+        ...(outcome.error ? { status: outcome.error.status } : {}),
+        cache: key === undefined ? "OFF" : "MISS",
+        rows: outcome.rows,
+        pages: client.stats.requests,
+        bytes: outcome.bytes,
+        upstream_bytes: client.stats.bytes,
+        upstream_ms: client.stats.milliseconds,
+        ...(outcome.error ? { error: outcome.error.message } : {}),
+      }),
     deps.upstreamFetch,
   );
   const headers = downloadHeaders(query, opened.table);
@@ -123,8 +154,15 @@ async function exportFromCkan<Q extends ExportQuery>(asked: FromCkan<Q>, deps: E
     }
     const watch = { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
     // The export itself may end whole (the cache's copy read on): the client's own cut is logged apart.
-    const clientStopped = (error: HttpError): void => log({ event: "client_stopped", id: deps.info.id, status: error.status, error: error.message }, (text) => text);
-    return new Response(freedOnceWritten(storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, watch, clientStopped), { free: false }), { status: 200, headers });
+    const clientStopped = (error: HttpError): void =>
+      log({ event: "client_stopped", id: deps.info.id, status: error.status, error: error.message }, (text) => text);
+    return new Response(
+      freedOnceWritten(
+        storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, watch, clientStopped),
+        { free: false },
+      ),
+      { status: 200, headers },
+    );
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));

@@ -19,7 +19,10 @@ export class DownloadCut extends Error {
  * other branch reads too). The source's failure aborts the body (a broken transfer, as before); a
  * client that leaves cancels the source.
  */
-export function freedOnceWritten(source: ReadableStream<Uint8Array>, options: { free: boolean } = { free: true }): ReadableStream<Uint8Array> {
+export function freedOnceWritten(
+  source: ReadableStream<Uint8Array>,
+  options: { free: boolean } = { free: true },
+): ReadableStream<Uint8Array> {
   // Outside workerd (Node runs the pipeline in specs and bench:profile) there is nothing to gain.
   if (typeof IdentityTransformStream === "undefined") return source;
   const pipe = new IdentityTransformStream();

@@ -34,7 +34,12 @@ export function inlineErrorResponse(error: unknown, format: string, redact: (tex
   const httpError = toHttpError(error);
   const text = redact(`#ERROR: ${httpError.message}`);
   const entry: Format = isFormatName(format) ? FORMATS[format] : FORMATS.csv;
-  const headers = new Headers({ ...httpError.headers, "content-type": entry.contentType, "cache-control": "no-store", "x-export-error": String(httpError.status) });
+  const headers = new Headers({
+    ...httpError.headers,
+    "content-type": entry.contentType,
+    "cache-control": "no-store",
+    "x-export-error": String(httpError.status),
+  });
   headers.set("x-content-type-options", "nosniff");
   if (format !== "xlsx") {
     // Quoted by the CSV rule, which TSV shares.

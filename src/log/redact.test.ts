@@ -5,7 +5,9 @@ const TOKEN = `ckan-${"a1b2c3d4e5".repeat(20)}-zz`; // 212 characters, as CKAN's
 
 /** Every run of SECRET_RUN characters of `secret` found in `text`. */
 const runsOf = (secret: string, text: string): string[] =>
-  Array.from({ length: secret.length - SECRET_RUN + 1 }, (_, i) => secret.slice(i, i + SECRET_RUN)).filter((run) => text.includes(run));
+  Array.from({ length: secret.length - SECRET_RUN + 1 }, (_, i) => secret.slice(i, i + SECRET_RUN)).filter((run) =>
+    text.includes(run),
+  );
 
 describe("redaction of secrets in text from upstream", () => {
   const redact = redactorOf([TOKEN, "admin-SECRET-c41f99", "key-1"]);
@@ -29,7 +31,9 @@ describe("redaction of secrets in text from upstream", () => {
   });
 
   it("leaves shorter pieces and other text alone", () => {
-    expect(redact(`${TOKEN.slice(0, SECRET_RUN - 1)} and plain text`)).toBe(`${TOKEN.slice(0, SECRET_RUN - 1)} and plain text`);
+    expect(redact(`${TOKEN.slice(0, SECRET_RUN - 1)} and plain text`)).toBe(
+      `${TOKEN.slice(0, SECRET_RUN - 1)} and plain text`,
+    );
   });
 
   it("removes a secret shorter than a run whole", () => {

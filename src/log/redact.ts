@@ -25,7 +25,8 @@ export function redactorOf(values: readonly (string | undefined)[]): Redact {
   const short = secrets.filter((s) => s.length < SECRET_RUN);
   // Every SECRET_RUN-character piece of every longer secret: a run of 8+ in the text holds one at each position.
   const pieces = new Set<string>();
-  for (const secret of secrets) for (let i = 0; i + SECRET_RUN <= secret.length; i++) pieces.add(secret.slice(i, i + SECRET_RUN));
+  for (const secret of secrets)
+    for (let i = 0; i + SECRET_RUN <= secret.length; i++) pieces.add(secret.slice(i, i + SECRET_RUN));
   return (input) => {
     const text = short.reduce((out, secret) => out.split(secret).join(MARK), input);
     if (pieces.size === 0 || text.length < SECRET_RUN) return text;

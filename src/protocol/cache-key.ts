@@ -17,7 +17,14 @@ const OUTPUT_REVISION = "4";
  */
 export function cacheKey(url: URL, config: Config, shapedBy: readonly unknown[]): string {
   const params = new URLSearchParams([...url.searchParams].filter(([name]) => name !== "exp"));
-  const settings = [config.datastoreSearchUrl, config.maxRows, config.apiToken !== undefined, config.allowUnlisted, OUTPUT_REVISION, ...shapedBy];
+  const settings = [
+    config.datastoreSearchUrl,
+    config.maxRows,
+    config.apiToken !== undefined,
+    config.allowUnlisted,
+    OUTPUT_REVISION,
+    ...shapedBy,
+  ];
   params.set("~settings", JSON.stringify(settings));
   return `${url.origin}${canonicalLink(url.pathname, params)}`;
 }

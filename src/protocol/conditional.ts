@@ -3,12 +3,15 @@
 
 /** Lower-case hex of bytes (digests in ETags and R2 metadata). */
 export const hex = (bytes: ArrayBuffer | Uint8Array): string =>
-  [...(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  [...(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes))]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
 
 /** A strong ETag: the content's own SHA-256, identical for identical bytes whoever computed it. */
 export const etagOf = (sha256: ArrayBuffer): string => `"${hex(new Uint8Array(sha256).slice(0, 16))}"`;
 
-export const contentEtag = async (bytes: Uint8Array<ArrayBuffer>): Promise<string> => etagOf(await crypto.subtle.digest("SHA-256", bytes));
+export const contentEtag = async (bytes: Uint8Array<ArrayBuffer>): Promise<string> =>
+  etagOf(await crypto.subtle.digest("SHA-256", bytes));
 
 /** RFC 9110 weak comparison, enough for If-None-Match: a list, `*`, or W/-prefixed tags. */
 function weakMatch(header: string, etag: string | null): boolean {
@@ -52,7 +55,8 @@ export function preconditions(request: Request, current: Validators): "proceed" 
     if (!strongMatch(ifMatch, current.etag)) return "failed";
   } else {
     const since = dateHeader(h.get("if-unmodified-since"));
-    if (since !== undefined && current.lastModified !== undefined && seconds(current.lastModified) > since) return "failed";
+    if (since !== undefined && current.lastModified !== undefined && seconds(current.lastModified) > since)
+      return "failed";
   }
   const readOnly = request.method === "GET" || request.method === "HEAD";
   const ifNoneMatch = h.get("if-none-match");
@@ -60,7 +64,8 @@ export function preconditions(request: Request, current: Validators): "proceed" 
     if (weakMatch(ifNoneMatch, current.etag)) return readOnly ? "not-modified" : "failed";
   } else if (readOnly) {
     const since = dateHeader(h.get("if-modified-since"));
-    if (since !== undefined && current.lastModified !== undefined && seconds(current.lastModified) <= since) return "not-modified";
+    if (since !== undefined && current.lastModified !== undefined && seconds(current.lastModified) <= since)
+      return "not-modified";
   }
   return "proceed";
 }
@@ -74,7 +79,18 @@ export function ifRangeHolds(request: Request, current: Validators): boolean {
   return date !== undefined && current.lastModified !== undefined && seconds(current.lastModified) === date;
 }
 
-const NOT_MODIFIED_HEADERS = ["etag", "last-modified", "cache-control", "content-type", "content-disposition", "x-total-count", "x-cache", "age", "vary", "accept-ranges"];
+const NOT_MODIFIED_HEADERS = [
+  "etag",
+  "last-modified",
+  "cache-control",
+  "content-type",
+  "content-disposition",
+  "x-total-count",
+  "x-cache",
+  "age",
+  "vary",
+  "accept-ranges",
+];
 
 /**
  * The answer the preconditions call for, carrying the validators and caching headers of the full
@@ -82,7 +98,10 @@ const NOT_MODIFIED_HEADERS = ["etag", "last-modified", "cache-control", "content
  */
 export function conditionalAnswer(request: Request, headers: Headers): Response | undefined {
   const lastModified = dateHeader(headers.get("last-modified"));
-  const verdict = preconditions(request, { etag: headers.get("etag"), ...(lastModified === undefined ? {} : { lastModified: new Date(lastModified * 1000) }) });
+  const verdict = preconditions(request, {
+    etag: headers.get("etag"),
+    ...(lastModified === undefined ? {} : { lastModified: new Date(lastModified * 1000) }),
+  });
   if (verdict === "proceed") return undefined;
   const out = new Headers();
   for (const name of verdict === "not-modified" ? NOT_MODIFIED_HEADERS : ["etag", "last-modified"]) {

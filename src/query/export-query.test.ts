@@ -47,18 +47,30 @@ describe("export query", () => {
   });
 
   it("merges filters JSON with filter.<field>, lists included", () => {
-    const q = parse('resource=sample&filters={"category":["alpha","beta"],"id":3}&filter.active=true&filter.name=a&filter.name=b');
+    const q = parse(
+      'resource=sample&filters={"category":["alpha","beta"],"id":3}&filter.active=true&filter.name=a&filter.name=b',
+    );
     expect(q.filters).toEqual({ category: ["alpha", "beta"], id: 3, active: "true", name: ["a", "b"] });
   });
 
   it("keeps filter numbers a double would round as their exact text", () => {
-    const q = parse('resource=sample&filters={"amount":12345678901234567890.123456789,"id":[9007199254740993,3],"ratio":{"gte":-0.5}}');
-    expect(q.filters).toEqual({ amount: "12345678901234567890.123456789", id: ["9007199254740993", 3], ratio: { gte: -0.5 } });
+    const q = parse(
+      'resource=sample&filters={"amount":12345678901234567890.123456789,"id":[9007199254740993,3],"ratio":{"gte":-0.5}}',
+    );
+    expect(q.filters).toEqual({
+      amount: "12345678901234567890.123456789",
+      id: ["9007199254740993", 3],
+      ratio: { gte: -0.5 },
+    });
   });
 
   it("reads range filters (CKAN 2.12) from filters JSON and from filter.<field>[gt|gte|lt|lte]", () => {
-    expect(parse('resource=sample&filters={"amount":{"gte":10,"lt":20.5}}').filters).toEqual({ amount: { gte: 10, lt: 20.5 } });
-    expect(parse("resource=sample&filter.created[gte]=2020-01-01&filter.created[lt]=2021-01-01&filter.a.b=x").filters).toEqual({
+    expect(parse('resource=sample&filters={"amount":{"gte":10,"lt":20.5}}').filters).toEqual({
+      amount: { gte: 10, lt: 20.5 },
+    });
+    expect(
+      parse("resource=sample&filter.created[gte]=2020-01-01&filter.created[lt]=2021-01-01&filter.a.b=x").filters,
+    ).toEqual({
       created: { gte: "2020-01-01", lt: "2021-01-01" },
       "a.b": "x",
     });
@@ -115,7 +127,7 @@ describe("export query", () => {
   });
 
   it("reads CSV switches and a download name", () => {
-    const q = parse("resource=sample&bom=1&header=0&delimiter=;&formula_guard=0&filename=../My report\"x");
+    const q = parse('resource=sample&bom=1&header=0&delimiter=;&formula_guard=0&filename=../My report"x');
     expect(q.options).toEqual({ bom: true, header: "none", delimiter: ";", formulaGuard: false, decimal: "." });
     expect(q.filename).toBe(".._My report_x.csv");
     rejects("resource=sample&bom=yes", "bom");
@@ -132,7 +144,11 @@ describe("export query", () => {
 
 describe("each format's own options", () => {
   it("gives XLSX and Parquet their column names, Parquet its numeric mode, JSON none, and every format its errors mode", () => {
-    expect(parse("resource=sample&header=label", "xlsx")).toMatchObject({ format: "xlsx", options: { header: "label" }, errors: undefined });
+    expect(parse("resource=sample&header=label", "xlsx")).toMatchObject({
+      format: "xlsx",
+      options: { header: "label" },
+      errors: undefined,
+    });
     expect(parse("resource=sample&numeric=double", "parquet").options).toEqual({ header: "id", numeric: "double" });
     expect(parse("resource=sample", "json").options).toEqual({});
     expect(parse("resource=sample&errors=inline", "xlsx").errors).toBe("inline");
@@ -173,7 +189,13 @@ describe("helpful refusals", () => {
 
   it("lists the published names for an unknown alias, unless links are signed", () => {
     expect(rejects("resource=sampel", "resource", 404)).toContain("Published: sample");
-    const signed = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" }, LINK_SIGNING_KEY: "k".repeat(32) });
-    expect(() => parseExportQuery(new URLSearchParams("resource=sampel"), "csv", signed)).toThrow(/^No resource is published under the name "sampel"\.$/);
+    const signed = parseConfig({
+      CKAN_BASE_URL: "https://portal.example/data/en",
+      RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" },
+      LINK_SIGNING_KEY: "k".repeat(32),
+    });
+    expect(() => parseExportQuery(new URLSearchParams("resource=sampel"), "csv", signed)).toThrow(
+      /^No resource is published under the name "sampel"\.$/,
+    );
   });
 });

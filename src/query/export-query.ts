@@ -39,7 +39,9 @@ function publishedNames(config: Pick<Config, "resources" | "linkSigningKey">): s
 
 /** The one answer to a name RESOURCES does not hold, for links and discovery alike. */
 export const unknownAlias = (config: Pick<Config, "resources" | "linkSigningKey">, alias: string): HttpError =>
-  new HttpError(404, `No resource is published under the name "${clip(alias)}".${publishedNames(config)}`, { parameter: "resource" });
+  new HttpError(404, `No resource is published under the name "${clip(alias)}".${publishedNames(config)}`, {
+    parameter: "resource",
+  });
 
 /** The table a link names (`resource` or `resource_id`), as this worker publishes it. */
 export function resolveResource(
@@ -47,28 +49,40 @@ export function resolveResource(
   config: QueryConfig,
 ): { resourceId: string; alias: string | undefined } {
   const { resource: alias, resource_id: id } = given;
-  if (id !== undefined && alias !== undefined) throw new BadParameter("resource", "Give either resource or resource_id, not both.");
+  if (id !== undefined && alias !== undefined)
+    throw new BadParameter("resource", "Give either resource or resource_id, not both.");
   if (alias !== undefined) {
     const mapped = config.resources.get(alias);
     if (mapped === undefined) throw unknownAlias(config, alias);
     return { resourceId: mapped, alias };
   }
-  if (id === undefined) throw new BadParameter("resource_id", "Say which table to export: resource=<name> or resource_id=<UUID>.");
+  if (id === undefined)
+    throw new BadParameter("resource_id", "Say which table to export: resource=<name> or resource_id=<UUID>.");
   if (!UUID_PATTERN.test(id)) {
-    throw new BadParameter("resource_id", `Parameter resource_id must be a resource UUID like 5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2 (got "${clip(id)}").`);
+    throw new BadParameter(
+      "resource_id",
+      `Parameter resource_id must be a resource UUID like 5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2 (got "${clip(id)}").`,
+    );
   }
   const resourceId = id.toLowerCase();
   // Same answer whether or not the resource exists upstream: the refusal must not reveal that.
   if (!config.allowUnlisted && ![...config.resources.values()].includes(resourceId)) {
-    throw new HttpError(403, `Resource ${resourceId} is not published by this worker. Use one of the names it publishes (resource=<name>).`, {
-      parameter: "resource_id",
-    });
+    throw new HttpError(
+      403,
+      `Resource ${resourceId} is not published by this worker. Use one of the names it publishes (resource=<name>).`,
+      {
+        parameter: "resource_id",
+      },
+    );
   }
   return { resourceId, alias: undefined };
 }
 
 /** The checked table parameters as CKAN is asked them: for any route that reads a table's rows. */
-export function tableQueryOf(values: Values<typeof TABLE_PARAMETERS>, config: QueryConfig): TableQuery & { alias: string | undefined } {
+export function tableQueryOf(
+  values: Values<typeof TABLE_PARAMETERS>,
+  config: QueryConfig,
+): TableQuery & { alias: string | undefined } {
   const { q, filters, limit, offset, fields, sort } = values;
   return { ...resolveResource(values, config), q, filters, limit, offset, fields, sort };
 }

@@ -6,10 +6,16 @@ export function downloadName(requested: string | undefined, fallback: string, ex
   // Cut by code points: cutting a surrogate pair in half leaves text no header can carry.
   // Format and other control characters (bidi overrides such as U+202E, which would make the name a
   // user sees differ from the file's, zero-width characters, C1 controls) are dropped.
-  const cleaned = Array.from(requested.replace(/[\u0000-\u001f\u007f"\\/:*?<>|]+/g, "_").replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, "").trim())
+  const cleaned = Array.from(
+    requested
+      .replace(/[\u0000-\u001f\u007f"\\/:*?<>|]+/g, "_")
+      .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, "")
+      .trim(),
+  )
     .slice(0, 120)
     .join("");
-  if (cleaned === "" || /^\.+$/.test(cleaned)) throw badRequest("filename", "Parameter filename is empty once unsafe characters are removed.");
+  if (cleaned === "" || /^\.+$/.test(cleaned))
+    throw badRequest("filename", "Parameter filename is empty once unsafe characters are removed.");
   return cleaned.toLowerCase().endsWith(`.${extension}`) ? cleaned : `${cleaned}.${extension}`;
 }
 

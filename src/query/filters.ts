@@ -2,7 +2,13 @@ import { BadParameter, clip } from "../errors.ts";
 import { significantDigits } from "../rows/values.ts";
 import { BOUNDS } from "./bounds.ts";
 import { single } from "./parameter.ts";
-import { RANGE_OPERATORS, type FilterScalar, type Filters, type RangeFilter, type RangeOperator } from "./table-query.ts";
+import {
+  RANGE_OPERATORS,
+  type FilterScalar,
+  type Filters,
+  type RangeFilter,
+  type RangeOperator,
+} from "./table-query.ts";
 
 // The parameters that name columns: `filters` and `filter.<field>` (read together), `fields`, and
 // the column names in `sort`.
@@ -13,12 +19,17 @@ export function checkFieldName(parameter: string, name: string): void {
     throw new BadParameter(parameter, `Column name "${clip(name)}" has a control character or a double quote.`);
   }
   if (new TextEncoder().encode(name).byteLength > BOUNDS.fieldName) {
-    throw new BadParameter(parameter, `Column name "${clip(name)}" is longer than ${BOUNDS.fieldName} bytes, the most a column name can be.`);
+    throw new BadParameter(
+      parameter,
+      `Column name "${clip(name)}" is longer than ${BOUNDS.fieldName} bytes, the most a column name can be.`,
+    );
   }
 }
 
 function isScalar(value: unknown): value is FilterScalar {
-  return typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value));
+  return (
+    typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))
+  );
 }
 
 function rangeFilter(field: string, value: object, parameter: string): RangeFilter {
@@ -71,10 +82,16 @@ function jsonFilters(raw: string | undefined, filters: Filters): Set<string> {
   try {
     parsed = JSON.parse(raw, exactNumbers);
   } catch {
-    throw new BadParameter("filters", 'Parameter filters must be a JSON object, e.g. filters={"category":["alpha","beta"]}.');
+    throw new BadParameter(
+      "filters",
+      'Parameter filters must be a JSON object, e.g. filters={"category":["alpha","beta"]}.',
+    );
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new BadParameter("filters", 'Parameter filters must be a JSON object of field -> value, e.g. filters={"year":2020}.');
+    throw new BadParameter(
+      "filters",
+      'Parameter filters must be a JSON object of field -> value, e.g. filters={"year":2020}.',
+    );
   }
   for (const [field, value] of Object.entries(parsed)) {
     if (field === "") throw new BadParameter("filters", "A filter has an empty field name.");
@@ -113,11 +130,13 @@ function urlFilters(params: URLSearchParams, filters: Filters, fromJson: Set<str
   for (const name of new Set(params.keys())) {
     if (!name.startsWith("filter.")) continue;
     const { field, op } = filterName(name);
-    if (fromJson.has(field)) throw new BadParameter(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
+    if (fromJson.has(field))
+      throw new BadParameter(name, `Field "${field}" is filtered both in filters and in ${name}; use one of them.`);
     const values = params.getAll(name);
     const current = filters[field];
     if (op === undefined) {
-      if (current !== undefined) throw new BadParameter(name, `Field "${field}" has both an exact filter and a range; use one of them.`);
+      if (current !== undefined)
+        throw new BadParameter(name, `Field "${field}" has both an exact filter and a range; use one of them.`);
       filters[field] = values.length === 1 ? (values[0] as string) : values;
       continue;
     }
@@ -136,11 +155,20 @@ export function parseFilters(raw: string | undefined, params: URLSearchParams): 
   urlFilters(params, filters, jsonFilters(raw, filters));
   const fieldCount = Object.keys(filters).length;
   if (fieldCount > BOUNDS.filterFields) {
-    throw new BadParameter("filters", `${fieldCount} columns are filtered; the most this worker accepts is ${BOUNDS.filterFields}.`);
+    throw new BadParameter(
+      "filters",
+      `${fieldCount} columns are filtered; the most this worker accepts is ${BOUNDS.filterFields}.`,
+    );
   }
-  const valueCount = Object.values(filters).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : typeof v === "object" ? Object.keys(v).length : 1), 0);
+  const valueCount = Object.values(filters).reduce<number>(
+    (n, v) => n + (Array.isArray(v) ? v.length : typeof v === "object" ? Object.keys(v).length : 1),
+    0,
+  );
   if (valueCount > BOUNDS.filterValues) {
-    throw new BadParameter("filters", `The filters hold ${valueCount} values; the most this worker accepts is ${BOUNDS.filterValues}.`);
+    throw new BadParameter(
+      "filters",
+      `The filters hold ${valueCount} values; the most this worker accepts is ${BOUNDS.filterValues}.`,
+    );
   }
   return filters;
 }
@@ -150,9 +178,13 @@ export function parseFields(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
   const fields = value.split(",").map((f) => f.trim());
   if (fields.length > BOUNDS.fields) {
-    throw new BadParameter("fields", `Parameter fields names ${fields.length} columns; the most this worker accepts is ${BOUNDS.fields}.`);
+    throw new BadParameter(
+      "fields",
+      `Parameter fields names ${fields.length} columns; the most this worker accepts is ${BOUNDS.fields}.`,
+    );
   }
-  if (fields.some((f) => f === "")) throw new BadParameter("fields", "Parameter fields has an empty name; separate column names with single commas.");
+  if (fields.some((f) => f === ""))
+    throw new BadParameter("fields", "Parameter fields has an empty name; separate column names with single commas.");
   for (const f of fields) checkFieldName("fields", f);
   const seen = new Set<string>();
   for (const f of fields) {

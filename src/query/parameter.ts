@@ -59,7 +59,8 @@ export type PlainParameter<T> = Parameter<T> & { read: (raw: string | undefined)
 /** The one value of a parameter that may be given once. */
 export function single(params: URLSearchParams, name: string): string | undefined {
   const values = params.getAll(name);
-  if (values.length > 1) throw new BadParameter(name, `Parameter ${name} is given ${values.length} times; give it once.`);
+  if (values.length > 1)
+    throw new BadParameter(name, `Parameter ${name} is given ${values.length} times; give it once.`);
   return values[0];
 }
 
@@ -71,7 +72,10 @@ export function text(doc: Doc & { maxLength?: number; blankIsAbsent?: boolean })
     schema: { type: "string", ...(maxLength === undefined ? {} : { maxLength }) },
     read: (raw) => {
       if (raw !== undefined && maxLength !== undefined && raw.length > maxLength) {
-        throw new BadParameter(doc.name, `Parameter ${doc.name} is ${raw.length} characters long; the most this worker accepts is ${maxLength}.`);
+        throw new BadParameter(
+          doc.name,
+          `Parameter ${doc.name} is ${raw.length} characters long; the most this worker accepts is ${maxLength}.`,
+        );
       }
       return blankIsAbsent && raw?.trim() === "" ? undefined : raw;
     },
@@ -89,7 +93,8 @@ export function choice<V extends string, D extends V | undefined = undefined>(
     schema: { type: "string", enum: values, ...(fallback === undefined ? {} : { default: fallback }) },
     read: (raw) => {
       if (raw === undefined) return fallback as D extends V ? V : V | undefined;
-      if (!(values as readonly string[]).includes(raw)) throw new BadParameter(doc.name, `Parameter ${doc.name} must be ${listed} (got "${clip(raw)}").`);
+      if (!(values as readonly string[]).includes(raw))
+        throw new BadParameter(doc.name, `Parameter ${doc.name} must be ${listed} (got "${clip(raw)}").`);
       return raw as V;
     },
   };
@@ -114,7 +119,11 @@ export function readFlag(name: string, raw: string | undefined, fallback: boolea
 
 /** A whole number, 0 or more, up to `max` (however many digits it is given with): above it, `above` says whose maximum it passes. */
 export function count<D extends number | undefined = undefined>(
-  doc: Doc & { default?: D; max: (context: ParseContext) => number; above: (given: string, max: number, context: ParseContext) => string },
+  doc: Doc & {
+    default?: D;
+    max: (context: ParseContext) => number;
+    above: (given: string, max: number, context: ParseContext) => string;
+  },
 ): Parameter<D extends number ? number : number | undefined> & {
   read: (raw: string | undefined, context: ParseContext) => D extends number ? number : number | undefined;
 } {
@@ -126,7 +135,11 @@ export function count<D extends number | undefined = undefined>(
     read: (raw, context) => {
       if (raw === undefined) return fallback as T;
       const digits = raw.trim();
-      if (!/^\d+$/.test(digits)) throw new BadParameter(doc.name, `Parameter ${doc.name} must be a whole number, 0 or more (got "${clip(raw)}").`);
+      if (!/^\d+$/.test(digits))
+        throw new BadParameter(
+          doc.name,
+          `Parameter ${doc.name} must be a whole number, 0 or more (got "${clip(raw)}").`,
+        );
       const n = Number(digits);
       const most = max(context);
       if (n > most) throw new BadParameter(doc.name, above(clip(digits.replace(/^0+(?=\d)/, ""), 40), most, context));
@@ -136,7 +149,9 @@ export function count<D extends number | undefined = undefined>(
 }
 
 /** The values of a set of parameters, keyed as the set is. */
-export type Values<S extends Record<string, Parameter>> = { [K in keyof S]: S[K] extends Parameter<infer T> ? T : never };
+export type Values<S extends Record<string, Parameter>> = {
+  [K in keyof S]: S[K] extends Parameter<infer T> ? T : never;
+};
 
 /** Reads and checks every parameter of `set` from the link, in the set's order: the first fault is the 400. */
 export function readParameters<S extends Record<string, Parameter>>(set: S, context: ParseContext): Values<S> {
@@ -148,7 +163,8 @@ export function readParameters<S extends Record<string, Parameter>>(set: S, cont
   return values as Values<S>;
 }
 
-export const appliesTo = (parameter: Parameter, format: string): boolean => parameter.formats === undefined || parameter.formats.includes(format);
+export const appliesTo = (parameter: Parameter, format: string): boolean =>
+  parameter.formats === undefined || parameter.formats.includes(format);
 
 /**
  * Refuses a name the link may not carry for this format: one some other format takes says which,
@@ -158,13 +174,18 @@ export const appliesTo = (parameter: Parameter, format: string): boolean => para
 export function checkNames(params: URLSearchParams, table: readonly Parameter[], format: string): void {
   const literal = table.filter((p) => !p.pattern);
   const known = new Set(literal.filter((p) => appliesTo(p, format)).map((p) => p.name));
-  const unknown = [...new Set(params.keys())].filter((name) => !name.startsWith("_") && !name.startsWith("filter.") && !known.has(name));
+  const unknown = [...new Set(params.keys())].filter(
+    (name) => !name.startsWith("_") && !name.startsWith("filter.") && !known.has(name),
+  );
   if (unknown.length === 0) return;
   const elsewhere = unknown.find((name) => literal.some((p) => p.name === name));
   if (elsewhere !== undefined) {
     const others = unknown.filter((name) => literal.some((p) => p.name === name));
     const formats = literal.find((p) => p.name === elsewhere)?.formats ?? [];
-    throw new BadParameter(elsewhere, `Parameter ${others.join(", ")} does not apply to ${format} exports (it is for ${formats.join(" and ")}).`);
+    throw new BadParameter(
+      elsewhere,
+      `Parameter ${others.join(", ")} does not apply to ${format} exports (it is for ${formats.join(" and ")}).`,
+    );
   }
   const first = unknown[0] as string;
   const names = [...known].filter((name) => !table.find((p) => p.name === name)?.link);

@@ -5,7 +5,10 @@ import { FORMATS, type FormatName } from "./formats.ts";
 import { parametersFor, parameterEntry, PARAMETERS } from "./params.ts";
 import { parseExportQuery } from "./export-query.ts";
 
-const config = parseConfig({ CKAN_BASE_URL: "https://portal.example", RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" } });
+const config = parseConfig({
+  CKAN_BASE_URL: "https://portal.example",
+  RESOURCES: { sample: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" },
+});
 
 describe("the parameter table", () => {
   it("enforces what it declares: every value of an enum is taken, any other refused naming the parameter", () => {
@@ -16,7 +19,8 @@ describe("the parameter table", () => {
           const extra = p.name === "decimal" && format === "csv" ? "&delimiter=;" : "";
           const link = `resource=sample&${p.name}=${encodeURIComponent(value)}${extra}`;
           // A sheet or a Parquet file always has its header: header=0 is documented as CSV/TSV only.
-          if (p.name === "header" && ["0", "false"].includes(value) && (format === "xlsx" || format === "parquet")) continue;
+          if (p.name === "header" && ["0", "false"].includes(value) && (format === "xlsx" || format === "parquet"))
+            continue;
           expect(() => parseExportQuery(new URLSearchParams(link), format, config), `${format} ${link}`).not.toThrow();
         }
         expect(() => parseExportQuery(new URLSearchParams(`resource=sample&${p.name}=nope`), format, config)).toThrow(
@@ -28,8 +32,12 @@ describe("the parameter table", () => {
 
   it("takes a parameter only for the formats it declares, and says which take it", () => {
     for (const format of Object.keys(FORMATS) as FormatName[]) {
-      for (const p of PARAMETERS.filter((p) => !p.pattern && !p.link && p.formats !== undefined && !p.formats.includes(format))) {
-        expect(() => parseExportQuery(new URLSearchParams(`resource=sample&${p.name}=1`), format, config)).toThrow(`(it is for ${p.formats!.join(" and ")})`);
+      for (const p of PARAMETERS.filter(
+        (p) => !p.pattern && !p.link && p.formats !== undefined && !p.formats.includes(format),
+      )) {
+        expect(() => parseExportQuery(new URLSearchParams(`resource=sample&${p.name}=1`), format, config)).toThrow(
+          `(it is for ${p.formats!.join(" and ")})`,
+        );
       }
     }
   });

@@ -43,16 +43,33 @@ const sortText = text({
 /** Which table, which rows, in what order: what every route reading a CKAN table takes. */
 export const TABLE_PARAMETERS = {
   resource: {
-    ...text({ name: "resource", meaning: "an alias from `RESOURCES` (unknown alias: 404, listing the published ones)", example: "/export.csv?resource=sample" }),
+    ...text({
+      name: "resource",
+      meaning: "an alias from `RESOURCES` (unknown alias: 404, listing the published ones)",
+      example: "/export.csv?resource=sample",
+    }),
     read: (raw: string | undefined): string | undefined => {
       if (raw?.trim() === "") {
-        throw new BadParameter("resource", "Parameter resource is empty: give the name of a published table, resource=<name>.");
+        throw new BadParameter(
+          "resource",
+          "Parameter resource is empty: give the name of a published table, resource=<name>.",
+        );
       }
       return raw;
     },
   },
-  resource_id: text({ name: "resource_id", meaning: "a CKAN resource UUID (malformed: 400). Give exactly one of `resource` / `resource_id`", example: "/export.csv?resource_id=5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" }),
-  q: text({ name: "q", meaning: "free-text search, passed to CKAN's `q`", example: "/export.csv?resource=sample&q=glacier", maxLength: BOUNDS.q, blankIsAbsent: true }),
+  resource_id: text({
+    name: "resource_id",
+    meaning: "a CKAN resource UUID (malformed: 400). Give exactly one of `resource` / `resource_id`",
+    example: "/export.csv?resource_id=5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2",
+  }),
+  q: text({
+    name: "q",
+    meaning: "free-text search, passed to CKAN's `q`",
+    example: "/export.csv?resource=sample&q=glacier",
+    maxLength: BOUNDS.q,
+    blankIsAbsent: true,
+  }),
   filters: {
     name: "filters",
     meaning:
@@ -67,7 +84,8 @@ export const TABLE_PARAMETERS = {
     example: "/export.csv?resource=sample&limit=100",
     aggregateMeaning: "most groups to return (top-N, after `sort`)",
     max: (context) => context.rowLimit.rows,
-    above: (given, _max, context) => `limit=${given} is above ${whoseMaximum(context.rowLimit)}. Use a smaller limit, add filters, or export in parts with offset.`,
+    above: (given, _max, context) =>
+      `limit=${given} is above ${whoseMaximum(context.rowLimit)}. Use a smaller limit, add filters, or export in parts with offset.`,
   }),
   offset: count({
     name: "offset",
@@ -106,24 +124,47 @@ function header(raw: string | undefined, format: string): CsvOptions["header"] {
     throw new BadParameter("header", `Parameter header must be 1, 0 or label (got "${clip(raw)}").`);
   }
   if (readFlag("header", raw, true)) return "id";
-  if (format === "xlsx") throw new BadParameter("header", "An XLSX sheet always has its header row (frozen above the data): use header=1 or header=label.");
-  if (format === "parquet") throw new BadParameter("header", "A Parquet file always names its columns: use header=1 (ids) or header=label.");
+  if (format === "xlsx")
+    throw new BadParameter(
+      "header",
+      "An XLSX sheet always has its header row (frozen above the data): use header=1 or header=label.",
+    );
+  if (format === "parquet")
+    throw new BadParameter("header", "A Parquet file always names its columns: use header=1 (ids) or header=label.");
   return "none";
 }
 
 /** How the file is written: each format takes the ones its `formats` name. */
 export const OUTPUT_PARAMETERS = {
-  filename: text({ name: "filename", meaning: "download name (the extension is added when missing)", example: "/export.csv?resource=sample&filename=budget-2024" }),
-  bom: flag({ name: "bom", meaning: "CSV/TSV: `1` starts the file with a UTF-8 byte order mark, so Excel's double-click reads accents right", example: "/export.csv?resource=sample&bom=1", default: false, formats: CSV_TSV }),
+  filename: text({
+    name: "filename",
+    meaning: "download name (the extension is added when missing)",
+    example: "/export.csv?resource=sample&filename=budget-2024",
+  }),
+  bom: flag({
+    name: "bom",
+    meaning: "CSV/TSV: `1` starts the file with a UTF-8 byte order mark, so Excel's double-click reads accents right",
+    example: "/export.csv?resource=sample&bom=1",
+    default: false,
+    formats: CSV_TSV,
+  }),
   header: {
     name: "header",
-    meaning: "CSV/TSV/XLSX/Parquet: `label` heads (names) each column with its data dictionary label (its id where it has none); CSV/TSV: `0` leaves out the header row",
+    meaning:
+      "CSV/TSV/XLSX/Parquet: `label` heads (names) each column with its data dictionary label (its id where it has none); CSV/TSV: `0` leaves out the header row",
     example: "/export.csv?resource=sample&header=label",
     schema: { type: "string", enum: ["1", "0", "true", "false", "label"], default: "1" },
     formats: ["csv", "tsv", "xlsx", "parquet"],
     read: (raw, context) => header(raw, context.format),
   } satisfies Parameter<CsvOptions["header"]>,
-  delimiter: choice({ name: "delimiter", meaning: "CSV: `,` (default), `;` (for semicolon locales, write it `%3B`) or `|`", example: "/export.csv?resource=sample&delimiter=%3B", values: DELIMITERS, default: ",", formats: ["csv"] }),
+  delimiter: choice({
+    name: "delimiter",
+    meaning: "CSV: `,` (default), `;` (for semicolon locales, write it `%3B`) or `|`",
+    example: "/export.csv?resource=sample&delimiter=%3B",
+    values: DELIMITERS,
+    default: ",",
+    formats: ["csv"],
+  }),
   decimal: choice({
     name: "decimal",
     meaning:
@@ -133,7 +174,13 @@ export const OUTPUT_PARAMETERS = {
     default: ".",
     formats: CSV_TSV,
   }),
-  formula_guard: flag({ name: "formula_guard", meaning: "CSV/TSV: `0` turns off the formula-injection guard (below) for this link", example: "/export.csv?resource=sample&formula_guard=0", default: true, formats: CSV_TSV }),
+  formula_guard: flag({
+    name: "formula_guard",
+    meaning: "CSV/TSV: `0` turns off the formula-injection guard (below) for this link",
+    example: "/export.csv?resource=sample&formula_guard=0",
+    default: true,
+    formats: CSV_TSV,
+  }),
   numeric: choice({
     name: "numeric",
     meaning:
@@ -205,7 +252,8 @@ const OTHER_NAMES = {
   },
   sig: {
     name: "sig",
-    meaning: "signed links: the HMAC signature of the path and every other parameter, required when the worker has `LINK_SIGNING_KEY`",
+    meaning:
+      "signed links: the HMAC signature of the path and every other parameter, required when the worker has `LINK_SIGNING_KEY`",
     example: "/export.csv?resource=sample&sig=...",
     schema: { type: "string" },
     link: true,
@@ -243,21 +291,25 @@ export const PARAMETERS: readonly Parameter[] = [
 ];
 
 /** The parameters one kind of link may carry, whatever its format. */
-export const parametersOf = (kind: LinkKind): Parameter[] => PARAMETERS.filter((p) => p.only === undefined || p.only === kind);
+export const parametersOf = (kind: LinkKind): Parameter[] =>
+  PARAMETERS.filter((p) => p.only === undefined || p.only === kind);
 
 /** The parameters a link to this format may carry, in table order. */
-export const parametersFor = (format: FormatName, kind: LinkKind = "export"): Parameter[] => parametersOf(kind).filter((p) => appliesTo(p, format));
+export const parametersFor = (format: FormatName, kind: LinkKind = "export"): Parameter[] =>
+  parametersOf(kind).filter((p) => appliesTo(p, format));
 
 /** The table entry a parameter name in an error belongs to (`filter.year` -> `filter.<field>`). */
 export function parameterEntry(name: string): Parameter | undefined {
   const literal = PARAMETERS.find((p) => !p.pattern && p.name === name);
   if (literal !== undefined) return literal;
-  if (name.startsWith("filter.")) return /\[(gt|gte|lt|lte)\]$/.test(name) ? OTHER_NAMES.filterBound : OTHER_NAMES.filterField;
+  if (name.startsWith("filter."))
+    return /\[(gt|gte|lt|lte)\]$/.test(name) ? OTHER_NAMES.filterBound : OTHER_NAMES.filterField;
   return undefined;
 }
 
 /** The anchor of a parameter's entry in the page's reference (`#param-filter.<field>` is awkward in URLs). */
-export const parameterAnchor = (parameter: Parameter): string => `param-${parameter.name.replace(/[^a-z0-9_]+/gi, "-").replace(/-+$/, "")}`;
+export const parameterAnchor = (parameter: Parameter): string =>
+  `param-${parameter.name.replace(/[^a-z0-9_]+/gi, "-").replace(/-+$/, "")}`;
 
 /** The README's parameter table, as `npm run docs` writes it. */
 export function parametersMarkdown(): string {

@@ -7,7 +7,9 @@ describe("the row limit, worked out once per export query", () => {
     expect(rowLimitOf("csv", 2_000_000)).toEqual({ rows: 2_000_000, format: "csv", formatOwn: false });
     expect(rowLimitOf("xlsx", 2_000_000)).toEqual({ rows: 1_048_575, format: "xlsx", formatOwn: true });
     expect(rowLimitOf("xlsx", 1000)).toEqual({ rows: 1000, format: "xlsx", formatOwn: false });
-    expect(whoseMaximum(rowLimitOf("xlsx", 2_000_000))).toBe("the xlsx format's maximum of 1048575 rows (a sheet's rows, less the header)");
+    expect(whoseMaximum(rowLimitOf("xlsx", 2_000_000))).toBe(
+      "the xlsx format's maximum of 1048575 rows (a sheet's rows, less the header)",
+    );
   });
 
   it("refuses more rows than it holds with a 400 on limit that says how many match and whose maximum it is", () => {

@@ -14,7 +14,9 @@ export interface RowLimit {
 
 export function rowLimitOf(format: FormatName, workerMax: number): RowLimit {
   const own = (FORMATS[format] as Format).maxRows;
-  return own !== undefined && own < workerMax ? { rows: own, format, formatOwn: true } : { rows: workerMax, format, formatOwn: false };
+  return own !== undefined && own < workerMax
+    ? { rows: own, format, formatOwn: true }
+    : { rows: workerMax, format, formatOwn: false };
 }
 
 /** Whose maximum a `limit` above it passes, as the 400 on `limit=` says it. */
@@ -31,7 +33,9 @@ export const whoseMaximum = (limit: RowLimit): string =>
 export function checkRowLimit(limit: RowLimit, rows: number, how: "exact" | "about" | "more"): void {
   if (rows <= limit.rows) return;
   const matching = how === "more" ? `More than ${limit.rows}` : how === "about" ? `About ${rows}` : `${rows}`;
-  const sheet = limit.formatOwn ? ` A ${limit.format} sheet holds ${limit.rows} rows below its header: export CSV for more.` : "";
+  const sheet = limit.formatOwn
+    ? ` A ${limit.format} sheet holds ${limit.rows} rows below its header: export CSV for more.`
+    : "";
   throw new RowLimitExceeded(
     `${matching} rows match, more than this worker's maximum of ${limit.rows} rows per export. Add limit=${limit.rows} (or less), narrow with filters or q, or export in parts with offset.${sheet}`,
   );

@@ -25,7 +25,10 @@ export function parseSort(sort: string): SortKey[] {
   return sort.split(",").map((part, index) => {
     const match = SORT_PART.exec(part);
     if (!match) {
-      throw badRequest("sort", `Parameter sort must look like "year desc, name" or "amount desc nulls last" (got "${clip(sort)}").`);
+      throw badRequest(
+        "sort",
+        `Parameter sort must look like "year desc, name" or "amount desc nulls last" (got "${clip(sort)}").`,
+      );
     }
     const written = match[1] as string;
     const desc = match[2]?.toLowerCase() === "desc";

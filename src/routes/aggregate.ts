@@ -20,14 +20,20 @@ function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
     tags: ["aggregates"],
     parameters: parametersFor(format, "aggregate").map((p) => {
       const described = queryParameter(p);
-      return p.aggregateMeaning === undefined ? described : { ...described, description: `On aggregates: ${p.aggregateMeaning}.` };
+      return p.aggregateMeaning === undefined
+        ? described
+        : { ...described, description: `On aggregates: ${p.aggregateMeaning}.` };
     }),
     responses: {
       "200": {
         description:
           "One row per group: the group columns, then the measures, named as the link writes them. Computed whole before the first byte.",
         headers: {
-          "X-Aggregated-By": { description: "`ckan-sql` (the portal's PostgreSQL, through datastore_search_sql) or `worker` (from the rows' pages).", schema: { type: "string", enum: ["worker", "ckan-sql"] } },
+          "X-Aggregated-By": {
+            description:
+              "`ckan-sql` (the portal's PostgreSQL, through datastore_search_sql) or `worker` (from the rows' pages).",
+            schema: { type: "string", enum: ["worker", "ckan-sql"] },
+          },
           "X-Total-Count": { description: "Groups before limit and offset.", schema: { type: "integer" } },
           "Content-Disposition": { description: "attachment, with the download name.", schema: { type: "string" } },
           ETag: { schema: { type: "string" } },
@@ -49,10 +55,20 @@ export const aggregateRoute: Route = {
   async handle({ request, url, config, deps, info, waitUntil }) {
     const format = request.params.format ?? "";
     if (!isFormatName(format)) {
-      throw new HttpError(404, `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/aggregate.${f}`).join(", ")}.`);
+      throw new HttpError(
+        404,
+        `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS)
+          .map((f) => `/aggregate.${f}`)
+          .join(", ")}.`,
+      );
     }
     const query = parseAggregateQuery(url.searchParams, format, config);
-    return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil }, AGGREGATES);
+    return await serveExport(
+      request,
+      query,
+      { config, upstreamFetch: deps.upstreamFetch, info, waitUntil },
+      AGGREGATES,
+    );
   },
   answerError: answerInline,
   openapi: () =>

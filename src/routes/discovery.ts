@@ -14,8 +14,14 @@ import type { Route } from "./route.ts";
 function refuseParameters(url: URL): void {
   const unknown = [...new Set([...url.searchParams.keys()].filter((name) => !name.startsWith("_")))];
   if (unknown.length === 0) return;
-  const names = unknown.slice(0, 5).map((name) => name.slice(0, 40)).join(", ");
-  throw badRequest(unknown[0]!.slice(0, 40), `Unknown parameter${unknown.length > 1 ? "s" : ""} ${names}: ${url.pathname.slice(0, 80)} takes none (a name starting with _ is ignored).`);
+  const names = unknown
+    .slice(0, 5)
+    .map((name) => name.slice(0, 40))
+    .join(", ");
+  throw badRequest(
+    unknown[0]!.slice(0, 40),
+    `Unknown parameter${unknown.length > 1 ? "s" : ""} ${names}: ${url.pathname.slice(0, 80)} takes none (a name starting with _ is ignored).`,
+  );
 }
 
 /** A list with an alias whose check failed. */
@@ -31,11 +37,26 @@ export const resourcesRoute: Route = {
   async handle(context) {
     const discovery = discoveryDeps(context);
     refuseParameters(context.url);
-    return cachedJson(context.url, discovery.config, () => listResources(discovery), wantsFresh(context.request), listsAnError);
+    return cachedJson(
+      context.url,
+      discovery.config,
+      () => listResources(discovery),
+      wantsFresh(context.request),
+      listsAnError,
+    );
   },
   openapi: () => ({
     "/resources": {
-      get: { operationId: "listResources", tags: ["discovery"], summary: "The published resources", responses: { "200": json(ref("ResourceList"), "The list."), "304": { description: "Not modified (If-None-Match)." }, ...errors("400", "401", "429", "503") } },
+      get: {
+        operationId: "listResources",
+        tags: ["discovery"],
+        summary: "The published resources",
+        responses: {
+          "200": json(ref("ResourceList"), "The list."),
+          "304": { description: "Not modified (If-None-Match)." },
+          ...errors("400", "401", "429", "503"),
+        },
+      },
     },
   }),
 };
@@ -53,9 +74,16 @@ export const resourceRoute: Route = {
     try {
       alias = decodeURIComponent(context.request.params.alias ?? "");
     } catch {
-      throw new HttpError(404, "No resource has that name: the name in the link is not valid URL encoding.", { parameter: "resource" });
+      throw new HttpError(404, "No resource has that name: the name in the link is not valid URL encoding.", {
+        parameter: "resource",
+      });
     }
-    return cachedJson(context.url, discovery.config, () => describeResource(alias, discovery), wantsFresh(context.request));
+    return cachedJson(
+      context.url,
+      discovery.config,
+      () => describeResource(alias, discovery),
+      wantsFresh(context.request),
+    );
   },
   openapi: () => ({
     "/resources/{alias}": {
@@ -64,7 +92,11 @@ export const resourceRoute: Route = {
         tags: ["discovery"],
         summary: "A resource's columns, data dictionary, few-valued columns' values, row count and example links",
         parameters: [pathParameter("alias", "An alias from RESOURCES.")],
-        responses: { "200": json(ref("Resource"), "The resource."), "304": { description: "Not modified (If-None-Match)." }, ...errors("400", "404", "429", "502", "503", "504") },
+        responses: {
+          "200": json(ref("Resource"), "The resource."),
+          "304": { description: "Not modified (If-None-Match)." },
+          ...errors("400", "404", "429", "502", "503", "504"),
+        },
       },
     },
   }),
@@ -79,6 +111,13 @@ export const openApiRoute: Route = {
     return Response.json(openApiDocument(routes, url.origin), { headers: { "cache-control": "public, max-age=300" } });
   },
   openapi: () => ({
-    "/openapi.json": { get: { operationId: "openapi", tags: ["discovery"], summary: "This description", responses: { "200": json({ type: "object" }, "OpenAPI 3.1.") } } },
+    "/openapi.json": {
+      get: {
+        operationId: "openapi",
+        tags: ["discovery"],
+        summary: "This description",
+        responses: { "200": json({ type: "object" }, "OpenAPI 3.1.") },
+      },
+    },
   }),
 };

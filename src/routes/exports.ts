@@ -22,7 +22,10 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
       "200": {
         description: "The export. Small ones come whole with Content-Length; larger ones stream.",
         headers: {
-          "X-Total-Count": { description: "CKAN's count of matching rows, before limit and offset.", schema: { type: "integer" } },
+          "X-Total-Count": {
+            description: "CKAN's count of matching rows, before limit and offset.",
+            schema: { type: "integer" },
+          },
           "Content-Disposition": { description: "attachment, with the download name.", schema: { type: "string" } },
           ETag: { schema: { type: "string" } },
         },
@@ -40,7 +43,8 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
  */
 export function answerInline(error: unknown, { request, url, env, info }: RouteContext): Response {
   const format = request.params.format ?? "";
-  if (!wantsInlineError(request.method, errorModeOf(url.searchParams, format), request.headers.get("user-agent"))) throw error;
+  if (!wantsInlineError(request.method, errorModeOf(url.searchParams, format), request.headers.get("user-agent")))
+    throw error;
   log({ event: "error", id: info.id, message: toHttpError(error).message, inline: true }, redactor(env));
   return inlineErrorResponse(error, format, redactor(env));
 }
@@ -54,12 +58,20 @@ export const exportRoute: Route = {
   async handle({ request, url, config, deps, info, waitUntil }) {
     const format = request.params.format ?? "";
     if (!isFormatName(format)) {
-      throw new HttpError(404, `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS).map((f) => `/export.${f}`).join(", ")}.`);
+      throw new HttpError(
+        404,
+        `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS)
+          .map((f) => `/export.${f}`)
+          .join(", ")}.`,
+      );
     }
     const query = parseExportQuery(url.searchParams, format, config);
-    return await serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, waitUntil }, EXPORTS).catch((error: unknown) =>
-      withColumnHint(error, query, config, deps.upstreamFetch),
-    );
+    return await serveExport(
+      request,
+      query,
+      { config, upstreamFetch: deps.upstreamFetch, info, waitUntil },
+      EXPORTS,
+    ).catch((error: unknown) => withColumnHint(error, query, config, deps.upstreamFetch));
   },
   answerError: answerInline,
   openapi: () =>

@@ -7,11 +7,13 @@ import type { RouteContext } from "./route.ts";
 // and run by routes/pipeline.ts.
 
 /** Links to hand out: signed, expiring after SNAPSHOT_LINK_TTL_SECONDS, when the worker only honours signed links. */
-export const linkMaker = (config: Config, origin: string) => async (path: string): Promise<string> =>
-  origin +
-  (config.linkSigningKey === undefined
-    ? path
-    : await signedPath(config.linkSigningKey, path, Math.floor(Date.now() / 1000) + config.snapshotLinkTtlSeconds));
+export const linkMaker =
+  (config: Config, origin: string) =>
+  async (path: string): Promise<string> =>
+    origin +
+    (config.linkSigningKey === undefined
+      ? path
+      : await signedPath(config.linkSigningKey, path, Math.floor(Date.now() / 1000) + config.snapshotLinkTtlSeconds));
 
 /** What the discovery routes read: the configuration, the upstream, and links as this worker hands them out. */
 export function discoveryDeps({ config, deps, url }: RouteContext): DiscoveryDeps {

@@ -15,7 +15,10 @@ async function check({ config, env, deps }: RouteContext): Promise<Record<string
   const { jobs, problems: jobProblems } = snapshotJobs(config);
   // Snapshots failing stop no export: they are warnings, which the status code does not count.
   const warnings = jobProblems.map((p) => p.message);
-  if (jobs.length > 0 && env.SNAPSHOTS === undefined) warnings.push(`${jobs.length} snapshot job(s) are set but the SNAPSHOTS R2 binding is missing: add [[r2_buckets]] to wrangler.toml.`);
+  if (jobs.length > 0 && env.SNAPSHOTS === undefined)
+    warnings.push(
+      `${jobs.length} snapshot job(s) are set but the SNAPSHOTS R2 binding is missing: add [[r2_buckets]] to wrangler.toml.`,
+    );
   return {
     ok: upstream.problems.length === 0,
     checked: new Date().toISOString(),
@@ -36,7 +39,12 @@ export const healthRoute: Route = {
   async handle(context) {
     const discovery = discoveryDeps(context);
     // The settings that shape the answer, never the token itself.
-    const key = JSON.stringify([discovery.config.datastoreSearchUrl, [...discovery.config.resources], discovery.config.apiToken !== undefined, context.env.SNAPSHOTS !== undefined]);
+    const key = JSON.stringify([
+      discovery.config.datastoreSearchUrl,
+      [...discovery.config.resources],
+      discovery.config.apiToken !== undefined,
+      context.env.SNAPSHOTS !== undefined,
+    ]);
     let entry = recent.get(key);
     if (entry === undefined || Date.now() - entry.at > FRESH_MS) {
       entry = { at: Date.now(), body: check(context) };
@@ -47,7 +55,10 @@ export const healthRoute: Route = {
     const sql = siteFacts(discovery.config).sqlSearch;
     const body: Record<string, unknown> = {
       ...(await entry.body),
-      aggregates: { datastore_search_sql: sql === undefined ? "not asked yet" : sql ? "on" : "off", computed_by: sql === true ? "ckan-sql" : "worker" },
+      aggregates: {
+        datastore_search_sql: sql === undefined ? "not asked yet" : sql ? "on" : "off",
+        computed_by: sql === true ? "ckan-sql" : "worker",
+      },
     };
     const operatorsOnly = discovery.config.linkSigningKey !== undefined;
     // CKAN's own words (its version, its plugins) are quoted: no piece of a secret goes with them.
@@ -65,10 +76,17 @@ export const healthRoute: Route = {
       get: {
         operationId: "health",
         tags: ["discovery"],
-        summary: "Whether an export can work now: CKAN's version and DataStore, each alias, the token, R2 and the snapshot jobs",
+        summary:
+          "Whether an export can work now: CKAN's version and DataStore, each alias, the token, R2 and the snapshot jobs",
         responses: {
           "200": json({ type: "object" }, "Exports can work; `warnings` may still name snapshot problems."),
-          "503": json({ type: "object", properties: { ok: { const: false }, problems: { type: "array", items: { type: "string" } } } }, "`problems` names what stops exports, or (`error.setting`) a missing setting."),
+          "503": json(
+            {
+              type: "object",
+              properties: { ok: { const: false }, problems: { type: "array", items: { type: "string" } } },
+            },
+            "`problems` names what stops exports, or (`error.setting`) a missing setting.",
+          ),
           ...errors("401", "429"),
         },
       },

@@ -38,7 +38,15 @@ export const indexRoute: Route = {
         operationId: "index",
         tags: ["discovery"],
         summary: "The link-builder page; a JSON index for clients that ask for application/json",
-        responses: { "200": { description: "The page or the index.", content: { "text/html": { schema: { type: "string" } }, "application/json": { schema: { type: "object" } } } } },
+        responses: {
+          "200": {
+            description: "The page or the index.",
+            content: {
+              "text/html": { schema: { type: "string" } },
+              "application/json": { schema: { type: "object" } },
+            },
+          },
+        },
       },
     },
   }),

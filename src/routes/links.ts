@@ -25,15 +25,32 @@ export const linksRoute: Route = {
                 type: "object",
                 required: ["link"],
                 properties: {
-                  link: { type: "string", description: "An export or snapshot link: a path with its query, or a URL on this worker." },
-                  expires_in: { type: "integer", minimum: 60, description: "Seconds until the link stops working; absent: never." },
+                  link: {
+                    type: "string",
+                    description: "An export or snapshot link: a path with its query, or a URL on this worker.",
+                  },
+                  expires_in: {
+                    type: "integer",
+                    minimum: 60,
+                    description: "Seconds until the link stops working; absent: never.",
+                  },
                 },
               },
             },
           },
         },
         responses: {
-          "200": json({ type: "object", required: ["link"], properties: { link: { type: "string", format: "uri" }, expires: { type: ["string", "null"], format: "date-time" } } }, "The signed link."),
+          "200": json(
+            {
+              type: "object",
+              required: ["link"],
+              properties: {
+                link: { type: "string", format: "uri" },
+                expires: { type: ["string", "null"], format: "date-time" },
+              },
+            },
+            "The signed link.",
+          ),
           ...errors("400", "404", "503"),
           "401": error("Missing or wrong admin token."),
         },

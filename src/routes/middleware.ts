@@ -16,7 +16,11 @@ export const MAX_URL_LENGTH = 8192;
  * The one pipeline around every request: admission, the route (its own policy applied by
  * routes/pipeline.ts), any error in the one JSON shape, then CORS, the request id and the log line.
  */
-export async function answer(request: RoutedRequest, env: Env, route: (info: RequestInfo) => Promise<Response>): Promise<Response> {
+export async function answer(
+  request: RoutedRequest,
+  env: Env,
+  route: (info: RequestInfo) => Promise<Response>,
+): Promise<Response> {
   const info = newRequestInfo();
   let response: Response;
   try {
@@ -32,7 +36,10 @@ export async function answer(request: RoutedRequest, env: Env, route: (info: Req
 function admit(request: RoutedRequest, env: Env): void {
   noteServedAt(new URL(request.url));
   if (request.url.length > MAX_URL_LENGTH) {
-    throw new BadParameter("url", `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`);
+    throw new BadParameter(
+      "url",
+      `The link is ${request.url.length} characters long; the most this worker accepts is ${MAX_URL_LENGTH}.`,
+    );
   }
   configFor(env);
 }
@@ -77,11 +84,25 @@ export const patternOf = (path: string): RegExp =>
 /** What the route table says of a path no route took: 405 naming the methods it has, or 404 listing the routes. */
 export function noRoute(request: RoutedRequest, routes: readonly Route[]): never {
   const { pathname } = new URL(request.url);
-  const allowed = new Set<Method>(routes.filter((route) => patternOf(route.path).test(pathname)).flatMap((route) => route.methods));
+  const allowed = new Set<Method>(
+    routes.filter((route) => patternOf(route.path).test(pathname)).flatMap((route) => route.methods),
+  );
   if (allowed.size > 0) {
     const methods = [...allowed].join(", ");
-    throw new HttpError(405, `${request.method} is not how ${pathname.slice(0, 80)} is used: it answers ${methods}.`, { headers: { allow: methods } });
+    throw new HttpError(405, `${request.method} is not how ${pathname.slice(0, 80)} is used: it answers ${methods}.`, {
+      headers: { allow: methods },
+    });
   }
-  const paths = routes.flatMap((route) => Object.entries(route.openapi()).map(([path, operations]) => `${Object.keys(operations).map((m) => m.toUpperCase()).join("|")} ${path}`));
-  throw new HttpError(404, `Not found. This worker answers: ${paths.join(", ")}. Every route is described in /openapi.json.`);
+  const paths = routes.flatMap((route) =>
+    Object.entries(route.openapi()).map(
+      ([path, operations]) =>
+        `${Object.keys(operations)
+          .map((m) => m.toUpperCase())
+          .join("|")} ${path}`,
+    ),
+  );
+  throw new HttpError(
+    404,
+    `Not found. This worker answers: ${paths.join(", ")}. Every route is described in /openapi.json.`,
+  );
 }

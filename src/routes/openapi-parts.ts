@@ -7,7 +7,10 @@ export type Json = Record<string, unknown>;
 export type Operations = Partial<Record<"get" | "head" | "post" | "delete", Json>>;
 
 export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
-export const json = (schema: Json, description: string): Json => ({ description, content: { "application/json": { schema } } });
+export const json = (schema: Json, description: string): Json => ({
+  description,
+  content: { "application/json": { schema } },
+});
 export const error = (description: string): Json => json(ref("Error"), description);
 
 const ERRORS: Record<string, string> = {
@@ -18,7 +21,8 @@ const ERRORS: Record<string, string> = {
   "429": "Too many requests for this link or address (see Retry-After).",
   "500": "An unexpected fault; the request log has it.",
   "502": "CKAN failed or could not be reached.",
-  "503": "The worker is not configured (`setting` names the setting), CKAN is rate-limiting it, or the isolate is busy (see Retry-After).",
+  "503":
+    "The worker is not configured (`setting` names the setting), CKAN is rate-limiting it, or the isolate is busy (see Retry-After).",
   "504": "CKAN did not answer in time.",
 };
 /** A link parameter as OpenAPI describes it, from its entry in the parameter table (any route family's). */
@@ -37,7 +41,8 @@ export function queryParameter(p: Parameter): Json {
   };
 }
 
-export const errors = (...codes: string[]): Json => Object.fromEntries(codes.map((code) => [code, error(ERRORS[code] ?? "Error.")]));
+export const errors = (...codes: string[]): Json =>
+  Object.fromEntries(codes.map((code) => [code, error(ERRORS[code] ?? "Error.")]));
 
 /** What both the list and one resource say of a resource: its names, description and row count. */
 const RESOURCE_NAMING = {
@@ -75,7 +80,11 @@ export const SCHEMAS: Json = {
       label: { type: "string", description: "The data dictionary's label." },
       description: { type: "string", description: "The data dictionary's notes." },
       distinct: { type: "integer", description: "How many different values the column holds." },
-      values: { type: "array", items: { type: ["string", "number", "boolean"] }, description: "Every value, when there are few." },
+      values: {
+        type: "array",
+        items: { type: ["string", "number", "boolean"] },
+        description: "Every value, when there are few.",
+      },
     },
   },
   ResourceList: {
@@ -104,13 +113,24 @@ export const SCHEMAS: Json = {
     properties: {
       ...RESOURCE_NAMING,
       max_rows: { type: "integer" },
-      range_filters: { type: ["boolean", "null"], description: "false: the CKAN site is older than 2.12; null: not known yet." },
+      range_filters: {
+        type: ["boolean", "null"],
+        description: "false: the CKAN site is older than 2.12; null: not known yet.",
+      },
       columns: { type: "array", items: ref("Column") },
-      examples: { type: "array", items: { type: "object", properties: { title: { type: "string" }, url: { type: "string", format: "uri" } } } },
+      examples: {
+        type: "array",
+        items: { type: "object", properties: { title: { type: "string" }, url: { type: "string", format: "uri" } } },
+      },
     },
   },
 };
 
 export const ADMIN = [{ adminToken: [] }];
-export const pathParameter = (name: string, description: string): Json => ({ name, in: "path", required: true, description, schema: { type: "string" } });
-
+export const pathParameter = (name: string, description: string): Json => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema: { type: "string" },
+});

@@ -25,6 +25,9 @@ export function openApiDocument(routes: readonly Route[], origin: string): Json 
       { name: "operators", description: "Needs Authorization: Bearer <ADMIN_TOKEN>." },
     ],
     paths,
-    components: { schemas: SCHEMAS, securitySchemes: { adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" } } },
+    components: {
+      schemas: SCHEMAS,
+      securitySchemes: { adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" } },
+    },
   };
 }

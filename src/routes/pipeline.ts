@@ -14,7 +14,15 @@ const GUARDS: Record<Guard, (context: RouteContext, route: Route) => Promise<voi
   // A signature keys the budget only where the signed-link guard, declared before this one, verified
   // it: a made-up `sig` on any other route is never a fresh budget.
   "rate limit": ({ request, env, config, url }, route) =>
-    enforceRateLimit(request, env, config, route.guards.indexOf("signed link") >= 0 && route.guards.indexOf("signed link") < route.guards.indexOf("rate limit") ? (url.searchParams.get("sig") ?? undefined) : undefined),
+    enforceRateLimit(
+      request,
+      env,
+      config,
+      route.guards.indexOf("signed link") >= 0 &&
+        route.guards.indexOf("signed link") < route.guards.indexOf("rate limit")
+        ? (url.searchParams.get("sig") ?? undefined)
+        : undefined,
+    ),
 };
 
 /**
@@ -38,7 +46,8 @@ export async function serveRoute(route: Route, context: RouteContext): Promise<R
  * response without validators (a streamed export) or not a 200 (a range) passes as it is.
  */
 async function answerPreconditions(request: Request, response: Response): Promise<Response> {
-  if (response.status !== 200 || !(response.headers.has("etag") || response.headers.has("last-modified"))) return response;
+  if (response.status !== 200 || !(response.headers.has("etag") || response.headers.has("last-modified")))
+    return response;
   const answer = conditionalAnswer(request, response.headers);
   if (answer === undefined) return response;
   await response.body?.cancel();

@@ -13,7 +13,12 @@ const LATEST_CACHE = "public, max-age=300";
  * snapshot gets a 304, and a client resuming a download gets a 206. `latest` is the newest dated
  * file sent under the job's own name and a short cache life.
  */
-export async function snapshotFileResponse(request: Request, target: SnapshotObject, bucket: R2Bucket, notFound: HttpError): Promise<Response> {
+export async function snapshotFileResponse(
+  request: Request,
+  target: SnapshotObject,
+  bucket: R2Bucket,
+  notFound: HttpError,
+): Promise<Response> {
   const { key } = target;
   const head = await bucket.head(key);
   if (head === null) throw notFound;
@@ -35,7 +40,9 @@ export async function snapshotFileResponse(request: Request, target: SnapshotObj
   if (conditional !== undefined) return conditional;
   // A gzipped file decoded on the fly has no byte offsets to serve a range of: it goes whole.
   const range =
-    !gzip.decoded && ifRangeHolds(request, { etag, lastModified: head.uploaded }) ? parseRange(request.headers.get("range"), head.size) : ({ kind: "whole" } as const);
+    !gzip.decoded && ifRangeHolds(request, { etag, lastModified: head.uploaded })
+      ? parseRange(request.headers.get("range"), head.size)
+      : ({ kind: "whole" } as const);
   if (range.kind === "unsatisfiable") {
     out.delete("content-type");
     out.set("content-range", `bytes */${head.size}`);
@@ -51,12 +58,18 @@ export async function snapshotFileResponse(request: Request, target: SnapshotObj
   if (request.method === "HEAD") return new Response(null, { status, headers: out });
   // The object the validators were judged on, or none: a manifest replaced meanwhile must not be
   // sent under the old one's ETag.
-  const object = await bucket.get(key, { onlyIf: { etagMatches: head.etag }, ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : {}) });
+  const object = await bucket.get(key, {
+    onlyIf: { etagMatches: head.etag },
+    ...(range.kind === "part" ? { range: { offset: range.offset, length: range.length } } : {}),
+  });
   if (object === null) throw notFound;
   if (!("body" in object)) {
-    throw new HttpError(503, "The snapshot was replaced while it was being read; try again.", { headers: { "retry-after": "1" } });
+    throw new HttpError(503, "The snapshot was replaced while it was being read; try again.", {
+      headers: { "retry-after": "1" },
+    });
   }
-  if (gzip.decoded) return new Response(object.body.pipeThrough(new DecompressionStream("gzip")), { status, headers: out });
+  if (gzip.decoded)
+    return new Response(object.body.pipeThrough(new DecompressionStream("gzip")), { status, headers: out });
   // Stored gzip bytes go out as they are: without "manual", the runtime would gzip them again.
   return new Response(object.body, { status, headers: out, ...(gzip.stored ? { encodeBody: "manual" as const } : {}) });
 }
@@ -67,7 +80,9 @@ export async function snapshotFileResponse(request: Request, target: SnapshotObj
  */
 function clientAcceptEncoding(request: Request): string | null {
   const cf = (request as { cf?: { clientAcceptEncoding?: unknown } }).cf;
-  return typeof cf?.clientAcceptEncoding === "string" ? cf.clientAcceptEncoding : request.headers.get("accept-encoding");
+  return typeof cf?.clientAcceptEncoding === "string"
+    ? cf.clientAcceptEncoding
+    : request.headers.get("accept-encoding");
 }
 
 /** The decoded representation of a gzipped snapshot has its own validator, told apart from the stored bytes'. */

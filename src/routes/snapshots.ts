@@ -30,10 +30,20 @@ export const snapshotListRoute: Route = {
   guards: ["operators when signing"],
   async handle(context) {
     const { config, env, url } = context;
-    return Response.json(await listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context)), { headers: { "cache-control": "no-cache" } });
+    return Response.json(
+      await listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context)),
+      { headers: { "cache-control": "no-cache" } },
+    );
   },
   openapi: () => ({
-    "/snapshots": { get: { operationId: "listSnapshots", tags: ["snapshots"], summary: "Snapshot jobs and their latest files", responses: { "200": json({ type: "object" }, "The jobs."), ...errors("401", "503") } } },
+    "/snapshots": {
+      get: {
+        operationId: "listSnapshots",
+        tags: ["snapshots"],
+        summary: "Snapshot jobs and their latest files",
+        responses: { "200": json({ type: "object" }, "The jobs."), ...errors("401", "503") },
+      },
+    },
   }),
 };
 
@@ -62,34 +72,52 @@ export const snapshotRunRoute: Route = {
     const runs = runsOf(context);
     const bucket = bucketOf(env.SNAPSHOTS);
     if (request.method === "GET" || request.method === "DELETE") {
-      if (runs === undefined) throw new HttpError(404, `No run of ${job.name} is in progress: without the SNAPSHOT_RUNS Workflow a run lasts only the request that starts it.`);
+      if (runs === undefined)
+        throw new HttpError(
+          404,
+          `No run of ${job.name} is in progress: without the SNAPSHOT_RUNS Workflow a run lasts only the request that starts it.`,
+        );
       if (request.method === "DELETE") return Response.json(await cancelRun(job, bucket, runs), { headers: NO_STORE });
       const running = await runningRun(job.name, bucket, runs);
-      if (running === undefined) throw new HttpError(404, `No run of ${job.name} is in progress. GET /snapshots shows its last run.`);
+      if (running === undefined)
+        throw new HttpError(404, `No run of ${job.name} is in progress. GET /snapshots shows its last run.`);
       return Response.json(running, { headers: NO_STORE });
     }
     if (runs !== undefined) {
       const answer = await startRunNow(job, Date.now(), bucket, runs);
       if ("running" in answer) {
         const message = `Run ${answer.running.instance} of ${job.name} is in progress; cancel it first (DELETE /snapshots/${job.name}/run) or let it finish.`;
-        return Response.json({ error: { status: 409, message }, running: answer.running }, { status: 409, headers: NO_STORE });
+        return Response.json(
+          { error: { status: 409, message }, running: answer.running },
+          { status: 409, headers: NO_STORE },
+        );
       }
       return Response.json(answer, { status: answer.started ? 202 : 200, headers: NO_STORE });
     }
     // Whole seconds: a stamp has no milliseconds.
     const result = await runInline(job, Math.floor(Date.now() / 1000) * 1000, "admin", snapshotDeps(context));
-    return Response.json(result, { status: result.status === "ok" ? 200 : result.status === "skipped" ? 409 : 502, headers: NO_STORE });
+    return Response.json(result, {
+      status: result.status === "ok" ? 200 : result.status === "skipped" ? 409 : 502,
+      headers: NO_STORE,
+    });
   },
   openapi: () => ({
     "/snapshots/{name}/run": {
       post: admin("runSnapshot", "Start a snapshot run now", {
-        "200": json({ type: "object" }, "Without the Workflow: the run, done. With it: a run of this second was already started."),
+        "200": json(
+          { type: "object" },
+          "Without the Workflow: the run, done. With it: a run of this second was already started.",
+        ),
         "202": json({ type: "object" }, "The run started (a Workflow instance)."),
         "409": json({ type: "object" }, "A run of this job is in progress: it is in the body."),
         "502": json({ type: "object" }, "The run failed (without the Workflow)."),
       }),
-      get: admin("showSnapshotRun", "The run in progress: format, step, rows and bytes so far, last error", { "200": json({ type: "object" }, "The run.") }),
-      delete: admin("cancelSnapshotRun", "Cancel the run in progress: its upload is aborted, the manifest says so", { "200": json({ type: "object" }, "Cancelled.") }),
+      get: admin("showSnapshotRun", "The run in progress: format, step, rows and bytes so far, last error", {
+        "200": json({ type: "object" }, "The run."),
+      }),
+      delete: admin("cancelSnapshotRun", "Cancel the run in progress: its upload is aborted, the manifest says so", {
+        "200": json({ type: "object" }, "Cancelled."),
+      }),
     },
   }),
 };
@@ -98,7 +126,10 @@ const fileOperation = (method: "get" | "head"): Json => ({
   operationId: method === "get" ? "getSnapshot" : "headSnapshot",
   tags: ["snapshots"],
   summary: `${method === "get" ? "A" : "Headers of a"} snapshot file: latest.<ext>, <stamp>.<ext>, manifest.json or datapackage.json`,
-  parameters: [pathParameter("name", "The job's name."), pathParameter("file", "latest.csv, 20260102T030000Z.csv, manifest.json, datapackage.json, ...")],
+  parameters: [
+    pathParameter("name", "The job's name."),
+    pathParameter("file", "latest.csv, 20260102T030000Z.csv, manifest.json, datapackage.json, ..."),
+  ],
   responses: {
     "200": { description: "The file (Range gives 206)." },
     "206": { description: "Part of the file." },

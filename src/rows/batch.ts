@@ -43,7 +43,10 @@ export interface RecordsStream {
  * its records as output bytes, for the columns as requested (those from `dropFrom` on left out);
  * `stream` reads the same records as the answer arrives (chunk by chunk, whole rows out).
  */
-export type PassthroughFactory = (incoming: Column[], dropFrom: number) => { recordsFormat: "csv" | "lists"; read: RecordsReader; stream?: () => RecordsStream };
+export type PassthroughFactory = (
+  incoming: Column[],
+  dropFrom: number,
+) => { recordsFormat: "csv" | "lists"; read: RecordsReader; stream?: () => RecordsStream };
 
 /** The first `rows` rows of a batch: the end of an export that was asked for more than it needs. */
 export function leadingRows(batch: Batch, rows: number): Batch {

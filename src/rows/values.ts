@@ -31,11 +31,15 @@ export function isPlainNumber(csv: Uint8Array, start: number, end: number): bool
 
 /** Significant digits of a plain number's text (leading and trailing zeros not counted). */
 export function significantDigits(text: string): number {
-  const [whole = "", fraction = ""] = text.replace(/^[+-]/, "").replace(/[eE].*$/, "").split(".");
+  const [whole = "", fraction = ""] = text
+    .replace(/^[+-]/, "")
+    .replace(/[eE].*$/, "")
+    .split(".");
   return Math.max(1, (whole + fraction).replace(/^0+/, "").replace(/0+$/, "").length);
 }
 
-const NUMERIC_TYPES = /^(int|int2|int4|int8|integer|bigint|smallint|numeric|decimal|float|float4|float8|real|double precision|money|serial|bigserial)$/i;
+const NUMERIC_TYPES =
+  /^(int|int2|int4|int8|integer|bigint|smallint|numeric|decimal|float|float4|float8|real|double precision|money|serial|bigserial)$/i;
 
 /** Columns whose values are numbers are never altered, even when a value arrives as text. */
 export const isNumericType = (type: string): boolean => NUMERIC_TYPES.test(type);

@@ -2,7 +2,8 @@ import type { Config } from "../config/config.ts";
 import { HttpError } from "../errors.ts";
 import { clientOf } from "./rate-limit.ts";
 
-const sha256 = async (text: string): Promise<ArrayBuffer> => crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+const sha256 = async (text: string): Promise<ArrayBuffer> =>
+  crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
 
 /** Wrong admin tokens one client may send per window before every attempt of its is a 429. */
 export const MAX_ADMIN_FAILURES = 10;
@@ -22,7 +23,9 @@ function refuseWhileLimited(client: string, now: number): void {
   }
   if (entry.count < MAX_ADMIN_FAILURES) return;
   const seconds = Math.max(1, Math.ceil((entry.since + ADMIN_FAILURE_WINDOW_MS - now) / 1000));
-  throw new HttpError(429, `Too many wrong admin tokens from this address; try again in ${seconds} seconds.`, { headers: { "retry-after": String(seconds) } });
+  throw new HttpError(429, `Too many wrong admin tokens from this address; try again in ${seconds} seconds.`, {
+    headers: { "retry-after": String(seconds) },
+  });
 }
 
 function countFailure(client: string, now: number): void {

@@ -1,6 +1,7 @@
 import type { Config } from "../config/config.ts";
 
-const EXPOSED = "X-Total-Count, Content-Disposition, Content-Length, X-Cache, X-Request-Id, Retry-After, X-Aggregated-By";
+const EXPOSED =
+  "X-Total-Count, Content-Disposition, Content-Length, X-Cache, X-Request-Id, Retry-After, X-Aggregated-By";
 
 /**
  * Cross-origin reads for dashboards. With a list of origins, an origin not on it gets no

@@ -14,10 +14,14 @@ export async function requireSignedLink(url: URL, config: Config, now = Date.now
   if (key === undefined) return;
   const sigs = url.searchParams.getAll("sig");
   if (sigs.length === 0) {
-    throw refuse("This link is not signed: this worker only serves signed links (a sig parameter). Ask the publisher for a signed link.");
+    throw refuse(
+      "This link is not signed: this worker only serves signed links (a sig parameter). Ask the publisher for a signed link.",
+    );
   }
   if (sigs.length > 1 || !(await verifyLink(key, url.pathname, url.searchParams, sigs[0] as string))) {
-    throw refuse("This link's signature does not match: the link was changed after it was signed (a parameter added, removed or edited), or it was signed with another key.");
+    throw refuse(
+      "This link's signature does not match: the link was changed after it was signed (a parameter added, removed or edited), or it was signed with another key.",
+    );
   }
   const exps = url.searchParams.getAll("exp");
   if (exps.length === 0) return;

@@ -11,13 +11,23 @@ export const clientOf = (request: Request): string => request.headers.get("cf-co
  * signature may be a key: `verifiedSig` is given only by the guard that has just checked it, so a
  * made-up `sig` on any route (an unsigned one such as /openapi.json included) is never a fresh budget.
  */
-export async function enforceRateLimit(request: Request, env: Env, config: Config, verifiedSig?: string): Promise<void> {
+export async function enforceRateLimit(
+  request: Request,
+  env: Env,
+  config: Config,
+  verifiedSig?: string,
+): Promise<void> {
   if (env.RATE_LIMITER === undefined) return;
-  const key = verifiedSig !== undefined && config.linkSigningKey !== undefined ? `sig:${verifiedSig}` : `ip:${clientOf(request)}`;
+  const key =
+    verifiedSig !== undefined && config.linkSigningKey !== undefined ? `sig:${verifiedSig}` : `ip:${clientOf(request)}`;
   const { success } = await env.RATE_LIMITER.limit({ key });
   if (!success) {
-    throw new HttpError(429, `Too many requests for this link or address; try again in ${config.rateLimitPeriodSeconds} seconds.`, {
-      headers: { "retry-after": String(config.rateLimitPeriodSeconds) },
-    });
+    throw new HttpError(
+      429,
+      `Too many requests for this link or address; try again in ${config.rateLimitPeriodSeconds} seconds.`,
+      {
+        headers: { "retry-after": String(config.rateLimitPeriodSeconds) },
+      },
+    );
   }
 }

@@ -17,7 +17,7 @@ function toBase64Url(bytes: ArrayBuffer): string {
 
 function fromBase64Url(text: string): Uint8Array<ArrayBuffer> | undefined {
   if (!/^[A-Za-z0-9_-]{43}$/.test(text)) return undefined;
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=");
+  const binary = atob(`${text.replace(/-/g, "+").replace(/_/g, "/")}=`);
   return Uint8Array.from(binary, (c) => c.charCodeAt(0));
 }
 
@@ -27,7 +27,12 @@ export async function signLink(secret: string, pathname: string, params: URLSear
 }
 
 /** `crypto.subtle.verify` compares in constant time; a malformed `sig` simply does not verify. */
-export async function verifyLink(secret: string, pathname: string, params: URLSearchParams, sig: string): Promise<boolean> {
+export async function verifyLink(
+  secret: string,
+  pathname: string,
+  params: URLSearchParams,
+  sig: string,
+): Promise<boolean> {
   const signature = fromBase64Url(sig);
   if (signature === undefined) return false;
   const key = await hmacKey(secret, "verify");

@@ -15,13 +15,15 @@ export function tableSchemaType(ckanType: string): { type: string; format?: stri
   const type = ckanType.toLowerCase().trim();
   if (type.startsWith("_") || type.endsWith("[]")) return { type: "array" };
   if (/^(int|int2|int4|int8|integer|smallint|bigint|serial|bigserial)$/.test(type)) return { type: "integer" };
-  if (/^(numeric|decimal|float|float4|float8|real|double precision|money)(\(.*\))?$/.test(type)) return { type: "number" };
+  if (/^(numeric|decimal|float|float4|float8|real|double precision|money)(\(.*\))?$/.test(type))
+    return { type: "number" };
   if (type === "bool" || type === "boolean") return { type: "boolean" };
   if (type === "date") return { type: "date" };
   if (/^(time|timetz|time (with|without) time zone)$/.test(type)) return { type: "time" };
   if (/^(timestamp|timestamptz|timestamp (with|without) time zone)$/.test(type)) return { type: "datetime" };
   if (type === "uuid") return { type: "string", format: "uuid" };
-  if (/^(text|varchar|char|bpchar|name|citext|character varying|character)(\(.*\))?$/.test(type)) return { type: "string" };
+  if (/^(text|varchar|char|bpchar|name|citext|character varying|character)(\(.*\))?$/.test(type))
+    return { type: "string" };
   return { type: "any" };
 }
 
@@ -53,7 +55,14 @@ export interface DataPackage {
  * NDJSON's and Parquet's own null, which every reader takes as missing without a marker (v1 cannot
  * say "no string is missing": its default, `[""]`, applies there).
  */
-const MISSING: Record<FormatName, string[] | undefined> = { csv: [""], tsv: [""], xlsx: [""], json: undefined, ndjson: undefined, parquet: undefined };
+const MISSING: Record<FormatName, string[] | undefined> = {
+  csv: [""],
+  tsv: [""],
+  xlsx: [""],
+  json: undefined,
+  ndjson: undefined,
+  parquet: undefined,
+};
 
 /** One format's latest file as a Tabular Data Resource: its path beside datapackage.json, size, hash, dialect and schema. */
 export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Column[]): Resource {
@@ -81,7 +90,9 @@ export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Colu
     encoding: "utf-8",
     // A gzipped file is sent with Content-Encoding: gzip (by the worker and by R2), which a reader's
     // HTTP client undoes: the bytes it reads are the export's, whose hash is not kept.
-    ...(entry.encoding === "gzip" ? { bytes: entry.decoded_bytes ?? entry.bytes } : { bytes: entry.bytes, hash: `sha256:${entry.sha256}` }),
+    ...(entry.encoding === "gzip"
+      ? { bytes: entry.decoded_bytes ?? entry.bytes }
+      : { bytes: entry.bytes, hash: `sha256:${entry.sha256}` }),
     schema: { fields, ...(MISSING[format] === undefined ? {} : { missingValues: MISSING[format] }) },
   };
   if (csv !== undefined) {
@@ -99,7 +110,12 @@ export function resourceOf(job: SnapshotJob, entry: SnapshotEntry, columns: Colu
 }
 
 /** The job's package with `resource` in place of its format's earlier one (formats in the job's order). */
-export function withResource(job: SnapshotJob, previous: DataPackage | undefined, resource: Resource, created: string): DataPackage {
+export function withResource(
+  job: SnapshotJob,
+  previous: DataPackage | undefined,
+  resource: Resource,
+  created: string,
+): DataPackage {
   const others = (previous?.resources ?? []).filter((r) => r.name !== resource.name);
   const order = (r: Resource): number => job.formats.findIndex((f) => r.name === `${job.name}-${f}`);
   const resources = [...others, resource].filter((r) => order(r) >= 0).sort((a, b) => order(a) - order(b));
@@ -107,7 +123,12 @@ export function withResource(job: SnapshotJob, previous: DataPackage | undefined
 }
 
 /** datapackage.json after a format's file became `latest`: only the run holding the job writes it. */
-export async function writeDatapackage(bucket: R2Bucket, job: SnapshotJob, entry: SnapshotEntry, columns: Column[]): Promise<void> {
+export async function writeDatapackage(
+  bucket: R2Bucket,
+  job: SnapshotJob,
+  entry: SnapshotEntry,
+  columns: Column[],
+): Promise<void> {
   const stored = await bucket.get(datapackageKey(job.name));
   const previous = stored === null ? undefined : ((await stored.json()) as DataPackage);
   const descriptor = withResource(job, previous, resourceOf(job, entry, columns), new Date().toISOString());

@@ -8,7 +8,9 @@ import { HttpError, PermanentFailure } from "../errors.ts";
 export class TooManyParts extends PermanentFailure {
   override name = "TooManyParts";
   constructor(maxParts: number, partBytes: number) {
-    super(`The snapshot is larger than ${maxParts} parts of ${partBytes} bytes (SNAPSHOT_PART_BYTES): raise SNAPSHOT_PART_BYTES.`);
+    super(
+      `The snapshot is larger than ${maxParts} parts of ${partBytes} bytes (SNAPSHOT_PART_BYTES): raise SNAPSHOT_PART_BYTES.`,
+    );
   }
 }
 

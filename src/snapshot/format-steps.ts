@@ -40,7 +40,8 @@ export interface FormatRun {
 const target = (run: FormatRun): Target => ({ job: run.job.name, stamp: run.stamp, format: run.format });
 
 /** Whether the file is written in steps that each go on where the last stopped, or whole in one (XLSX, Parquet, gzip: their state cannot be carried). */
-export const inSteps = (job: SnapshotJob, format: FormatName): boolean => ENCODERS[format].resumable && storedEncoding(job, format) === undefined;
+export const inSteps = (job: SnapshotJob, format: FormatName): boolean =>
+  ENCODERS[format].resumable && storedEncoding(job, format) === undefined;
 
 /** A dated file's HTTP and custom metadata, known before its first byte (size and hash are the manifest's). */
 export function fileOptions(run: FormatRun): R2MultipartOptions {
@@ -57,19 +58,35 @@ export function fileOptions(run: FormatRun): R2MultipartOptions {
 }
 
 /** The run's state after a step, for `/snapshots`, a cancel and the next run (only while this run holds the job). */
-const mirror = (run: FormatRun, deps: Pick<SnapshotDeps, "bucket">, change: (record: RunRecord) => void): Promise<boolean> =>
-  updateRunRecord(deps.bucket, run.job.name, run.instance, change);
+const mirror = (
+  run: FormatRun,
+  deps: Pick<SnapshotDeps, "bucket">,
+  change: (record: RunRecord) => void,
+): Promise<boolean> => updateRunRecord(deps.bucket, run.job.name, run.instance, change);
 
 export async function beginFormat(run: FormatRun, deps: SnapshotDeps): Promise<FormatState> {
   const upload = await SnapshotUpload.begin(deps.bucket, target(run), fileOptions(run));
-  const state: FormatState = { format: run.format, step: 0, rows: 0, bytes: 0, decodedBytes: 0, total: null, columns: [], resume: null, ended: false, upload, entry: null };
+  const state: FormatState = {
+    format: run.format,
+    step: 0,
+    rows: 0,
+    bytes: 0,
+    decodedBytes: 0,
+    total: null,
+    columns: [],
+    resume: null,
+    ended: false,
+    upload,
+    entry: null,
+  };
   await mirror(run, deps, (record) => {
     record.current = state;
   });
   return state;
 }
 
-const sameColumns = (a: Column[], b: Column[]): boolean => JSON.stringify(a.map((c) => [c.id, c.type])) === JSON.stringify(b.map((c) => [c.id, c.type]));
+const sameColumns = (a: Column[], b: Column[]): boolean =>
+  JSON.stringify(a.map((c) => [c.id, c.type])) === JSON.stringify(b.map((c) => [c.id, c.type]));
 
 /**
  * One write step: the export goes on from where the last step stopped, its bytes go into the upload,
@@ -85,7 +102,14 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
   let next: Omit<FormatState, "upload" | "format" | "step" | "entry">;
   if (inSteps(run.job, run.format)) {
     let produced = 0;
-    const part = await openQueryPart(query, config, site, prev.resume ?? undefined, () => produced >= config.snapshotStepBytes, deps.upstreamFetch);
+    const part = await openQueryPart(
+      query,
+      config,
+      site,
+      prev.resume ?? undefined,
+      () => produced >= config.snapshotStepBytes,
+      deps.upstreamFetch,
+    );
     if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
       await part.chunks.return();
       throw new ColumnsChanged();
@@ -127,9 +151,23 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
     }
     // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
     if (exported.progress.error !== undefined) throw exported.progress.error;
-    next = { rows: exported.progress.rows, bytes: stored, decodedBytes: exported.progress.bytes, total: exported.table.total ?? null, columns: exported.table.columns, resume: null, ended: true };
+    next = {
+      rows: exported.progress.rows,
+      bytes: stored,
+      decodedBytes: exported.progress.bytes,
+      total: exported.table.total ?? null,
+      columns: exported.table.columns,
+      resume: null,
+      ended: true,
+    };
   }
-  const state: FormatState = { ...next, format: run.format, step, upload: await upload.carry(step, next.ended), entry: null };
+  const state: FormatState = {
+    ...next,
+    format: run.format,
+    step,
+    upload: await upload.carry(step, next.ended),
+    entry: null,
+  };
   const held = await mirror(run, deps, (record) => {
     record.current = state;
   });
@@ -146,7 +184,12 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
  * first: a run that ends between the two leaves a file its record describes, which a cancel or the
  * next run lists (see settleRun), never an unknown one.
  */
-export async function sealFormat(run: FormatRun, state: FormatState, parts: UploadState["newParts"], deps: SnapshotDeps): Promise<FormatState> {
+export async function sealFormat(
+  run: FormatRun,
+  state: FormatState,
+  parts: UploadState["newParts"],
+  deps: SnapshotDeps,
+): Promise<FormatState> {
   const encoding = storedEncoding(run.job, run.format);
   const entry: SnapshotEntry = {
     key: datedKey(run.job.name, run.stamp, run.format),
@@ -197,10 +240,21 @@ export async function abandonFormat(run: FormatRun, state: FormatState | null, d
  * ended unless the run recorded its own end. Run by a cancel, and by the next run before it claims
  * the job.
  */
-export async function settleRun(record: RunRecord, job: SnapshotJob, why: string, deps: Pick<SnapshotDeps, "bucket">): Promise<void> {
+export async function settleRun(
+  record: RunRecord,
+  job: SnapshotJob,
+  why: string,
+  deps: Pick<SnapshotDeps, "bucket">,
+): Promise<void> {
   const current = record.current;
   if (current !== null) {
-    const run: FormatRun = { job, format: current.format, stamp: record.stamp, started: record.started, instance: record.instance };
+    const run: FormatRun = {
+      job,
+      format: current.format,
+      stamp: record.stamp,
+      started: record.started,
+      instance: record.instance,
+    };
     const sealed = current.entry === null ? null : await deps.bucket.head(current.entry.key);
     if (current.entry !== null && sealed?.size === current.entry.bytes) {
       await SnapshotUpload.publish(deps.bucket, target(run), current.entry);
@@ -210,6 +264,12 @@ export async function settleRun(record: RunRecord, job: SnapshotJob, why: string
   }
   await updateManifest(deps.bucket, job.name, (manifest) => {
     if (manifest.last_run?.stamp === record.stamp && manifest.last_run.started === record.started) return;
-    manifest.last_run = { status: "failed", stamp: record.stamp, started: record.started, finished: new Date().toISOString(), error: why };
+    manifest.last_run = {
+      status: "failed",
+      stamp: record.stamp,
+      started: record.started,
+      finished: new Date().toISOString(),
+      error: why,
+    };
   });
 }

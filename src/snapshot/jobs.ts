@@ -31,7 +31,21 @@ export interface SnapshotJobs {
   problems: JobProblem[];
 }
 
-const JOB_KEYS = new Set(["name", "resource", "resource_id", "q", "filters", "fields", "sort", "limit", "formats", "cron", "keep", "compress", "aggregate"]);
+const JOB_KEYS = new Set([
+  "name",
+  "resource",
+  "resource_id",
+  "q",
+  "filters",
+  "fields",
+  "sort",
+  "limit",
+  "formats",
+  "cron",
+  "keep",
+  "compress",
+  "aggregate",
+]);
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
 
 class JobError extends Error {}
@@ -49,14 +63,20 @@ function asParams(job: Record<string, unknown>): URLSearchParams {
   if (job.fields !== undefined) {
     const fields = job.fields;
     if (typeof fields === "string") params.set("fields", fields);
-    else if (Array.isArray(fields) && fields.every((f) => typeof f === "string")) params.set("fields", fields.join(","));
+    else if (Array.isArray(fields) && fields.every((f) => typeof f === "string"))
+      params.set("fields", fields.join(","));
     else throw new JobError('"fields" must be a list of column names');
   }
   if (job.limit !== undefined) params.set("limit", String(job.limit));
   // An aggregate job: its group_by and measures as a link writes them; sort and limit are then of groups.
   if (job.aggregate !== undefined) {
     const aggregate = job.aggregate as Record<string, unknown> | null;
-    if (aggregate === null || typeof aggregate !== "object" || Array.isArray(aggregate) || Object.keys(aggregate).some((k) => k !== "group_by" && k !== "measures")) {
+    if (
+      aggregate === null ||
+      typeof aggregate !== "object" ||
+      Array.isArray(aggregate) ||
+      Object.keys(aggregate).some((k) => k !== "group_by" && k !== "measures")
+    ) {
       throw new JobError('"aggregate" must be {"group_by": "...", "measures": "..."}');
     }
     for (const key of ["group_by", "measures"]) {
@@ -74,16 +94,23 @@ function parseJob(raw: unknown, config: Config, seen: Set<string>): SnapshotJob 
   const unknown = Object.keys(job).filter((k) => !JOB_KEYS.has(k));
   if (unknown.length > 0) throw new JobError(`has unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")}`);
   const name = job.name;
-  if (typeof name !== "string" || !SLUG.test(name)) throw new JobError('needs a "name": lower-case letters, digits and dashes');
+  if (typeof name !== "string" || !SLUG.test(name))
+    throw new JobError('needs a "name": lower-case letters, digits and dashes');
   if (seen.has(name)) throw new JobError(`uses the name "${name}" twice`);
   const formats = job.formats ?? ["csv"];
-  if (!Array.isArray(formats) || formats.length === 0 || !formats.every((f) => typeof f === "string" && isFormatName(f))) {
+  if (
+    !Array.isArray(formats) ||
+    formats.length === 0 ||
+    !formats.every((f) => typeof f === "string" && isFormatName(f))
+  ) {
     throw new JobError(`"formats" must be a list of ${Object.keys(FORMATS).join(", ")}`);
   }
   const keep = job.keep ?? 30;
-  if (typeof keep !== "number" || !Number.isInteger(keep) || keep < 1 || keep > 1000) throw new JobError('"keep" must be a whole number from 1 to 1000');
+  if (typeof keep !== "number" || !Number.isInteger(keep) || keep < 1 || keep > 1000)
+    throw new JobError('"keep" must be a whole number from 1 to 1000');
   const cron = job.cron;
-  if (cron !== undefined && (typeof cron !== "string" || cron.trim() === "")) throw new JobError('"cron" must be a trigger expression');
+  if (cron !== undefined && (typeof cron !== "string" || cron.trim() === ""))
+    throw new JobError('"cron" must be a trigger expression');
   const compress = job.compress;
   if (compress !== undefined && compress !== "gzip") throw new JobError('"compress" must be "gzip" (or left out)');
 
@@ -117,7 +144,8 @@ export function parseSnapshotJobs(value: unknown, config: Config): SnapshotJobs 
   } catch {
     return { jobs, problems: [{ job: "SNAPSHOT_JOBS", message: "SNAPSHOT_JOBS is not valid JSON" }] };
   }
-  if (!Array.isArray(list)) return { jobs, problems: [{ job: "SNAPSHOT_JOBS", message: "SNAPSHOT_JOBS must be a list of jobs" }] };
+  if (!Array.isArray(list))
+    return { jobs, problems: [{ job: "SNAPSHOT_JOBS", message: "SNAPSHOT_JOBS must be a list of jobs" }] };
   const seen = new Set<string>();
   list.forEach((raw, index) => {
     try {
@@ -128,7 +156,10 @@ export function parseSnapshotJobs(value: unknown, config: Config): SnapshotJobs 
       const label = typeof name === "string" ? name : `#${index + 1}`;
       // The parser's sentences ("No resource …") follow a colon, the job's own phrases ("has unknown key …") the name.
       const reason = error.message.replace(/\.$/, "");
-      problems.push({ job: label, message: `Snapshot job ${label}${/^[A-Z]/.test(reason) ? ": " : " "}${reason}; it is skipped.` });
+      problems.push({
+        job: label,
+        message: `Snapshot job ${label}${/^[A-Z]/.test(reason) ? ": " : " "}${reason}; it is skipped.`,
+      });
     }
   });
   return { jobs, problems };

@@ -55,10 +55,15 @@ function fromStored(stored: unknown): Manifest {
  * Read, change, write back only if nobody wrote in between (R2's conditional put), else again: two
  * runs of a job that overlap both end up in the manifest.
  */
-export async function updateManifest(bucket: R2Bucket, job: string, change: (manifest: Manifest) => void): Promise<Manifest> {
+export async function updateManifest(
+  bucket: R2Bucket,
+  job: string,
+  change: (manifest: Manifest) => void,
+): Promise<Manifest> {
   for (let attempt = 0; attempt < 8; attempt++) {
     const object = await bucket.get(manifestKey(job));
-    const manifest: Manifest = object === null ? { job, snapshots: [], last_run: null } : fromStored(await object.json());
+    const manifest: Manifest =
+      object === null ? { job, snapshots: [], last_run: null } : fromStored(await object.json());
     change(manifest);
     const written = await bucket.put(manifestKey(job), JSON.stringify(manifest, null, 2), {
       httpMetadata: { contentType: "application/json; charset=utf-8", cacheControl: "no-cache" },
@@ -80,4 +85,5 @@ export function expired(snapshots: SnapshotEntry[], keep: number): SnapshotEntry
   });
 }
 
-export const newestFirst = (a: SnapshotEntry, b: SnapshotEntry): number => (a.stamp < b.stamp ? 1 : a.stamp > b.stamp ? -1 : 0);
+export const newestFirst = (a: SnapshotEntry, b: SnapshotEntry): number =>
+  a.stamp < b.stamp ? 1 : a.stamp > b.stamp ? -1 : 0;

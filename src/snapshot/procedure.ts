@@ -2,11 +2,28 @@ import { HttpError, PermanentFailure, toHttpError } from "../errors.ts";
 import { log } from "../log/log.ts";
 import type { FormatName } from "../query/formats.ts";
 import { isPermanent, RunCancelled, StepFailed } from "./errors.ts";
-import { abandonFormat, beginFormat, publishFormat, sealFormat, settleRun, writeStep, type FormatRun, type SnapshotDeps } from "./format-steps.ts";
+import {
+  abandonFormat,
+  beginFormat,
+  publishFormat,
+  sealFormat,
+  settleRun,
+  writeStep,
+  type FormatRun,
+  type SnapshotDeps,
+} from "./format-steps.ts";
 import { dueJobs, snapshotJobs, type SnapshotJob } from "./jobs.ts";
 import { datedKey, legacyLatestKey, stamp } from "./keys.ts";
 import { expired, readManifest, updateManifest, type SnapshotEntry } from "./manifest.ts";
-import { claimJob, readRunRecord, releaseJob, updateRunRecord, type FormatState, type RunRecord, type UploadState } from "./run-record.ts";
+import {
+  claimJob,
+  readRunRecord,
+  releaseJob,
+  updateRunRecord,
+  type FormatState,
+  type RunRecord,
+  type UploadState,
+} from "./run-record.ts";
 
 export type { SnapshotDeps } from "./format-steps.ts";
 
@@ -63,14 +80,23 @@ export const inlineRunner: StepRunner = {
  * waits to be tried again), logged when it is not one a caller may read, and thrown again as
  * PermanentFailure (not tried again) or a plain Error, its message redacted either way.
  */
-async function attempt<T>(deps: RunDeps, job: string, instance: string, label: string, tried: number, work: () => Promise<T>): Promise<T> {
+async function attempt<T>(
+  deps: RunDeps,
+  job: string,
+  instance: string,
+  label: string,
+  tried: number,
+  work: () => Promise<T>,
+): Promise<T> {
   try {
     return await work();
   } catch (error) {
     if (error instanceof RunCancelled) throw error;
     const readable = error instanceof HttpError || error instanceof PermanentFailure;
     if (!readable) log({ event: "snapshot_step_error", job, step: label, cause: String(error) }, deps.redact);
-    const message = deps.redact(readable ? error.message : "Internal error while writing the snapshot; the failure was logged.");
+    const message = deps.redact(
+      readable ? error.message : "Internal error while writing the snapshot; the failure was logged.",
+    );
     await updateRunRecord(deps.bucket, job, instance, (record) => {
       record.lastError = `${label}, attempt ${tried}: ${message}`;
     }).catch(() => {});
@@ -82,7 +108,11 @@ async function attempt<T>(deps: RunDeps, job: string, instance: string, label: s
  * What a run for `time` has left to write: formats the manifest lists for it are done. A dated file
  * it does not list is what no run finished (the claim settled any run that ended mid-step): it goes.
  */
-async function formatsDue(job: SnapshotJob, time: string, bucket: R2Bucket): Promise<{ due: FormatName[]; skipped: FormatName[] }> {
+async function formatsDue(
+  job: SnapshotJob,
+  time: string,
+  bucket: R2Bucket,
+): Promise<{ due: FormatName[]; skipped: FormatName[] }> {
   const manifest = await readManifest(bucket, job.name);
   const due: FormatName[] = [];
   const skipped: FormatName[] = [];
@@ -104,11 +134,18 @@ async function formatsDue(job: SnapshotJob, time: string, bucket: R2Bucket): Pro
  * the run in the manifest; delete what is past `keep`; release the job. Deterministic between a
  * Workflow's replays: every clock read and R2 or CKAN call is inside a step.
  */
-export async function runSnapshot(params: RunParams, instance: string, runner: StepRunner, deps: RunDeps): Promise<RunResult> {
+export async function runSnapshot(
+  params: RunParams,
+  instance: string,
+  runner: StepRunner,
+  deps: RunDeps,
+): Promise<RunResult> {
   const result: RunResult = { job: params.job, stamp: params.stamp, status: "ok", written: [], skipped: [] };
   const job = snapshotJobs(deps.config).jobs.find((j) => j.name === params.job);
-  if (job === undefined) return { ...result, status: "failed", error: `no snapshot job is named ${params.job} any more` };
-  const step = <T>(label: string, work: () => Promise<T>): Promise<T> => runner.step(label, (tried) => attempt(deps, job.name, instance, label, tried, work));
+  if (job === undefined)
+    return { ...result, status: "failed", error: `no snapshot job is named ${params.job} any more` };
+  const step = <T>(label: string, work: () => Promise<T>): Promise<T> =>
+    runner.step(label, (tried) => attempt(deps, job.name, instance, label, tried, work));
   /** A step of the run once it holds the job: a run that no longer does (cancelled) stops before it writes. */
   const held = <T>(label: string, work: () => Promise<T>): Promise<T> =>
     step(label, async () => {
@@ -118,18 +155,42 @@ export async function runSnapshot(params: RunParams, instance: string, runner: S
 
   const claim = await step("claim", async () => {
     const now = new Date().toISOString();
-    const record: RunRecord = { instance, job: job.name, stamp: params.stamp, trigger: params.trigger, started: now, updated: now, current: null, done: [], lastError: null };
-    const settle = (dead: RunRecord): Promise<void> => settleRun(dead, job, `run ${dead.instance} ended before it finished; a file it had sealed is kept`, deps);
+    const record: RunRecord = {
+      instance,
+      job: job.name,
+      stamp: params.stamp,
+      trigger: params.trigger,
+      started: now,
+      updated: now,
+      current: null,
+      done: [],
+      lastError: null,
+    };
+    const settle = (dead: RunRecord): Promise<void> =>
+      settleRun(dead, job, `run ${dead.instance} ended before it finished; a file it had sealed is kept`, deps);
     const holder = await claimJob(deps.bucket, record, (held) => deps.isAlive(held), settle);
-    if (holder !== undefined) return { started: now, holder: holder.instance as string | null, due: [] as FormatName[], skipped: [] as FormatName[] };
+    if (holder !== undefined)
+      return {
+        started: now,
+        holder: holder.instance as string | null,
+        due: [] as FormatName[],
+        skipped: [] as FormatName[],
+      };
     // A claim tried again keeps its first try's start.
     const started = (await readRunRecord(deps.bucket, job.name))?.started ?? now;
     return { started, holder: null, ...(await formatsDue(job, params.stamp, deps.bucket)) };
   });
   if (claim.holder !== null) {
     // Never two runs of a job writing at once: this one leaves the job to the run that holds it.
-    log({ event: "snapshot", job: job.name, stamp: params.stamp, status: "skipped", running: claim.holder }, deps.redact);
-    return { ...result, status: "skipped", error: `run ${claim.holder} of this job is still going; this run wrote nothing` };
+    log(
+      { event: "snapshot", job: job.name, stamp: params.stamp, status: "skipped", running: claim.holder },
+      deps.redact,
+    );
+    return {
+      ...result,
+      status: "skipped",
+      error: `run ${claim.holder} of this job is still going; this run wrote nothing`,
+    };
   }
 
   result.skipped = claim.skipped;
@@ -217,10 +278,18 @@ const inlineInstance = (job: string, time: string): string => `${job}-${time}-${
 const INLINE_HOLD_MS = 15 * 60_000;
 
 /** Runs one job now, in this invocation (the cron's, or an operator's without the Workflow). */
-export function runInline(job: SnapshotJob, time: number, trigger: RunParams["trigger"], deps: SnapshotDeps): Promise<RunResult> {
+export function runInline(
+  job: SnapshotJob,
+  time: number,
+  trigger: RunParams["trigger"],
+  deps: SnapshotDeps,
+): Promise<RunResult> {
   const when = stamp(time);
   const isAlive = async (held: RunRecord): Promise<boolean> => Date.now() - Date.parse(held.updated) < INLINE_HOLD_MS;
-  return runSnapshot({ job: job.name, stamp: when, trigger }, inlineInstance(job.name, when), inlineRunner, { ...deps, isAlive });
+  return runSnapshot({ job: job.name, stamp: when, trigger }, inlineInstance(job.name, when), inlineRunner, {
+    ...deps,
+    isAlive,
+  });
 }
 
 /** The cron entry point without the Workflow: every valid job of this trigger, one at a time (each holds a part buffer). */
@@ -230,7 +299,10 @@ export async function runScheduled(cron: string, scheduledTime: number, deps: Sn
     try {
       results.push(await runInline(job, scheduledTime, "cron", deps));
     } catch (error) {
-      log({ event: "snapshot", job: job.name, status: "failed", error: toHttpError(error).message, cause: String(error) }, deps.redact);
+      log(
+        { event: "snapshot", job: job.name, status: "failed", error: toHttpError(error).message, cause: String(error) },
+        deps.redact,
+      );
     }
   }
   return results;

@@ -69,7 +69,10 @@ export async function readRunRecord(bucket: R2Bucket, job: string): Promise<RunR
 }
 
 const write = (bucket: R2Bucket, record: RunRecord, onlyIf: R2Conditional): Promise<R2Object | null> =>
-  bucket.put(runKey(record.job), JSON.stringify(record), { httpMetadata: { contentType: "application/json; charset=utf-8" }, onlyIf });
+  bucket.put(runKey(record.job), JSON.stringify(record), {
+    httpMetadata: { contentType: "application/json; charset=utf-8" },
+    onlyIf,
+  });
 
 /**
  * Takes the job for `record.instance`: free, already its own (a retried step), or held by a run that
@@ -91,14 +94,23 @@ export async function claimJob(
       if (await isAlive(held)) return held;
       await settle(held);
     }
-    const written = await write(bucket, record, object === null ? { etagDoesNotMatch: "*" } : { etagMatches: object.etag });
+    const written = await write(
+      bucket,
+      record,
+      object === null ? { etagDoesNotMatch: "*" } : { etagMatches: object.etag },
+    );
     if (written !== null) return undefined;
   }
   throw new Error(`the run record of ${record.job} kept changing under this run`);
 }
 
 /** The run's state after a step. False, and nothing written, when the run no longer holds the job (cancelled). */
-export async function updateRunRecord(bucket: R2Bucket, job: string, instance: string, change: (record: RunRecord) => void): Promise<boolean> {
+export async function updateRunRecord(
+  bucket: R2Bucket,
+  job: string,
+  instance: string,
+  change: (record: RunRecord) => void,
+): Promise<boolean> {
   for (let attempt = 0; attempt < 8; attempt++) {
     const object = await bucket.get(runKey(job));
     if (object === null) return false;

@@ -53,7 +53,12 @@ async function start(runs: Runs, job: SnapshotJob, time: string, trigger: RunPar
  * scheduled time, so a second trigger of the same time starts nothing. Returns at once; the runs go
  * on in their instances.
  */
-export async function startScheduled(cron: string, scheduledTime: number, deps: { config: Config; redact: Redact }, runs: Runs): Promise<Started[]> {
+export async function startScheduled(
+  cron: string,
+  scheduledTime: number,
+  deps: { config: Config; redact: Redact },
+  runs: Runs,
+): Promise<Started[]> {
   const time = stamp(scheduledTime);
   const started: Started[] = [];
   for (const job of dueJobs(deps.config, cron, deps.redact)) {
@@ -61,8 +66,17 @@ export async function startScheduled(cron: string, scheduledTime: number, deps: 
       started.push(await start(runs, job, time, "cron"));
     } catch (error) {
       const message = deps.redact(toHttpError(error).message);
-      log({ event: "snapshot", job: job.name, stamp: time, status: "failed", error: message, cause: String(error) }, deps.redact);
-      started.push({ job: job.name, stamp: time, instance: instanceId(job.name, time), started: false, error: message });
+      log(
+        { event: "snapshot", job: job.name, stamp: time, status: "failed", error: message, cause: String(error) },
+        deps.redact,
+      );
+      started.push({
+        job: job.name,
+        stamp: time,
+        instance: instanceId(job.name, time),
+        started: false,
+        error: message,
+      });
     }
   }
   return started;
@@ -97,7 +111,12 @@ export async function runningRun(job: string, bucket: R2Bucket, runs: Runs): Pro
 }
 
 /** POST /snapshots/<name>/run: the run already in progress (never two at once), or the one started for now. */
-export async function startRunNow(job: SnapshotJob, now: number, bucket: R2Bucket, runs: Runs): Promise<{ running: RunView } | Started> {
+export async function startRunNow(
+  job: SnapshotJob,
+  now: number,
+  bucket: R2Bucket,
+  runs: Runs,
+): Promise<{ running: RunView } | Started> {
   const running = await runningRun(job.name, bucket, runs);
   if (running !== undefined) return { running };
   return start(runs, job, stamp(now), "admin");
@@ -111,12 +130,23 @@ export async function startRunNow(job: SnapshotJob, now: number, bucket: R2Bucke
  * completes with `status: "cancelled"`). It is not terminated: a step cut off mid-call is what a
  * cancel is there to avoid, and a late writer cleans up after itself (see writeStep).
  */
-export async function cancelRun(job: SnapshotJob, bucket: R2Bucket, runs: Runs): Promise<{ cancelled: string; job: string; stamp: string }> {
+export async function cancelRun(
+  job: SnapshotJob,
+  bucket: R2Bucket,
+  runs: Runs,
+): Promise<{ cancelled: string; job: string; stamp: string }> {
   const record = await readRunRecord(bucket, job.name);
   if (record === undefined) throw new HttpError(404, `No run of ${job.name} is in progress.`);
   const alive = await isAlive(runs, record.instance);
   // A run whose instance ended mid-step (terminated, lost) is settled now rather than by the next run.
-  await settleRun(record, job, alive ? "cancelled by an operator" : `run ${record.instance} ended before it finished; a file it had sealed is kept`, { bucket });
+  await settleRun(
+    record,
+    job,
+    alive
+      ? "cancelled by an operator"
+      : `run ${record.instance} ended before it finished; a file it had sealed is kept`,
+    { bucket },
+  );
   await releaseJob(bucket, job.name, record.instance);
   if (!alive) throw new HttpError(404, `No run of ${job.name} is in progress.`);
   return { cancelled: record.instance, job: job.name, stamp: record.stamp };

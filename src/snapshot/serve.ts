@@ -18,7 +18,8 @@ export function bucketOf(bucket: R2Bucket | undefined): R2Bucket {
 
 export function findJob(config: Config, name: string): SnapshotJob {
   const job = snapshotJobs(config).jobs.find((j) => j.name === name);
-  if (job === undefined) throw new HttpError(404, `No snapshot job is named "${name.slice(0, 64)}". GET /snapshots lists them.`);
+  if (job === undefined)
+    throw new HttpError(404, `No snapshot job is named "${name.slice(0, 64)}". GET /snapshots lists them.`);
   return job;
 }
 
@@ -26,7 +27,12 @@ export function findJob(config: Config, name: string): SnapshotJob {
  * GET /snapshots: every job, its latest snapshot per format with links, and the jobs that were
  * skipped; with the snapshot Workflow bound (`runs`), each job's run in progress too (`running`).
  */
-export async function listSnapshots(config: Config, bucket: R2Bucket, link: (path: string) => Promise<string>, runs?: Runs) {
+export async function listSnapshots(
+  config: Config,
+  bucket: R2Bucket,
+  link: (path: string) => Promise<string>,
+  runs?: Runs,
+) {
   const jobs = await Promise.all(
     snapshotJobs(config).jobs.map(async (job) => {
       const manifest = await readManifest(bucket, job.name);
@@ -44,7 +50,8 @@ export async function listSnapshots(config: Config, bucket: R2Bucket, link: (pat
           dated_url: await link(`/snapshots/${job.name}/${entry.stamp}.${FORMATS[format].extension}`),
         };
       }
-      const running: RunView | null | undefined = runs === undefined ? undefined : ((await runningRun(job.name, bucket, runs)) ?? null);
+      const running: RunView | null | undefined =
+        runs === undefined ? undefined : ((await runningRun(job.name, bucket, runs)) ?? null);
       return {
         name: job.name,
         cron: job.cron ?? null,
@@ -83,5 +90,8 @@ export async function snapshotObject(job: SnapshotJob, fileName: string, bucket:
   if (file.kind === "dated") return { key: datedKey(job.name, file.stamp, file.format) };
   const newest = (await readManifest(bucket, job.name)).snapshots.find((s) => s.format === file.format);
   if (newest === undefined) throw notFound;
-  return { key: newest.key, latest: { format: file.format, filename: `${job.name}.${FORMATS[file.format].extension}` } };
+  return {
+    key: newest.key,
+    latest: { format: file.format, filename: `${job.name}.${FORMATS[file.format].extension}` },
+  };
 }

@@ -15,7 +15,9 @@ describe("a snapshot file's upload", () => {
     const error = await upload.part(new Uint8Array(5 * MiB)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TooManyParts);
     expect(isPermanent(error)).toBe(true);
-    expect((error as Error).message).toMatch(/larger than 10000 parts of 5242880 bytes \(SNAPSHOT_PART_BYTES\): raise SNAPSHOT_PART_BYTES/);
+    expect((error as Error).message).toMatch(
+      /larger than 10000 parts of 5242880 bytes \(SNAPSHOT_PART_BYTES\): raise SNAPSHOT_PART_BYTES/,
+    );
     await SnapshotUpload.abort(bucket, target, begun.id);
     expect((await bucket.list({ prefix: "limits/" })).objects).toEqual([]);
   });
@@ -26,7 +28,11 @@ describe("a snapshot file's upload", () => {
     const bytes = new Uint8Array(12 * MiB + 123).map((_, i) => (i * 7) & 255);
     const parts: typeof state.newParts = [];
     // Three steps, each a fresh upload object from the state the last one handed on (carry included).
-    for (const [n, [from, to]] of [[0, 4 * MiB + 1], [4 * MiB + 1, 9 * MiB], [9 * MiB, bytes.length]].entries()) {
+    for (const [n, [from, to]] of [
+      [0, 4 * MiB + 1],
+      [4 * MiB + 1, 9 * MiB],
+      [9 * MiB, bytes.length],
+    ].entries()) {
       const upload = await SnapshotUpload.open(bucket, target, state, 5 * MiB);
       await upload.part(bytes.slice(from, to));
       state = await upload.carry(n + 1, to === bytes.length);
@@ -34,7 +40,9 @@ describe("a snapshot file's upload", () => {
     }
     await SnapshotUpload.seal(bucket, state, parts, bytes.length, {});
     const stored = new Uint8Array(await (await bucket.get(state.key))!.arrayBuffer());
-    const want = [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    const want = [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))]
+      .map((b) => b.toString(16).padStart(2, "0"))
+      .join("");
     expect(stored).toEqual(bytes);
     expect(SnapshotUpload.sha256(state)).toBe(want);
     await bucket.delete(state.key);

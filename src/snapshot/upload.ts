@@ -37,7 +37,13 @@ export class SnapshotUpload {
   readonly #newParts: UploadState["newParts"] = [];
   #parts: number;
 
-  private constructor(bucket: R2Bucket, target: Target, state: UploadState, partBytes: number, carried: Uint8Array | undefined) {
+  private constructor(
+    bucket: R2Bucket,
+    target: Target,
+    state: UploadState,
+    partBytes: number,
+    carried: Uint8Array | undefined,
+  ) {
     this.#bucket = bucket;
     this.#target = target;
     this.#state = state;
@@ -58,9 +64,15 @@ export class SnapshotUpload {
     let carried: Uint8Array | undefined;
     if (state.carry !== null) {
       const object = await bucket.get(state.carry.key);
-      if (object === null) throw new CarryLost(`The bytes carried over to this step (${state.carry.key}) are missing; the next run starts again.`);
+      if (object === null)
+        throw new CarryLost(
+          `The bytes carried over to this step (${state.carry.key}) are missing; the next run starts again.`,
+        );
       carried = new Uint8Array(await object.arrayBuffer());
-      if (carried.byteLength !== state.carry.bytes) throw new CarryLost(`The bytes carried over to this step are ${carried.byteLength}, not ${state.carry.bytes}; the next run starts again.`);
+      if (carried.byteLength !== state.carry.bytes)
+        throw new CarryLost(
+          `The bytes carried over to this step are ${carried.byteLength}, not ${state.carry.bytes}; the next run starts again.`,
+        );
     }
     return new SnapshotUpload(bucket, target, state, partBytes, carried);
   }
@@ -81,17 +93,23 @@ export class SnapshotUpload {
     if (ended) {
       if (held.byteLength > 0) await this.#buffer.flush((last) => this.#upload(last));
     } else if (held.byteLength > 0) {
-      carry = { key: carryKey(this.#target.job, this.#target.stamp, this.#target.format, step), bytes: held.byteLength };
+      carry = {
+        key: carryKey(this.#target.job, this.#target.stamp, this.#target.format, step),
+        bytes: held.byteLength,
+      };
       await this.#bucket.put(carry.key, held);
     }
     // The step before the last is done for good: its carried bytes are read by nobody any more.
-    if (step > 2) await this.#bucket.delete(carryKey(this.#target.job, this.#target.stamp, this.#target.format, step - 2));
+    if (step > 2)
+      await this.#bucket.delete(carryKey(this.#target.job, this.#target.stamp, this.#target.format, step - 2));
     return { ...this.#state, parts: this.#parts, newParts: this.#newParts, hash: this.#hash.save(), carry };
   }
 
   async #upload(bytes: Uint8Array): Promise<void> {
     if (this.#parts >= MAX_PARTS) throw new TooManyParts(MAX_PARTS, this.#partBytes);
-    const uploaded = await this.#bucket.resumeMultipartUpload(this.#state.key, this.#state.id).uploadPart(this.#parts + 1, bytes);
+    const uploaded = await this.#bucket
+      .resumeMultipartUpload(this.#state.key, this.#state.id)
+      .uploadPart(this.#parts + 1, bytes);
     this.#newParts.push({ partNumber: uploaded.partNumber, etag: uploaded.etag });
     this.#parts++;
   }
@@ -105,15 +123,25 @@ export class SnapshotUpload {
    * The upload completed at the dated key: the file appears whole. Run again after it succeeded (a
    * retried step), it finds the file there and does nothing. `bytes`: what the steps wrote, checked.
    */
-  static async seal(bucket: R2Bucket, state: UploadState, parts: UploadState["newParts"], bytes: number, options: R2MultipartOptions): Promise<void> {
+  static async seal(
+    bucket: R2Bucket,
+    state: UploadState,
+    parts: UploadState["newParts"],
+    bytes: number,
+    options: R2MultipartOptions,
+  ): Promise<void> {
     let object = await bucket.head(state.key);
     if (object === null && parts.length === 0) {
       // An empty file has no part to complete an upload with.
-      await bucket.resumeMultipartUpload(state.key, state.id).abort().catch(() => {});
+      await bucket
+        .resumeMultipartUpload(state.key, state.id)
+        .abort()
+        .catch(() => {});
       object = await bucket.put(state.key, new Uint8Array(0), options);
     }
     if (object === null) object = await bucket.resumeMultipartUpload(state.key, state.id).complete(parts);
-    if (object.size !== bytes) throw new Error(`the sealed snapshot ${state.key} holds ${object.size} bytes, not the ${bytes} written`);
+    if (object.size !== bytes)
+      throw new Error(`the sealed snapshot ${state.key} holds ${object.size} bytes, not the ${bytes} written`);
   }
 
   /** The sealed file in the manifest, newest first: it is `latest` of its format from now on. Its staging objects go. */
@@ -131,7 +159,11 @@ export class SnapshotUpload {
    */
   static async abort(bucket: R2Bucket, target: Target, uploadId: string | null): Promise<void> {
     const key = datedKey(target.job, target.stamp, target.format);
-    if (uploadId !== null) await bucket.resumeMultipartUpload(key, uploadId).abort().catch(() => {});
+    if (uploadId !== null)
+      await bucket
+        .resumeMultipartUpload(key, uploadId)
+        .abort()
+        .catch(() => {});
     if ((await bucket.head(key)) !== null) {
       const manifest = await readManifest(bucket, target.job);
       if (!manifest.snapshots.some((s) => s.key === key)) await bucket.delete(key);

@@ -39,7 +39,8 @@ export function workflowRunner(step: WorkflowStep): StepRunner {
           try {
             outcome = { ok: true, value: await work(tried) };
           } catch (error) {
-            const failure = error instanceof RunCancelled ? "cancelled" : error instanceof PermanentFailure ? "permanent" : "retry";
+            const failure =
+              error instanceof RunCancelled ? "cancelled" : error instanceof PermanentFailure ? "permanent" : "retry";
             outcome = { ok: false, failure, message: error instanceof Error ? error.message : String(error) };
           }
           return JSON.stringify(outcome);
@@ -83,12 +84,20 @@ export async function statusOf(runs: Runs, instance: string): Promise<string> {
 }
 
 /** Whether a Workflow instance may still write: one that cannot be told ended is taken as alive. */
-export const isAlive = async (runs: Runs, instance: string): Promise<boolean> => !hasEnded(await statusOf(runs, instance));
+export const isAlive = async (runs: Runs, instance: string): Promise<boolean> =>
+  !hasEnded(await statusOf(runs, instance));
 
 /** The snapshot deps of a deployed worker with the Workflow bound: its bindings and settings, CKAN over `upstreamFetch`. */
 export function runDeps(env: Env, upstreamFetch: UpstreamFetch): RunDeps & { runs: Runs } {
   if (env.SNAPSHOTS === undefined) throw bindingError("SNAPSHOTS", "the R2 bucket", "[[r2_buckets]]");
   if (env.SNAPSHOT_RUNS === undefined) throw bindingError("SNAPSHOT_RUNS", "the Workflow", "[[workflows]]");
   const runs = env.SNAPSHOT_RUNS as Runs;
-  return { bucket: env.SNAPSHOTS, config: configFor(env), upstreamFetch, redact: redactor(env), runs, isAlive: (held) => isAlive(runs, held.instance) };
+  return {
+    bucket: env.SNAPSHOTS,
+    config: configFor(env),
+    upstreamFetch,
+    redact: redactor(env),
+    runs,
+    isAlive: (held) => isAlive(runs, held.instance),
+  };
 }

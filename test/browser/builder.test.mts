@@ -8,7 +8,15 @@ import Papa from "papaparse";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
-import { cleanUp, findBrowser, launchChromium, NO_BROWSER, settledPreview, startWorker, type WorkerProcess } from "./harness.mts";
+import {
+  cleanUp,
+  findBrowser,
+  launchChromium,
+  NO_BROWSER,
+  settledPreview,
+  startWorker,
+  type WorkerProcess,
+} from "./harness.mts";
 
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const ADMIN = "builder-admin-token";
@@ -33,7 +41,10 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       startWorker({ vars: { ...vars, MAX_ROWS: "10000" } }),
       startWorker({ vars: { ...vars, LINK_SIGNING_KEY: "builder-signing-key-0123456789abcdef", ADMIN_TOKEN: ADMIN } }),
     ]);
-    cleanups.push(() => worker.stop(), () => signing.stop());
+    cleanups.push(
+      () => worker.stop(),
+      () => signing.stop(),
+    );
     mkdirSync(ARTIFACTS, { recursive: true });
   }, 180_000);
 
@@ -49,7 +60,14 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     await page.click("#add-filter");
     await page.selectOption("#filter-0-column", "category");
     // category has five values: the page offers them as a list.
-    expect(await page.$$eval("#filter-0-value option", (options) => options.map((o) => o.textContent))).toEqual(["Value…", "alpha", "beta", "delta", "epsilon", "gamma"]);
+    expect(await page.$$eval("#filter-0-value option", (options) => options.map((o) => o.textContent))).toEqual([
+      "Value…",
+      "alpha",
+      "beta",
+      "delta",
+      "epsilon",
+      "gamma",
+    ]);
     await page.selectOption("#filter-0-value", "beta");
     await page.fill("#limit", "300");
     await settledPreview(page);
@@ -67,19 +85,32 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       const link = await page.inputValue("#link");
       expect(link).toBe(`${worker.url}${direct}`);
 
-      const json = await fetch(`${worker.url}/export.json?resource=sample&fields=id,name&filter.category=beta&limit=20`);
+      const json = await fetch(
+        `${worker.url}/export.json?resource=sample&fields=id,name&filter.category=beta&limit=20`,
+      );
       const expectedRows = (await json.json()) as Array<{ id: number; name: string | null }>;
       const total = Number(json.headers.get("x-total-count"));
       expect(total).toBeGreaterThan(15_000);
       expect(await page.getAttribute("#count", "data-total")).toBe(String(total));
       expect(await page.textContent("#count")).toBe(`${total.toLocaleString("en")} matching rows`);
       // Headed with the names the picker shows (the data dictionary's labels), the ids on hover.
-      expect(await page.$$eval("#preview thead th", (ths) => ths.map((th) => [th.textContent, th.getAttribute("title")]))).toEqual([["Grant number", "id"], ["Recipient", "name"]]);
-      const shown = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+      expect(
+        await page.$$eval("#preview thead th", (ths) => ths.map((th) => [th.textContent, th.getAttribute("title")])),
+      ).toEqual([
+        ["Grant number", "id"],
+        ["Recipient", "name"],
+      ]);
+      const shown = await page.$$eval("#preview tbody tr", (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)),
+      );
       expect(shown).toEqual(expectedRows.map((row) => [String(row.id), row.name ?? ""]));
 
       await page.screenshot({ path: `${ARTIFACTS}builder-desktop.png`, fullPage: true });
-      await page.screenshot({ path: `${ARTIFACTS}builder-desktop-top.png`, clip: { x: 0, y: 0, width: 1280, height: 1720 }, fullPage: true });
+      await page.screenshot({
+        path: `${ARTIFACTS}builder-desktop-top.png`,
+        clip: { x: 0, y: 0, width: 1280, height: 1720 },
+        fullPage: true,
+      });
 
       await page.click('button[data-copy="link"]');
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
@@ -106,12 +137,18 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       await page.selectOption("#delimiter", ";");
       // A warning (Sheets will not split the rows) looks like one; a note (UTF-8) looks like a note.
       const sheets = page.locator("#snippets .snippet", { has: page.locator("#snippet-sheets") });
-      expect(await sheets.locator(".warning").textContent()).toContain('Google Sheets reads only "," or tab-separated data');
+      expect(await sheets.locator(".warning").textContent()).toContain(
+        'Google Sheets reads only "," or tab-separated data',
+      );
       expect(await sheets.locator(".note").count()).toBe(0);
       const excel = page.locator("#snippets .snippet", { has: page.locator("#snippet-excel") });
       expect(await excel.locator(".note").textContent()).toBe("Encoding 65001 is UTF-8: accents arrive intact.");
       expect(await page.textContent("#snippet-excel")).toContain('Delimiter=";", Encoding=65001');
-      const look = (selector: string) => page.$eval(selector, (e) => ({ color: getComputedStyle(e).color, background: getComputedStyle(e).backgroundColor }));
+      const look = (selector: string) =>
+        page.$eval(selector, (e) => ({
+          color: getComputedStyle(e).color,
+          background: getComputedStyle(e).backgroundColor,
+        }));
       const [warning, note] = [await look("#snippets .warning"), await look("#snippets .note")];
       expect(warning.color).not.toBe(note.color);
       expect(warning.background).not.toBe(note.background);
@@ -126,9 +163,14 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(await page.textContent("#link-warnings")).toBe(unlimited);
       expect(await page.textContent("#warnings")).toBe(unlimited);
       expect((await fetch(await page.inputValue("#link"))).status).toBe(400);
-      for (const [limit, shown] of [["20000", "20,000"], ["99999999999999999999", "99,999,999,999,999,999,999"]] as const) {
+      for (const [limit, shown] of [
+        ["20000", "20,000"],
+        ["99999999999999999999", "99,999,999,999,999,999,999"],
+      ] as const) {
         await page.fill("#limit", limit);
-        expect(await page.textContent("#link-warnings")).toBe(`The link asks for up to ${shown} rows, but this worker exports at most 10,000 rows at once: the link would answer 400. Set a limit of 10000 or less, and export the rest in parts with offset.`);
+        expect(await page.textContent("#link-warnings")).toBe(
+          `The link asks for up to ${shown} rows, but this worker exports at most 10,000 rows at once: the link would answer 400. Set a limit of 10000 or less, and export the rest in parts with offset.`,
+        );
         expect(await page.getAttribute("#link", "aria-invalid")).toBe("true");
         const refused = await fetch(await page.inputValue("#link"));
         expect(refused.status).toBe(400);
@@ -201,12 +243,24 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(await page.isDisabled("#sort-direction")).toBe(true);
       await page.selectOption("#sort-column", "amount");
       // Descending means the largest values first: empty ones last, unless asked otherwise; the page says which.
-      expect(await page.$$eval("#sort-direction option", (options) => options.map((o) => [o.getAttribute("value"), o.textContent]))).toEqual([["", "ascending"], ["desc nulls last", "descending, empty last"], ["desc", "descending, empty first"]]);
+      expect(
+        await page.$$eval("#sort-direction option", (options) =>
+          options.map((o) => [o.getAttribute("value"), o.textContent]),
+        ),
+      ).toEqual([
+        ["", "ascending"],
+        ["desc nulls last", "descending, empty last"],
+        ["desc", "descending, empty first"],
+      ]);
       await page.selectOption("#sort-direction", "desc");
-      expect(await page.textContent("#sort-note")).toBe("Descending with empty values first (PostgreSQL's order): rows whose Amount (CAD) is empty come before the largest values.");
+      expect(await page.textContent("#sort-note")).toBe(
+        "Descending with empty values first (PostgreSQL's order): rows whose Amount (CAD) is empty come before the largest values.",
+      );
       expect(new URL(await page.inputValue("#link")).searchParams.get("sort")).toBe("amount desc");
       await page.selectOption("#sort-direction", "desc nulls last");
-      expect(await page.textContent("#sort-note")).toBe("Descending with empty values last (sort=… desc nulls last): the largest Amount (CAD) first, rows where it is empty at the end.");
+      expect(await page.textContent("#sort-note")).toBe(
+        "Descending with empty values last (sort=… desc nulls last): the largest Amount (CAD) first, rows where it is empty at the end.",
+      );
       expect(await page.isVisible("#sort-note")).toBe(true);
       expect(new URL(await page.inputValue("#link")).searchParams.get("sort")).toBe("amount desc nulls last");
 
@@ -233,7 +287,10 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
         snippets: document.querySelectorAll("#snippets pre, #snippets button").length,
         rows: document.querySelectorAll("#preview tbody tr").length,
         columns: document.querySelectorAll("#columns li").length,
-        sort: [(document.getElementById("sort-column") as HTMLSelectElement).value, (document.getElementById("sort-direction") as HTMLSelectElement).value],
+        sort: [
+          (document.getElementById("sort-column") as HTMLSelectElement).value,
+          (document.getElementById("sort-direction") as HTMLSelectElement).value,
+        ],
       }));
       expect(loading).toEqual({
         link: "",
@@ -278,12 +335,23 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       await settledPreview(page);
       const link = new URL(await page.inputValue("#link"));
       expect(link.searchParams.get("sort")).toBe("amount desc nulls last");
-      const amounts = await page.$$eval("#preview tbody tr", (trs) => trs.map((tr) => tr.querySelectorAll("td")[2]?.textContent ?? ""));
+      const amounts = await page.$$eval("#preview tbody tr", (trs) =>
+        trs.map((tr) => tr.querySelectorAll("td")[2]?.textContent ?? ""),
+      );
       expect(amounts).toHaveLength(20);
       expect(amounts.filter((a) => a === "")).toEqual([]);
       expect(amounts.map(Number)).toEqual(amounts.map(Number).sort((a, b) => b - a));
       // The same first rows as the worker's own export of that link.
-      const csv = Papa.parse<string[]>((await (await fetch(`${link.origin}/export.csv?resource=sample&fields=id,name,amount&filter.category=beta&sort=amount desc nulls last&limit=20`)).text()).trimEnd(), { newline: "\r\n" }).data;
+      const csv = Papa.parse<string[]>(
+        (
+          await (
+            await fetch(
+              `${link.origin}/export.csv?resource=sample&fields=id,name,amount&filter.category=beta&sort=amount desc nulls last&limit=20`,
+            )
+          ).text()
+        ).trimEnd(),
+        { newline: "\r\n" },
+      ).data;
       expect(amounts).toEqual(csv.slice(1).map((row) => row[2]));
     } finally {
       await page.close();
@@ -294,11 +362,16 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     try {
       await build(page);
-      const formats = await page.$$eval("#formats label", (labels) => labels.map((l) => ({ text: l.textContent, top: Math.round(l.getBoundingClientRect().top) })));
+      const formats = await page.$$eval("#formats label", (labels) =>
+        labels.map((l) => ({ text: l.textContent, top: Math.round(l.getBoundingClientRect().top) })),
+      );
       expect(formats.map((f) => f.text)).toEqual(["CSV", "TSV", "XLSX", "JSON", "NDJSON", "Parquet"]);
       expect(new Set(formats.map((f) => f.top)).size, "format labels on more than one line").toBe(1);
 
-      const open = () => page.$$eval("#snippets details", (all) => all.filter((d) => (d as HTMLDetailsElement).open).map((d) => (d as HTMLElement).dataset.tool));
+      const open = () =>
+        page.$$eval("#snippets details", (all) =>
+          all.filter((d) => (d as HTMLDetailsElement).open).map((d) => (d as HTMLElement).dataset.tool),
+        );
       expect(await open()).toEqual(["sheets"]);
       expect(await page.isVisible("#snippet-sheets")).toBe(true);
       expect(await page.isVisible("#snippet-pandas")).toBe(false);
@@ -317,7 +390,12 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
   });
 
   it("reads well on a phone", async () => {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    const context = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+    });
     const page = await context.newPage();
     try {
       await build(page);
@@ -345,17 +423,38 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
         return out;
       });
       expect(broken, "words broken mid-word").toEqual([]);
-      expect(await page.$$eval("#columns .type", (types) => types.map((t) => t.textContent).sort())).toEqual(["bool", "float8", "int4", "numeric", "text", "text", "text", "text", "timestamp"]);
+      expect(await page.$$eval("#columns .type", (types) => types.map((t) => t.textContent).sort())).toEqual([
+        "bool",
+        "float8",
+        "int4",
+        "numeric",
+        "text",
+        "text",
+        "text",
+        "text",
+        "timestamp",
+      ]);
       // The column list is part of the page, not a scroll box inside it: every column in view by scrolling the page.
-      const list = await page.$eval("#columns", (e) => ({ overflow: getComputedStyle(e).overflowY, scroll: e.scrollHeight, client: e.clientHeight }));
+      const list = await page.$eval("#columns", (e) => ({
+        overflow: getComputedStyle(e).overflowY,
+        scroll: e.scrollHeight,
+        client: e.clientHeight,
+      }));
       expect(list.overflow).toBe("visible");
       expect(list.scroll).toBeLessThanOrEqual(list.client);
       // The preview's headings fit their cells.
-      const cut = await page.$$eval("#preview th", (ths) => ths.filter((th) => th.scrollWidth > th.clientWidth).map((th) => th.textContent));
+      const cut = await page.$$eval("#preview th", (ths) =>
+        ths.filter((th) => th.scrollWidth > th.clientWidth).map((th) => th.textContent),
+      );
       expect(cut, "preview headings cut").toEqual([]);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       // The whole link is in view: wrapped inside its box, nothing scrolled away either way.
-      const link = await page.$eval("#link", (e) => ({ text: (e as HTMLTextAreaElement).value, width: [e.scrollWidth, e.clientWidth], height: [e.scrollHeight, e.clientHeight], right: e.getBoundingClientRect().right }));
+      const link = await page.$eval("#link", (e) => ({
+        text: (e as HTMLTextAreaElement).value,
+        width: [e.scrollWidth, e.clientWidth],
+        height: [e.scrollHeight, e.clientHeight],
+        right: e.getBoundingClientRect().right,
+      }));
       expect(link.text.length).toBeGreaterThan(80);
       expect(link.width[0]).toBeLessThanOrEqual(link.width[1]!);
       expect(link.height[0]).toBeLessThanOrEqual(link.height[1]!);
@@ -406,7 +505,9 @@ describe.skipIf(skip)("the link-builder page, in headless Chromium", () => {
       expect(await page.textContent("#count")).toBe("5 groups");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
       await page.click("#sign");
-      await page.waitForFunction(() => (document.getElementById("link") as HTMLInputElement).value.includes("/aggregate.csv?"));
+      await page.waitForFunction(() =>
+        (document.getElementById("link") as HTMLInputElement).value.includes("/aggregate.csv?"),
+      );
       const summary = await fetch(await page.inputValue("#link"));
       expect(summary.status).toBe(200);
       expect((await summary.text()).split("\r\n")[0]).toBe("category,count");

@@ -5,7 +5,16 @@ import type { Browser, ConsoleMessage } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
 import { EMULATOR_RESOURCES } from "../../emulator/index.ts";
-import { cleanUp, findBrowser, launchChromium, NO_BROWSER, servePage, startWorker, type Site, type WorkerProcess } from "./harness.mts";
+import {
+  cleanUp,
+  findBrowser,
+  launchChromium,
+  NO_BROWSER,
+  servePage,
+  startWorker,
+  type Site,
+  type WorkerProcess,
+} from "./harness.mts";
 
 const EXPORT_PATH = "/export.json?resource=sample&limit=5&fields=id,name";
 
@@ -114,7 +123,9 @@ describe.skipIf(skip)("CORS for dashboards, in headless Chromium", () => {
       return {
         status: (await page.textContent("#status")) ?? "",
         total: (await page.textContent("#total")) ?? "",
-        rows: await page.$$eval("#rows tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? ""))),
+        rows: await page.$$eval("#rows tbody tr", (trs) =>
+          trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+        ),
         console: messages,
       };
     } finally {

@@ -100,7 +100,11 @@ export async function launchChromium(): Promise<Browser> {
 export async function cleanUp(cleanups: Array<() => Promise<unknown>>): Promise<void> {
   const results = await Promise.allSettled(cleanups.reverse().map((cleanup) => cleanup()));
   const failed = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
-  if (failed.length > 0) throw new AggregateError(failed.map((result) => result.reason), "clean-up failed");
+  if (failed.length > 0)
+    throw new AggregateError(
+      failed.map((result) => result.reason),
+      "clean-up failed",
+    );
 }
 
 /**
@@ -110,8 +114,12 @@ export async function cleanUp(cleanups: Array<() => Promise<unknown>>): Promise<
  * this one is.
  */
 export async function settledPreview(page: Page): Promise<void> {
-  await page.waitForFunction(() => {
-    const state = document.getElementById("count")?.dataset.state;
-    return state === "done" || state === "failed";
-  }, undefined, { timeout: 30_000 });
+  await page.waitForFunction(
+    () => {
+      const state = document.getElementById("count")?.dataset.state;
+      return state === "done" || state === "failed";
+    },
+    undefined,
+    { timeout: 30_000 },
+  );
 }

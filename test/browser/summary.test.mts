@@ -8,7 +8,15 @@ import Papa from "papaparse";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulatorServer } from "../../emulator/server.ts";
-import { cleanUp, findBrowser, launchChromium, NO_BROWSER, settledPreview, startWorker, type WorkerProcess } from "./harness.mts";
+import {
+  cleanUp,
+  findBrowser,
+  launchChromium,
+  NO_BROWSER,
+  settledPreview,
+  startWorker,
+  type WorkerProcess,
+} from "./harness.mts";
 
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
 const skip = findBrowser() === undefined && process.env.CI !== "true";
@@ -54,7 +62,9 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
   const table = (page: Page) =>
     page.$$eval("#preview", ([t]) => ({
       head: [...t!.querySelectorAll("thead th")].map((th) => [th.textContent, th.getAttribute("title")]),
-      rows: [...t!.querySelectorAll("tbody tr")].map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+      rows: [...t!.querySelectorAll("tbody tr")].map((tr) =>
+        [...tr.querySelectorAll("td")].map((td) => td.textContent ?? ""),
+      ),
     }));
 
   it("groups the grants by program, top 3 by the sum of amounts: link, table and bars are /aggregate's answer", async () => {
@@ -67,7 +77,9 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await page.selectOption("#summary-direction", "desc");
       await page.fill("#summary-limit", "3");
       await settledPreview(page);
-      expect(await page.textContent("#summary-sort-note")).toBe("Descending puts groups whose Amount (CAD) (sum) is empty first (PostgreSQL's order); a filter on the column leaves those rows out.");
+      expect(await page.textContent("#summary-sort-note")).toBe(
+        "Descending puts groups whose Amount (CAD) (sum) is empty first (PostgreSQL's order); a filter on the column leaves those rows out.",
+      );
 
       const query = "resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc&limit=3";
       const link = await page.inputValue("#link");
@@ -76,22 +88,45 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       expect(expected[0]).toEqual(["category", "count", "sum(amount)"]);
       expect(expected).toHaveLength(4);
       // Each group's sum to the last digit, as the CSV writes it; headed by the picker's labels, names on hover.
-      expect(await table(page)).toEqual({ head: [["Program", "category"], ["count", null], ["Amount (CAD) (sum)", "sum(amount)"]], rows: expected.slice(1) });
-      const groups = (await fetch(`${worker.url}/aggregate.json?resource=sample&group_by=category`)).headers.get("x-total-count");
+      expect(await table(page)).toEqual({
+        head: [
+          ["Program", "category"],
+          ["count", null],
+          ["Amount (CAD) (sum)", "sum(amount)"],
+        ],
+        rows: expected.slice(1),
+      });
+      const groups = (await fetch(`${worker.url}/aggregate.json?resource=sample&group_by=category`)).headers.get(
+        "x-total-count",
+      );
       expect(groups).toBe("5");
       expect(await page.textContent("#count")).toBe("top 3 of 5 groups");
 
       // One bar per group for the first measure (count), as long as its value says.
-      const bars = await page.$$eval("#chart svg[data-kind=bar] rect.bar", (rects) => rects.map((r) => ({ value: r.getAttribute("data-value"), width: Number(r.getAttribute("width")) })));
+      const bars = await page.$$eval("#chart svg[data-kind=bar] rect.bar", (rects) =>
+        rects.map((r) => ({ value: r.getAttribute("data-value"), width: Number(r.getAttribute("width")) })),
+      );
       expect(bars.map((b) => b.value)).toEqual(expected.slice(1).map((row) => row[1]));
-      for (const bar of bars) expect(bar.width / bars[0]!.width).toBeCloseTo(Number(bar.value) / Number(bars[0]!.value), 2);
+      for (const bar of bars)
+        expect(bar.width / bars[0]!.width).toBeCloseTo(Number(bar.value) / Number(bars[0]!.value), 2);
       // Labelled with their program (the text beside the bar, not its tooltip).
-      const labels = await page.$$eval("#chart svg[data-kind=bar] text.label", (texts) => texts.map((t) => [...t.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join("")));
+      const labels = await page.$$eval("#chart svg[data-kind=bar] text.label", (texts) =>
+        texts.map((t) =>
+          [...t.childNodes]
+            .filter((n) => n.nodeType === Node.TEXT_NODE)
+            .map((n) => n.textContent)
+            .join(""),
+        ),
+      );
       expect(labels).toEqual(expected.slice(1).map((row) => row[0]));
       // Charting the sums instead: the bars carry the sums' exact text.
       await page.selectOption("#chart-measure", "sum(amount)");
-      expect(await page.$$eval("#chart rect.bar", (rects) => rects.map((r) => r.getAttribute("data-value")))).toEqual(expected.slice(1).map((row) => row[2]));
-      await page.locator('section[aria-labelledby="preview-title"]').screenshot({ path: `${ARTIFACTS}summary-bars.png` });
+      expect(await page.$$eval("#chart rect.bar", (rects) => rects.map((r) => r.getAttribute("data-value")))).toEqual(
+        expected.slice(1).map((row) => row[2]),
+      );
+      await page
+        .locator('section[aria-labelledby="preview-title"]')
+        .screenshot({ path: `${ARTIFACTS}summary-bars.png` });
 
       // The snippets read the link: Sheets and pandas the CSV; Grafana, Vega-Lite and Plot the JSON.
       expect(await page.textContent("#snippet-sheets")).toBe(`=IMPORTDATA("${link}")`);
@@ -117,9 +152,13 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       expect(vega.mark).toBe("bar");
       expect(vega.encoding.y.field).toBe("category");
       expect(vega.encoding.x.field).toBe("count");
-      expect(await page.textContent("#snippet-plot")).toContain(`Plot.barX(rows, { y: "category", x: "count", sort: { y: "-x" }, tip: true })`);
+      expect(await page.textContent("#snippet-plot")).toContain(
+        `Plot.barX(rows, { y: "category", x: "count", sort: { y: "-x" }, tip: true })`,
+      );
       expect(await page.$$("#snippet-sheets")).toEqual([]);
-      expect(await page.textContent("#snippets details[data-tool=sheets] .warning")).toBe("Google Sheets imports CSV or TSV: pick one of those formats for =IMPORTDATA.");
+      expect(await page.textContent("#snippets details[data-tool=sheets] .warning")).toBe(
+        "Google Sheets imports CSV or TSV: pick one of those formats for =IMPORTDATA.",
+      );
       // What those tools fetch: the JSON aggregate, the groups as the CSV has them.
       const rows = (await (await fetch(json)).json()) as Array<Record<string, unknown>>;
       expect(rows.map((row) => row.category)).toEqual(expected.slice(1).map((row) => row[0]));
@@ -136,7 +175,16 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await page.click("#add-group");
       await page.selectOption("#group-1-column", "created");
       // A timestamp column groups by month unless told otherwise; it offers year, month and day.
-      expect(await page.$$eval("#group-1-bucket option", (options) => options.map((o) => [o.getAttribute("value"), o.textContent]))).toEqual([["", "each value"], ["year", "year"], ["month", "month"], ["day", "day"]]);
+      expect(
+        await page.$$eval("#group-1-bucket option", (options) =>
+          options.map((o) => [o.getAttribute("value"), o.textContent]),
+        ),
+      ).toEqual([
+        ["", "each value"],
+        ["year", "year"],
+        ["month", "month"],
+        ["day", "day"],
+      ]);
       expect(await page.inputValue("#group-1-bucket")).toBe("month");
       await settledPreview(page);
       const query = "resource=sample&group_by=category,month(created)&measures=count,sum(amount)";
@@ -147,40 +195,63 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
 
       // One series per program; its points the program's months in order, empty months left out.
       const series = await page.$$eval("#chart svg[data-kind=line] g.series", (groups) =>
-        groups.map((g) => ({ name: g.getAttribute("data-series"), points: [...g.querySelectorAll("circle.point")].map((c) => [c.getAttribute("data-x"), c.getAttribute("data-value")]) })),
+        groups.map((g) => ({
+          name: g.getAttribute("data-series"),
+          points: [...g.querySelectorAll("circle.point")].map((c) => [
+            c.getAttribute("data-x"),
+            c.getAttribute("data-value"),
+          ]),
+        })),
       );
       const programs = [...new Set(expected.map((row) => row[0]))];
       expect(series.map((s) => s.name)).toEqual(programs);
       for (const { name, points } of series) {
-        expect(points).toEqual(expected.filter((row) => row[0] === name && row[1] !== "").map((row) => [row[1], row[2]]));
+        expect(points).toEqual(
+          expected.filter((row) => row[0] === name && row[1] !== "").map((row) => [row[1], row[2]]),
+        );
         expect(points.length).toBeGreaterThan(2);
       }
       // The line's points rise as the counts do: a larger count is drawn higher (a smaller y).
-      const heights = await page.$$eval("#chart g.series:first-of-type circle.point", (cs) => cs.map((c) => [Number(c.getAttribute("data-value")), Number(c.getAttribute("cy"))]));
+      const heights = await page.$$eval("#chart g.series:first-of-type circle.point", (cs) =>
+        cs.map((c) => [Number(c.getAttribute("data-value")), Number(c.getAttribute("cy"))]),
+      );
       for (const [a, b] of heights.flatMap((p, i) => heights.slice(i + 1).map((q) => [p, q] as const))) {
         if (a![0]! > b![0]!) expect(a![1]).toBeLessThan(b![1]!);
       }
-      await page.locator('section[aria-labelledby="preview-title"]').screenshot({ path: `${ARTIFACTS}summary-line.png` });
+      await page
+        .locator('section[aria-labelledby="preview-title"]')
+        .screenshot({ path: `${ARTIFACTS}summary-line.png` });
 
       // The snippets chart it the same way: a temporal x with a colour per program.
       await page.check("#format-json");
       const vega = JSON.parse((await page.textContent("#snippet-vega-lite"))!);
       expect(vega.encoding.x).toEqual({ field: "month(created)", type: "temporal", title: "Approved at (month)" });
       expect(vega.encoding.color.field).toBe("category");
-      expect(await page.textContent("#snippet-plot")).toContain(`Plot.lineY(rows, { x: (d) => new Date(d["month(created)"]), y: "count", stroke: "category", marker: true, tip: true })`);
-      expect(await page.textContent("#snippet-pandas")).toContain(`df["month(created)"] = pd.to_datetime(df["month(created)"])`);
+      expect(await page.textContent("#snippet-plot")).toContain(
+        `Plot.lineY(rows, { x: (d) => new Date(d["month(created)"]), y: "count", stroke: "category", marker: true, tip: true })`,
+      );
+      expect(await page.textContent("#snippet-pandas")).toContain(
+        `df["month(created)"] = pd.to_datetime(df["month(created)"])`,
+      );
     } finally {
       await page.close();
     }
   });
 
   it("offers only what the worker accepts, starts again with another table, and fits a phone", async () => {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    const context = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+    });
     const page = await context.newPage();
     try {
       await summarize(page);
       // Sums and averages of number columns only; counts, min and max of any column but json.
-      expect(await page.$$eval("#measure-1-column option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["", "id", "amount", "ratio"]);
+      expect(
+        await page.$$eval("#measure-1-column option", (options) => options.map((o) => o.getAttribute("value"))),
+      ).toEqual(["", "id", "amount", "ratio"]);
       await page.selectOption("#measure-1-fn", "min");
       expect(await page.inputValue("#measure-1-column")).toBe("amount");
       expect(await page.isDisabled("#measure-0-column")).toBe(true);
@@ -188,14 +259,20 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       await settledPreview(page);
       expect(new URL(await page.inputValue("#link")).searchParams.get("measures")).toBe("count,min(amount)");
       expect(await page.$$eval("#chart rect.bar", (rects) => rects.length)).toBe(5);
-      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count", "min(amount)"]);
+      expect(
+        await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value"))),
+      ).toEqual(["count", "min(amount)"]);
       // The smallest amounts are repayments: their bars end at the zero axis, the counts' start there.
       const mins = (await csv("/aggregate.csv?resource=sample&group_by=category&measures=count,min(amount)")).slice(1);
       expect(mins.every((row) => row[2]!.startsWith("-"))).toBe(true);
       const drawn = () =>
         page.$eval("#chart svg[data-kind=bar]", (svg) => ({
           zero: Number(svg.querySelector("line.axis")?.getAttribute("x1")),
-          bars: [...svg.querySelectorAll("rect.bar")].map((r) => ({ value: r.getAttribute("data-value")!, x: Number(r.getAttribute("x")), end: Number(r.getAttribute("x")) + Number(r.getAttribute("width")) })),
+          bars: [...svg.querySelectorAll("rect.bar")].map((r) => ({
+            value: r.getAttribute("data-value")!,
+            x: Number(r.getAttribute("x")),
+            end: Number(r.getAttribute("x")) + Number(r.getAttribute("width")),
+          })),
         }));
       const counts = await drawn();
       expect(counts.bars.map((b) => b.value)).toEqual(mins.map((row) => row[1]));
@@ -207,15 +284,27 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       // The first recipient's name is text: not charted, and typed as a string for Grafana.
       await page.selectOption("#measure-1-column", "name");
       await settledPreview(page);
-      expect(await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value")))).toEqual(["count"]);
-      expect(JSON.parse((await page.textContent("#snippet-grafana"))!).columns[2]).toEqual({ selector: "min(name)", text: "Recipient (min)", type: "string" });
+      expect(
+        await page.$$eval("#chart-measure option", (options) => options.map((o) => o.getAttribute("value"))),
+      ).toEqual(["count"]);
+      expect(JSON.parse((await page.textContent("#snippet-grafana"))!).columns[2]).toEqual({
+        selector: "min(name)",
+        text: "Recipient (min)",
+        type: "string",
+      });
 
       const wide = await page.evaluate(() =>
-        [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391 && !e.closest(".table-wrap")).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.getAttribute("class")}`),
+        [...document.querySelectorAll("body *")]
+          .filter((e) => e.getBoundingClientRect().right > 391 && !e.closest(".table-wrap"))
+          .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.getAttribute("class")}`),
       );
       expect(wide, "elements wider than the phone's screen").toEqual([]);
-      await page.locator('section[aria-labelledby="columns-title"]').screenshot({ path: `${ARTIFACTS}summary-phone-panel.png` });
-      await page.locator('section[aria-labelledby="preview-title"]').screenshot({ path: `${ARTIFACTS}summary-phone-preview.png` });
+      await page
+        .locator('section[aria-labelledby="columns-title"]')
+        .screenshot({ path: `${ARTIFACTS}summary-phone-panel.png` });
+      await page
+        .locator('section[aria-labelledby="preview-title"]')
+        .screenshot({ path: `${ARTIFACTS}summary-phone-preview.png` });
 
       // The edge table has none of these columns: the summary starts again from a count of rows.
       await page.selectOption("#resource", "edge");
@@ -225,12 +314,36 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
       expect(await page.$$eval("#measures .pick", (picks) => picks.length)).toBe(1);
       expect((await table(page)).rows).toEqual((await csv("/aggregate.csv?resource=edge&measures=count")).slice(1));
       // json and array columns can be neither grouped nor measured; min and max take no booleans.
-      const values = (selector: string) => page.$$eval(selector, (options) => options.map((o) => o.getAttribute("value")));
+      const values = (selector: string) =>
+        page.$$eval(selector, (options) => options.map((o) => o.getAttribute("value")));
       await page.click("#add-group");
-      expect(await values("#group-0-column option")).toEqual(["", "id", "amount", "ratio", "category", "name", "note", "formula", "created", "day", "active"]);
+      expect(await values("#group-0-column option")).toEqual([
+        "",
+        "id",
+        "amount",
+        "ratio",
+        "category",
+        "name",
+        "note",
+        "formula",
+        "created",
+        "day",
+        "active",
+      ]);
       await page.click("#add-measure");
       await page.selectOption("#measure-1-fn", "min");
-      expect(await values("#measure-1-column option")).toEqual(["", "id", "amount", "ratio", "category", "name", "note", "formula", "created", "day"]);
+      expect(await values("#measure-1-column option")).toEqual([
+        "",
+        "id",
+        "amount",
+        "ratio",
+        "category",
+        "name",
+        "note",
+        "formula",
+        "created",
+        "day",
+      ]);
       await page.selectOption("#measure-1-fn", "countf");
       expect(await values("#measure-1-column option")).toContain("active");
     } finally {

@@ -16,9 +16,11 @@ import { startWorker, type WorkerProcess } from "./harness.mts";
 const skipOffice = findOffice() === undefined && process.env.CI !== "true";
 if (skipOffice) process.stderr.write(`test/http: ${NO_OFFICE}\n`);
 
-const AGGREGATE = "resource=sample&group_by=category,month(created)&measures=count,sum(amount),avg(ratio),max(amount)&filter.id[lte]=20000";
+const AGGREGATE =
+  "resource=sample&group_by=category,month(created)&measures=count,sum(amount),avg(ratio),max(amount)&filter.id[lte]=20000";
 
-const csvRows = (text: string, newline: "\n" | "\r\n"): string[][] => Papa.parse<string[]>(text.replace(/\r?\n$/, ""), { newline }).data;
+const csvRows = (text: string, newline: "\n" | "\r\n"): string[][] =>
+  Papa.parse<string[]>(text.replace(/\r?\n$/, ""), { newline }).data;
 
 describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
   let emulator: EmulatorServer;
@@ -32,7 +34,12 @@ describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
     dir = await mkdtemp(join(tmpdir(), "datastore-export-aggregate-"));
     db = await (await DuckDBInstance.create(":memory:")).connect();
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "2000", CACHE_TTL_SECONDS: "300" },
+      vars: {
+        CKAN_BASE_URL: emulator.base,
+        RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+        PAGE_SIZE: "2000",
+        CACHE_TTL_SECONDS: "300",
+      },
     });
     const response = await fetch(`${worker.url}/aggregate.csv?${AGGREGATE}`);
     expect(response.status).toBe(200);
@@ -50,7 +57,9 @@ describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
     expect(response.headers.get("x-aggregated-by")).toBe("worker");
     const path = join(dir, "aggregate.parquet");
     await writeFile(path, new Uint8Array(await response.arrayBuffer()));
-    const described = (await db.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${path}')`)).getRows().map((r) => [String(r[0]), String(r[1])]);
+    const described = (await db.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${path}')`))
+      .getRows()
+      .map((r) => [String(r[0]), String(r[1])]);
     expect(described).toEqual([
       ["category", "VARCHAR"],
       ["month(created)", "TIMESTAMP"],
@@ -73,31 +82,41 @@ describe("an aggregate read by DuckDB and LibreOffice, over HTTP", () => {
       expect(row[5] === null ? "" : row[5]).toBe(want[5]);
     }
     // The exact sums let DuckDB add them up without a digit lost.
-    const total = (await db.runAndReadAll(`SELECT sum(CAST("sum(amount)" AS DECIMAL(38, 14)))::VARCHAR FROM read_parquet('${path}')`)).getRows()[0]![0];
-    const whole = (await (await fetch(`${worker.url}/aggregate.csv?resource=sample&measures=sum(amount)&filter.id[lte]=20000`)).text()).split("\r\n")[1]!;
+    const total = (
+      await db.runAndReadAll(`SELECT sum(CAST("sum(amount)" AS DECIMAL(38, 14)))::VARCHAR FROM read_parquet('${path}')`)
+    ).getRows()[0]![0];
+    const whole = (
+      await (
+        await fetch(`${worker.url}/aggregate.csv?resource=sample&measures=sum(amount)&filter.id[lte]=20000`)
+      ).text()
+    ).split("\r\n")[1]!;
     expect(Number(total)).toBe(Number(whole));
     expect(String(total).replace(/0+$/, "")).toBe(whole.replace(/0+$/, ""));
   }, 60_000);
 
-  it.skipIf(skipOffice)("XLSX: LibreOffice shows the CSV aggregate's values, numbers as number cells", async () => {
-    const response = await fetch(`${worker.url}/aggregate.xlsx?${AGGREGATE}`);
-    expect(response.status).toBe(200);
-    const office = csvRows(await convertToCsv("aggregate.xlsx", new Uint8Array(await response.arrayBuffer())), "\n");
-    expect(office[0]).toEqual(csv[0]);
-    expect(office.length).toBe(csv.length);
-    for (const [r, row] of csv.slice(1).entries()) {
-      const got = office[r + 1]!;
-      expect(got[0]).toBe(row[0]);
-      // The bucket as a date-time cell, whatever LibreOffice's way of writing it.
-      expect(Date.parse(`${got[1]!.replace(" ", "T")}Z`)).toBe(Date.parse(`${row[1]}Z`));
-      for (const c of [2, 3, 4, 5]) {
-        const [x, y] = [Number(got[c]), Number(row[c])];
-        // A number cell: the value to the 15 significant digits a spreadsheet keeps.
-        expect(Number.isFinite(x), `${csv[0]![c]} ${got[c]}`).toBe(true);
-        expect(Math.abs(x - y)).toBeLessThanOrEqual(Math.abs(y) * 1e-14);
+  it.skipIf(skipOffice)(
+    "XLSX: LibreOffice shows the CSV aggregate's values, numbers as number cells",
+    async () => {
+      const response = await fetch(`${worker.url}/aggregate.xlsx?${AGGREGATE}`);
+      expect(response.status).toBe(200);
+      const office = csvRows(await convertToCsv("aggregate.xlsx", new Uint8Array(await response.arrayBuffer())), "\n");
+      expect(office[0]).toEqual(csv[0]);
+      expect(office.length).toBe(csv.length);
+      for (const [r, row] of csv.slice(1).entries()) {
+        const got = office[r + 1]!;
+        expect(got[0]).toBe(row[0]);
+        // The bucket as a date-time cell, whatever LibreOffice's way of writing it.
+        expect(Date.parse(`${got[1]!.replace(" ", "T")}Z`)).toBe(Date.parse(`${row[1]}Z`));
+        for (const c of [2, 3, 4, 5]) {
+          const [x, y] = [Number(got[c]), Number(row[c])];
+          // A number cell: the value to the 15 significant digits a spreadsheet keeps.
+          expect(Number.isFinite(x), `${csv[0]![c]} ${got[c]}`).toBe(true);
+          expect(Math.abs(x - y)).toBeLessThanOrEqual(Math.abs(y) * 1e-14);
+        }
       }
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 
   it("is cached at the edge with an ETag, answers 304 to it, HEAD without computing, and CORS like exports", async () => {
     const url = `${worker.url}/aggregate.json?${AGGREGATE}`;

@@ -56,7 +56,13 @@ describe("aggregates computed by PostgreSQL and by the worker", () => {
       startEmulatorServer({ port: 0, version: "2.12", sql: false }),
     ]);
     // PGlite loads a table the first time a statement names it: the sample's 100,000 rows take longer than CKAN's usual answer.
-    const vars = (url: string) => ({ CKAN_BASE_URL: url, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "5000", CACHE_TTL_SECONDS: "0", UPSTREAM_TIMEOUT_SECONDS: "180" });
+    const vars = (url: string) => ({
+      CKAN_BASE_URL: url,
+      RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+      PAGE_SIZE: "5000",
+      CACHE_TTL_SECONDS: "0",
+      UPSTREAM_TIMEOUT_SECONDS: "180",
+    });
     sqlWorker = await startWorker({ vars: vars(withSql.base) });
     pagingWorker = await startWorker({ vars: vars(withoutSql.base) });
   }, 180_000);
@@ -65,23 +71,28 @@ describe("aggregates computed by PostgreSQL and by the worker", () => {
     await Promise.allSettled([sqlWorker?.stop(), pagingWorker?.stop(), withSql?.close(), withoutSql?.close()]);
   }, 30_000);
 
-  it.each(AGGREGATES)("%s: the same bytes both ways, CSV and JSON", async (aggregate) => {
-    for (const format of ["csv", "json"]) {
-      // One after the other: both emulators run in this process, and PGlite loading a table holds it.
-      const bySql = await fetch(`${sqlWorker.url}/aggregate.${format}?${aggregate}`);
-      const byPages = await fetch(`${pagingWorker.url}/aggregate.${format}?${aggregate}`);
-      expect(bySql.status).toBe(200);
-      expect(byPages.status).toBe(200);
-      expect(bySql.headers.get("x-aggregated-by")).toBe("ckan-sql");
-      expect(byPages.headers.get("x-aggregated-by")).toBe("worker");
-      const [sql, pages] = [await bySql.text(), await byPages.text()];
-      expect(sql.split("\n").length).toBeGreaterThan(1);
-      expect(sql).toBe(pages);
-    }
-  }, 240_000);
+  it.each(AGGREGATES)(
+    "%s: the same bytes both ways, CSV and JSON",
+    async (aggregate) => {
+      for (const format of ["csv", "json"]) {
+        // One after the other: both emulators run in this process, and PGlite loading a table holds it.
+        const bySql = await fetch(`${sqlWorker.url}/aggregate.${format}?${aggregate}`);
+        const byPages = await fetch(`${pagingWorker.url}/aggregate.${format}?${aggregate}`);
+        expect(bySql.status).toBe(200);
+        expect(byPages.status).toBe(200);
+        expect(bySql.headers.get("x-aggregated-by")).toBe("ckan-sql");
+        expect(byPages.headers.get("x-aggregated-by")).toBe("worker");
+        const [sql, pages] = [await bySql.text(), await byPages.text()];
+        expect(sql.split("\n").length).toBeGreaterThan(1);
+        expect(sql).toBe(pages);
+      }
+    },
+    240_000,
+  );
 
   it("/health says which way each worker computes", async () => {
-    const health = async (worker: WorkerProcess) => ((await (await fetch(`${worker.url}/health`)).json()) as { aggregates: unknown }).aggregates;
+    const health = async (worker: WorkerProcess) =>
+      ((await (await fetch(`${worker.url}/health`)).json()) as { aggregates: unknown }).aggregates;
     expect(await health(sqlWorker)).toEqual({ datastore_search_sql: "on", computed_by: "ckan-sql" });
     expect(await health(pagingWorker)).toEqual({ datastore_search_sql: "off", computed_by: "worker" });
   });

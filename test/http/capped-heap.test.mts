@@ -34,8 +34,16 @@ describe(`every format under a ${HEAP_MB} MB V8 heap`, () => {
       return (sheet.match(/<row /g) ?? []).length - 1;
     }
     if (format === "json") return (JSON.parse(body.toString("utf8")) as unknown[]).length;
-    if (format === "ndjson") return body.toString("utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as unknown).length;
-    return Papa.parse(body.toString("utf8").trimEnd(), { newline: "\r\n", delimiter: format === "tsv" ? "\t" : "," }).data.length - 1;
+    if (format === "ndjson")
+      return body
+        .toString("utf8")
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as unknown).length;
+    return (
+      Papa.parse(body.toString("utf8").trimEnd(), { newline: "\r\n", delimiter: format === "tsv" ? "\t" : "," }).data
+        .length - 1
+    );
   }
 
   for (const format of ["csv", "tsv", "json", "ndjson", "xlsx"]) {
@@ -44,7 +52,11 @@ describe(`every format under a ${HEAP_MB} MB V8 heap`, () => {
       const res = await getRaw(`${worker.url}/export.${format}?resource=big&limit=${ROWS}`, { timeoutMs: 120_000 });
       const said = worker.output().slice(from);
       const died = /Reached heap limit|heap out of memory|crashed unexpectedly/i.test(said);
-      expect({ status: res.status, complete: res.complete, died }, said.slice(-1500)).toEqual({ status: 200, complete: true, died: false });
+      expect({ status: res.status, complete: res.complete, died }, said.slice(-1500)).toEqual({
+        status: 200,
+        complete: true,
+        died: false,
+      });
       expect(await rowsOf(format, res.body)).toBe(ROWS);
     }, 180_000);
   }

@@ -19,8 +19,16 @@ import { pristineProductionConfig } from "./pristine-config.mts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-function run(script: string, args: string[]): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [join(ROOT, "scripts", script), ...args], { cwd: ROOT, env: isolatedEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
+function run(
+  script: string,
+  args: string[],
+): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, [join(ROOT, "scripts", script), ...args], {
+    cwd: ROOT,
+    env: isolatedEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => void (output += chunk.toString()));
@@ -37,20 +45,45 @@ describe("npm run dev", () => {
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0 });
     // What npm run setup would have written: the emulator, one alias, one small nightly job.
-    const job = { name: "sample-nightly", resource: "sample", formats: ["csv"], cron: "15 2 * * *", keep: 3, limit: 100 };
-    await writeFile(config.path, setProductionVars(await readFile(config.path, "utf8"), { base: emulator.base, resources: new Map([["sample", EMULATOR_RESOURCES.sample]]), jobs: [job] }));
+    const job = {
+      name: "sample-nightly",
+      resource: "sample",
+      formats: ["csv"],
+      cron: "15 2 * * *",
+      keep: 3,
+      limit: 100,
+    };
+    await writeFile(
+      config.path,
+      setProductionVars(await readFile(config.path, "utf8"), {
+        base: emulator.base,
+        resources: new Map([["sample", EMULATOR_RESOURCES.sample]]),
+        jobs: [job],
+      }),
+    );
     port = await freePort();
     folder = await mkdtemp(join(tmpdir(), "datastore-export-dev-"));
     const empty = join(folder, "empty.env");
     await writeFile(empty, "");
     dev = run("dev.ts", [
-      "--port", String(port), "--config", config.path, "--env-file", empty, "--persist-to", folder,
-      "--inspector-port", String(await freePort()), "--show-interactive-dev-session=false",
-      "--var", "CKAN_API_TOKEN:demo-token",
+      "--port",
+      String(port),
+      "--config",
+      config.path,
+      "--env-file",
+      empty,
+      "--persist-to",
+      folder,
+      "--inspector-port",
+      String(await freePort()),
+      "--show-interactive-dev-session=false",
+      "--var",
+      "CKAN_API_TOKEN:demo-token",
     ]);
     const deadline = Date.now() + 60_000;
     while (!/Your worker \(.*\) on/.test(dev.output())) {
-      if (dev.child.exitCode !== null || Date.now() > deadline) throw new Error(`npm run dev did not come up:\n${dev.output()}`);
+      if (dev.child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`npm run dev did not come up:\n${dev.output()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }, 90_000);
@@ -76,7 +109,9 @@ describe("npm run dev", () => {
 
   it("prints the address it serves on, where /health answers, and a /__scheduled line per cron of the config, which it takes", async () => {
     expect(dev.output()).toContain(`Your worker (${config.path}) on http://127.0.0.1:${port}:`);
-    expect(dev.output()).toContain(`curl "http://127.0.0.1:${port}/__scheduled?cron=15+2+*+*+*"   (runs the snapshot jobs of 15 2 * * *)`);
+    expect(dev.output()).toContain(
+      `curl "http://127.0.0.1:${port}/__scheduled?cron=15+2+*+*+*"   (runs the snapshot jobs of 15 2 * * *)`,
+    );
     const health = await getRaw(`http://127.0.0.1:${port}/health`);
     expect(health.status, health.body.toString()).toBe(200);
     const scheduled = await getRaw(`http://127.0.0.1:${port}/__scheduled?cron=15+2+*+*+*`);
@@ -89,7 +124,10 @@ describe("npm run dev", () => {
     const taken = (holder.address() as { port: number }).port;
     try {
       for (const script of ["dev.ts", "start.ts"]) {
-        const refused = run(script, ["--port", String(taken), "--emulator-port", String(await freePort())].slice(0, script === "dev.ts" ? 2 : 4));
+        const refused = run(
+          script,
+          ["--port", String(taken), "--emulator-port", String(await freePort())].slice(0, script === "dev.ts" ? 2 : 4),
+        );
         expect(await refused.exit, refused.output()).toBe(2);
         expect(refused.output()).toMatch(new RegExp(`127\\.0\\.0\\.1:${taken} is taken.*--port`));
       }

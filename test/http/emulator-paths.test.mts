@@ -11,7 +11,10 @@ describe("the CKAN emulator's paths", () => {
   let root: EmulatorServer;
 
   beforeAll(async () => {
-    [ckan, root] = await Promise.all([startEmulatorServer({ port: 0 }), startEmulatorServer({ port: 0, basePath: "" })]);
+    [ckan, root] = await Promise.all([
+      startEmulatorServer({ port: 0 }),
+      startEmulatorServer({ port: 0, basePath: "" }),
+    ]);
   });
 
   afterAll(async () => {
@@ -26,10 +29,16 @@ describe("the CKAN emulator's paths", () => {
       expect(res.headers.get("content-type"), path).toBe("application/json;charset=utf-8");
       expect(((await res.json()) as { success: boolean }).success, path).toBe(true);
     }
-    const search = await fetch(`${ckan.base}/api/action/datastore_search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ resource_id: EMULATOR_RESOURCES.sample, limit: 1 }) });
+    const search = await fetch(`${ckan.base}/api/action/datastore_search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ resource_id: EMULATOR_RESOURCES.sample, limit: 1 }),
+    });
     expect(search.status).toBe(200);
     // An action CKAN does not have is still CKAN's JSON answer: the path is right.
-    expect((await fetch(`${ckan.base}/api/action/no_such_action`)).headers.get("content-type")).toBe("application/json;charset=utf-8");
+    expect((await fetch(`${ckan.base}/api/action/no_such_action`)).headers.get("content-type")).toBe(
+      "application/json;charset=utf-8",
+    );
   });
 
   it("answers CKAN's HTML 404 page for a base with a segment missing or too many", async () => {
@@ -43,7 +52,10 @@ describe("the CKAN emulator's paths", () => {
       `${ckan.base}/`,
     ];
     for (const url of wrong) {
-      const res = await fetch(url, { method: url.includes("datastore_search") ? "POST" : "GET", body: url.includes("datastore_search") ? "{}" : undefined });
+      const res = await fetch(url, {
+        method: url.includes("datastore_search") ? "POST" : "GET",
+        body: url.includes("datastore_search") ? "{}" : undefined,
+      });
       expect(res.status, url).toBe(404);
       expect(res.headers.get("content-type"), url).toBe("text/html; charset=utf-8");
       expect(await res.text(), url).toMatch(/^<!DOCTYPE html>[\s\S]*<title>Error \[404\] - CKAN<\/title>/);

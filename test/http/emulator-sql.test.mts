@@ -34,7 +34,10 @@ const { edge } = EMULATOR_RESOURCES;
 /** The recording as the emulator's site would write it over its edge table. */
 function mine(text: string): string {
   // err_syntax's excerpt quotes the first characters of the real table's name, which the recording kept.
-  return text.replaceAll(RECORDED_SITE, SITE_URL).replaceAll(RECORDED_TABLE, edge).replaceAll('\\"6522...', `\\"${edge.slice(0, 4)}...`);
+  return text
+    .replaceAll(RECORDED_SITE, SITE_URL)
+    .replaceAll(RECORDED_TABLE, edge)
+    .replaceAll('\\"6522...', `\\"${edge.slice(0, 4)}...`);
 }
 
 function textOf(recording: Recording): string {
@@ -48,18 +51,29 @@ async function ask(recording: Recording, options: EmulatorOptions, sql = mine(re
   const request =
     recording.request.method === "GET"
       ? new Request(`${url}?${new URLSearchParams({ sql })}`, { headers })
-      : new Request(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ sql }) });
+      : new Request(url, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body: JSON.stringify({ sql }),
+        });
   const response = await emulator.fetch(request);
   return { response, text: await response.text() };
 }
 
 /** The shape of an answer: its envelope with every record's values replaced by their JSON kind. */
 function shape(text: string): unknown {
-  const body = JSON.parse(text) as { result: { records: Record<string, unknown>[] } & Record<string, unknown> } & Record<string, unknown>;
+  const body = JSON.parse(text) as {
+    result: { records: Record<string, unknown>[] } & Record<string, unknown>;
+  } & Record<string, unknown>;
   const kind = (value: unknown): string => (value === null ? "null" : Array.isArray(value) ? "array" : typeof value);
   return {
     ...body,
-    result: { ...body.result, records: body.result.records.slice(0, 1).map((record) => Object.entries(record).map(([key, value]) => [key, kind(value)])) },
+    result: {
+      ...body.result,
+      records: body.result.records
+        .slice(0, 1)
+        .map((record) => Object.entries(record).map(([key, value]) => [key, kind(value)])),
+    },
   };
 }
 
@@ -89,7 +103,16 @@ describe("side by side with real CKAN 2.12's datastore_search_sql answers", () =
     });
   }
 
-  for (const name of ["group_by_get", "group_by_month", "group_by_null_key", "top_n", "totals", "where_filters_and_q", "private_with_token", "float_text_cast"]) {
+  for (const name of [
+    "group_by_get",
+    "group_by_month",
+    "group_by_null_key",
+    "top_n",
+    "totals",
+    "where_filters_and_q",
+    "private_with_token",
+    "float_text_cast",
+  ]) {
     it(`${name}: the same envelope, fields and kinds of values`, async () => {
       const recording = RECORDED[name]!;
       const { response, text } = await ask(recording, ON);
@@ -120,8 +143,14 @@ describe("the emulator's PostgreSQL holds the tables datastore_search serves", (
   interface Answer {
     result: { records: Record<string, unknown>[]; total?: number };
   }
-  async function post(emulator: ReturnType<typeof createEmulator>, action: string, body: unknown): Promise<{ status: number; json: Answer }> {
-    const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/${action}`, { method: "POST", body: JSON.stringify(body) }));
+  async function post(
+    emulator: ReturnType<typeof createEmulator>,
+    action: string,
+    body: unknown,
+  ): Promise<{ status: number; json: Answer }> {
+    const response = await emulator.fetch(
+      new Request(`${SITE_URL}/api/3/action/${action}`, { method: "POST", body: JSON.stringify(body) }),
+    );
     return { status: response.status, json: (await response.json()) as Answer };
   }
 
@@ -149,7 +178,14 @@ describe("the emulator's PostgreSQL holds the tables datastore_search serves", (
     expect(rows).toHaveLength(served.length);
     // Timestamps: Python's isoformat (microseconds) against datastore_search's 2.12 milliseconds.
     const normal = (record: Record<string, unknown>) =>
-      Object.fromEntries(Object.entries(record).filter(([key]) => key !== "_full_text").map(([key, value]) => [key, key === "created" && typeof value === "string" ? value.slice(0, 23).padEnd(23, ".000") : value]));
+      Object.fromEntries(
+        Object.entries(record)
+          .filter(([key]) => key !== "_full_text")
+          .map(([key, value]) => [
+            key,
+            key === "created" && typeof value === "string" ? value.slice(0, 23).padEnd(23, ".000") : value,
+          ]),
+      );
     for (let i = 0; i < rows.length; i++) expect(normal(rows[i]!)).toEqual(normal(served[i]!));
   });
 
@@ -186,21 +222,29 @@ describe("the emulator's PostgreSQL holds the tables datastore_search serves", (
     const response = await emulator.fetch(
       new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, {
         method: "POST",
-        body: JSON.stringify({ sql: `SELECT id, amount, ratio, created, day, active, tags, meta, 1234567890123456789::int8 * 5 AS big, amount / 1e12 AS tiny FROM edge WHERE id IN (1, 4, 5, 7) ORDER BY id` }),
+        body: JSON.stringify({
+          sql: `SELECT id, amount, ratio, created, day, active, tags, meta, 1234567890123456789::int8 * 5 AS big, amount / 1e12 AS tiny FROM edge WHERE id IN (1, 4, 5, 7) ORDER BY id`,
+        }),
       }),
     );
     const text = await response.text();
-    expect(text).toContain('{"id": 1, "amount": -82469.50, "ratio": 24044285744692.574, "created": "2020-01-01T00:16:17.500000", "day": "2000-01-01", "active": false, "tags": ["alpha", "beta"], "meta": {"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}, "big": 6172839450617283945, "tiny": -8.2469500000000000E-8}');
+    expect(text).toContain(
+      '{"id": 1, "amount": -82469.50, "ratio": 24044285744692.574, "created": "2020-01-01T00:16:17.500000", "day": "2000-01-01", "active": false, "tags": ["alpha", "beta"], "meta": {"k": 1, "w": "glacier", "f": 1.0, "u": "\\u00d1and\\u00fa", "nested": {"a": [1, "x", null, true]}, "big": 12345678901234567890}, "big": 6172839450617283945, "tiny": -8.2469500000000000E-8}',
+    );
     expect(text).toContain('"amount": 12345678901234567890.123456789, "ratio": 0.05991945753341821');
     expect(text).toContain('"amount": -0.50, "ratio": -3.407019206677593e+17, "created": "2020-01-01T01:21:25"');
-    expect(text).toContain('"created": "0099-01-02T03:04:05", "day": "2000-01-07", "active": null, "tags": ["quote\'single", "semi;colon", "new\\nline"]');
+    expect(text).toContain(
+      '"created": "0099-01-02T03:04:05", "day": "2000-01-07", "active": null, "tags": ["quote\'single", "semi;colon", "new\\nline"]',
+    );
     expect(text).toContain('{"id": "meta", "type": "nested"}');
   });
 
   it("q's condition finds the rows datastore_search's q finds, for words", async () => {
     const emulator = createEmulator({ ...ON });
     for (const word of ["glacier", "canyon", "note", "alpha", "zürich"]) {
-      const sql = await post(emulator, "datastore_search_sql", { sql: `SELECT count(*) AS n FROM edge WHERE _full_text @@ plainto_tsquery('english', '${word}')` });
+      const sql = await post(emulator, "datastore_search_sql", {
+        sql: `SELECT count(*) AS n FROM edge WHERE _full_text @@ plainto_tsquery('english', '${word}')`,
+      });
       const search = await post(emulator, "datastore_search", { resource_id: edge, q: word, limit: 0 });
       expect(sql.json.result.records[0]?.["n"], word).toBe(search.json.result.total);
     }
@@ -219,24 +263,39 @@ describe("what CKAN reads from a statement before PostgreSQL does (sqlparse's re
   it("names a call wherever a name meets a parenthesis, FILTER and CAST included, but not keywords, strings or comments", () => {
     expect(functionNames("SELECT count(*) FILTER (WHERE ratio = 'NaN') AS n FROM t")).toEqual(["count", "FILTER"]);
     expect(functionNames("SELECT CAST(amount AS text), amount::numeric(20, 2) FROM t")).toEqual(["CAST", "numeric"]);
-    expect(functionNames("SELECT date_trunc('month', created), sum (amount) FROM t WHERE category IN ('a') AND EXISTS (SELECT 1)")).toEqual(["date_trunc", "sum"]);
+    expect(
+      functionNames(
+        "SELECT date_trunc('month', created), sum (amount) FROM t WHERE category IN ('a') AND EXISTS (SELECT 1)",
+      ),
+    ).toEqual(["date_trunc", "sum"]);
     expect(functionNames("SELECT 'pg_sleep(1)' AS s, \"pg_sleep\"(1) FROM t -- pg_sleep(2)")).toEqual([]);
     expect(functionNames("SELECT * FROM (SELECT pg_catalog.pg_sleep(1)) AS blah LIMIT 32001 ;")).toEqual(["pg_sleep"]);
   });
 
   it("refuses system tables, _table_metadata (a view over pg_class) included", async () => {
     const emulator = createEmulator({ ...ON });
-    for (const sql of ["SELECT * FROM _table_metadata", "SELECT table_name FROM information_schema.tables", "SELECT relname FROM pg_class"]) {
-      const response = await emulator.fetch(new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql }) }));
+    for (const sql of [
+      "SELECT * FROM _table_metadata",
+      "SELECT table_name FROM information_schema.tables",
+      "SELECT relname FROM pg_class",
+    ]) {
+      const response = await emulator.fetch(
+        new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql }) }),
+      );
       expect(response.status, sql).toBe(403);
-      expect(await response.text(), sql).toContain('"message": "Access denied: Not authorized to access system tables"');
+      expect(await response.text(), sql).toContain(
+        '"message": "Access denied: Not authorized to access system tables"',
+      );
     }
   });
 
   it("a statement with a cast function off the allow-list is refused before it runs", async () => {
     const emulator = createEmulator({ ...ON });
     const response = await emulator.fetch(
-      new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, { method: "POST", body: JSON.stringify({ sql: `SELECT CAST(amount AS text) FROM edge` }) }),
+      new Request(`${SITE_URL}/api/3/action/datastore_search_sql`, {
+        method: "POST",
+        body: JSON.stringify({ sql: `SELECT CAST(amount AS text) FROM edge` }),
+      }),
     );
     expect(response.status).toBe(403);
     expect(await response.text()).toContain("Not authorized to call function CAST");

@@ -80,22 +80,35 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerPr
   const noLocalSettings = join(state, "empty.env");
   await writeFile(noLocalSettings, "");
   const args = [
-    wrangler, "dev",
-    "--config", options.config ?? DEMO_CONFIG,
+    wrangler,
+    "dev",
+    "--config",
+    options.config ?? DEMO_CONFIG,
     ...(options.localSettings === "read" ? [] : ["--env-file", noLocalSettings]),
-    "--ip", "127.0.0.1",
-    "--port", String(port),
-    "--inspector-port", String(inspectorPort),
-    "--persist-to", state,
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(inspectorPort),
+    "--persist-to",
+    state,
     "--show-interactive-dev-session=false",
     ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     ...(options.flags ?? []),
   ];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: options.localSettings === "read"
-      ? { ...process.env, ...OFFLINE_WRANGLER, NO_COLOR: "1", FORCE_COLOR: "0", MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "" }
-      : { ...isolatedEnv(), MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "" },
+    env:
+      options.localSettings === "read"
+        ? {
+            ...process.env,
+            ...OFFLINE_WRANGLER,
+            NO_COLOR: "1",
+            FORCE_COLOR: "0",
+            MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "",
+          }
+        : { ...isolatedEnv(), MINIFLARE_WORKERD_V8_FLAGS: options.v8Flags ?? "" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -178,7 +191,10 @@ export interface WireResponse {
  * GET with node:http on a fresh connection, reading the body to its end or to its breakage; resolves
  * either way (rejects only when no response arrives, or after `timeoutMs`).
  */
-export function getRaw(url: string, options: { headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<WireResponse> {
+export function getRaw(
+  url: string,
+  options: { headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<WireResponse> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     const request = get(url, { agent: false, headers: options.headers ?? {} }, (res) => {
@@ -200,7 +216,10 @@ export function getRaw(url: string, options: { headers?: Record<string, string>;
         });
       });
     });
-    const timer = setTimeout(() => request.destroy(new Error(`no complete answer from ${url} within ${timeoutMs / 1000} s`)), timeoutMs);
+    const timer = setTimeout(
+      () => request.destroy(new Error(`no complete answer from ${url} within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
     request.on("error", (e) => {
       clearTimeout(timer);
       reject(e);

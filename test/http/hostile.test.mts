@@ -16,7 +16,9 @@ const STALL_SECONDS = 2;
 
 function leaks(text: string): string[] {
   const found = new Set<string>();
-  for (const secret of SECRETS) for (let i = 0; i + 8 <= secret.length; i++) if (text.includes(secret.slice(i, i + 8))) found.add(secret.slice(i, i + 8));
+  for (const secret of SECRETS)
+    for (let i = 0; i + 8 <= secret.length; i++)
+      if (text.includes(secret.slice(i, i + 8))) found.add(secret.slice(i, i + 8));
   return [...found];
 }
 
@@ -48,7 +50,12 @@ describe("a hostile upstream and stalling clients, on the wire", () => {
     elsewhere = createServer((_, res) => {
       elsewhereHits++;
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ success: true, result: { fields: [{ id: "stolen", type: "text" }], records: [["rows from elsewhere"]], total: 1 } }));
+      res.end(
+        JSON.stringify({
+          success: true,
+          result: { fields: [{ id: "stolen", type: "text" }], records: [["rows from elsewhere"]], total: 1 },
+        }),
+      );
     });
     await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve));
     const address = elsewhere.address();
@@ -76,9 +83,25 @@ describe("a hostile upstream and stalling clients, on the wire", () => {
     typeof body.offset === "number" && body.offset > 0 ? answer() : undefined;
 
   const faults: [string, (n: number, body: Record<string, unknown>) => Response | "destroy" | undefined][] = [
-    ["echoes the secrets in a validation error", afterFirstPage(() => Response.json({ help: ALL, success: false, error: { __type: "Validation Error", [`filters ${ALL}`]: [`near ${ALL}`] } }, { status: 409 }))],
+    [
+      "echoes the secrets in a validation error",
+      afterFirstPage(() =>
+        Response.json(
+          { help: ALL, success: false, error: { __type: "Validation Error", [`filters ${ALL}`]: [`near ${ALL}`] } },
+          { status: 409 },
+        ),
+      ),
+    ],
     ["resets the connection mid-export", afterFirstPage(() => "destroy")],
-    ["sends invalid JSON", afterFirstPage(() => new Response(`{"success": true, "result": {"fields": [${ALL}`, { headers: { "content-type": "application/json" } }))],
+    [
+      "sends invalid JSON",
+      afterFirstPage(
+        () =>
+          new Response(`{"success": true, "result": {"fields": [${ALL}`, {
+            headers: { "content-type": "application/json" },
+          }),
+      ),
+    ],
   ];
   for (const [name, fault] of faults) {
     it(`an upstream that ${name}: the download ends with its #EXPORT INCOMPLETE line, no secret anywhere`, async () => {
@@ -98,7 +121,13 @@ describe("a hostile upstream and stalling clients, on the wire", () => {
   }
 
   it("an upstream that redirects elsewhere: a 502 naming the status and the origin, and the other host is never asked", async () => {
-    emulator.setFault(() => new Response(null, { status: 307, headers: { location: `${elsewhereUrl}/api/action/datastore_search?${TOKEN}` } }));
+    emulator.setFault(
+      () =>
+        new Response(null, {
+          status: 307,
+          headers: { location: `${elsewhereUrl}/api/action/datastore_search?${TOKEN}` },
+        }),
+    );
     try {
       const res = await getRaw(`${worker.url}/export.csv?resource=sample&limit=5`);
       expect(res.status).toBe(502);
@@ -121,7 +150,9 @@ describe("a hostile upstream and stalling clients, on the wire", () => {
     expect(fourth.status).toBe(429);
     expect(Number(fourth.headers["retry-after"])).toBeGreaterThan(0);
     // Another client is answered at once.
-    const other = await getRaw(`${worker.url}/export.csv?resource=sample&limit=10`, { headers: { "cf-connecting-ip": "198.51.100.2" } });
+    const other = await getRaw(`${worker.url}/export.csv?resource=sample&limit=10`, {
+      headers: { "cf-connecting-ip": "198.51.100.2" },
+    });
     expect(other.status).toBe(200);
     expect(other.complete).toBe(true);
     // After the stall time the worker stops them: the request log says 408 for each.
@@ -130,7 +161,9 @@ describe("a hostile upstream and stalling clients, on the wire", () => {
     expect(worker.output()).toMatch(/no progress for 2 s/);
     for (const { res } of stalled) res.destroy();
     // Its places are free again.
-    const again = await getRaw(`${worker.url}/export.csv?resource=sample&limit=10`, { headers: { "cf-connecting-ip": "198.51.100.1" } });
+    const again = await getRaw(`${worker.url}/export.csv?resource=sample&limit=10`, {
+      headers: { "cf-connecting-ip": "198.51.100.1" },
+    });
     expect(again.status).toBe(200);
   });
 
@@ -139,7 +172,9 @@ describe("a hostile upstream and stalling clients, on the wire", () => {
     const output = worker.output();
     expect(leaks(output)).toEqual([]);
     const uncaught = output.split("\n").filter((line) => /Uncaught/.test(line));
-    expect(uncaught.filter((line) => !/DownloadCut: download cut short \(the request's log line says why\)/.test(line))).toEqual([]);
+    expect(
+      uncaught.filter((line) => !/DownloadCut: download cut short \(the request's log line says why\)/.test(line)),
+    ).toEqual([]);
     expect(output).not.toMatch(/Uncaught HttpError/);
   });
 });

@@ -29,7 +29,11 @@ function idsOf(format: Format, lines: string[]): number[] {
 /** What Node reports for a transfer cut short: no last chunk, so not complete, 'aborted', then 'error'. */
 function expectBrokenTransfer(res: WireResponse): void {
   expect(res.headers["transfer-encoding"]).toBe("chunked");
-  expect({ complete: res.complete, aborted: res.aborted, error: res.error?.code }).toEqual({ complete: false, aborted: true, error: "ECONNRESET" });
+  expect({ complete: res.complete, aborted: res.aborted, error: res.error?.code }).toEqual({
+    complete: false,
+    aborted: true,
+    error: "ECONNRESET",
+  });
 }
 
 describe("a streamed export cut off by an upstream failure, read with node:http", () => {
@@ -57,11 +61,20 @@ describe("a streamed export cut off by an upstream failure, read with node:http"
   }, 30_000);
 
   /** One export whose page at `offset` fails (`destroy`: the connection drops instead of a 500). */
-  async function exportFailingAt(worker: keyof typeof workers, format: Format, offset: number, destroy = false): Promise<WireResponse> {
-    emulator.setFault((_, body) => (body.offset !== offset ? undefined : destroy ? "destroy" : new Response("upstream broke", { status: 500 })));
+  async function exportFailingAt(
+    worker: keyof typeof workers,
+    format: Format,
+    offset: number,
+    destroy = false,
+  ): Promise<WireResponse> {
+    emulator.setFault((_, body) =>
+      body.offset !== offset ? undefined : destroy ? "destroy" : new Response("upstream broke", { status: 500 }),
+    );
     try {
       // no-cache: each case exports afresh (and fills the cache beside it) rather than finding another's entry.
-      return await getRaw(`${workers[worker]!.url}/export.${format}?resource=sample&limit=${LIMIT}&fields=id`, { headers: { "cache-control": "no-cache" } });
+      return await getRaw(`${workers[worker]!.url}/export.${format}?resource=sample&limit=${LIMIT}&fields=id`, {
+        headers: { "cache-control": "no-cache" },
+      });
     } finally {
       emulator.setFault(undefined);
     }
@@ -77,7 +90,9 @@ describe("a streamed export cut off by an upstream failure, read with node:http"
             expect(res.status).toBe(200);
             const lines = res.body.toString("utf8").split(/\r?\n/);
             if (lines.at(-1) === "") lines.pop();
-            expect(lines.at(-1)).toMatch(/^"?#EXPORT INCOMPLETE: CKAN answered HTTP 500\b.*only part of the export\."?$/);
+            expect(lines.at(-1)).toMatch(
+              /^"?#EXPORT INCOMPLETE: CKAN answered HTTP 500\b.*only part of the export\."?$/,
+            );
             expect(idsOf(format, lines.slice(0, -1))).toEqual(firstIds(offset));
             expectBrokenTransfer(res);
           });

@@ -13,7 +13,8 @@ import { startWorker, type WorkerProcess } from "./harness.mts";
 const skip = findOffice() === undefined && process.env.CI !== "true";
 if (skip) process.stderr.write(`test/http: ${NO_OFFICE}\n`);
 
-const parse = (text: string, newline: "\n" | "\r\n"): string[][] => Papa.parse<string[]>(text.replace(/\r?\n$/, ""), { newline }).data;
+const parse = (text: string, newline: "\n" | "\r\n"): string[][] =>
+  Papa.parse<string[]>(text.replace(/\r?\n$/, ""), { newline }).data;
 
 /** A timestamp's instant in milliseconds, however it is written (`T` or space, any fraction). */
 const instant = (text: string): number | undefined => {
@@ -29,7 +30,9 @@ function sameValue(office: string, csv: string): boolean {
   if (a !== undefined && b !== undefined) return a === b;
   const [x, y] = [Number(office), Number(csv)];
   // General format: 15 significant digits, and at most 20 decimals for tiny numbers.
-  return office !== "" && Number.isFinite(x) && Number.isFinite(y) && Math.abs(x - y) <= Math.max(Math.abs(y) * 1e-14, 6e-21);
+  return (
+    office !== "" && Number.isFinite(x) && Number.isFinite(y) && Math.abs(x - y) <= Math.max(Math.abs(y) * 1e-14, 6e-21)
+  );
 }
 
 describe.skipIf(skip)("an XLSX export opened in LibreOffice", () => {
@@ -39,7 +42,12 @@ describe.skipIf(skip)("an XLSX export opened in LibreOffice", () => {
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0, version: "2.10" });
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "500", CACHE_TTL_SECONDS: "0" },
+      vars: {
+        CKAN_BASE_URL: `${emulator.url}/data/en`,
+        RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+        PAGE_SIZE: "500",
+        CACHE_TTL_SECONDS: "0",
+      },
     });
   }, 120_000);
 
@@ -58,7 +66,8 @@ describe.skipIf(skip)("an XLSX export opened in LibreOffice", () => {
       for (const [c, cell] of row.entries()) {
         // LibreOffice writes a line break inside a cell as LF.
         const got = office[r]![c] ?? "";
-        if (!sameValue(got, cell) && got !== cell.replaceAll("\r\n", "\n")) differences.push(`row ${r + 1} ${csv[0]![c]}: ${JSON.stringify(got)} != ${JSON.stringify(cell)}`);
+        if (!sameValue(got, cell) && got !== cell.replaceAll("\r\n", "\n"))
+          differences.push(`row ${r + 1} ${csv[0]![c]}: ${JSON.stringify(got)} != ${JSON.stringify(cell)}`);
       }
     }
     expect(differences.slice(0, 20)).toEqual([]);
@@ -73,7 +82,13 @@ describe.skipIf(skip)("an XLSX export cut at a row limit that only paging found,
     // CKAN 2.12's cached count says 4311 of the edge table's 4321 rows: under MAX_ROWS until counted.
     emulator = await startEmulatorServer({ port: 0, version: "2.12", staleTotal: 10 });
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: emulator.base, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "500", MAX_ROWS: "4315", CACHE_TTL_SECONDS: "0" },
+      vars: {
+        CKAN_BASE_URL: emulator.base,
+        RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+        PAGE_SIZE: "500",
+        MAX_ROWS: "4315",
+        CACHE_TTL_SECONDS: "0",
+      },
     });
   }, 120_000);
 
@@ -88,7 +103,9 @@ describe.skipIf(skip)("an XLSX export cut at a row limit that only paging found,
     const bytes = new Uint8Array(await xlsx.arrayBuffer());
     const office = parse(await convertToCsv("cut.xlsx", bytes), "\n");
     expect(office[0]).toEqual(["id"]);
-    expect(office.at(-1)![0]).toMatch(/^#EXPORT INCOMPLETE: More than 4315 rows match.* The rows above are only part of the export\.$/);
+    expect(office.at(-1)![0]).toMatch(
+      /^#EXPORT INCOMPLETE: More than 4315 rows match.* The rows above are only part of the export\.$/,
+    );
     const ids = office.slice(1, -1).map((row) => Number(row[0]));
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
     expect(ids.length).toBeLessThanOrEqual(4315);
@@ -102,7 +119,11 @@ describe.skipIf(skip)("a semicolon CSV with decimal commas, imported by LibreOff
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0, version: "2.10" });
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), CACHE_TTL_SECONDS: "0" },
+      vars: {
+        CKAN_BASE_URL: `${emulator.url}/data/en`,
+        RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+        CACHE_TTL_SECONDS: "0",
+      },
     });
   }, 120_000);
 
@@ -114,9 +135,17 @@ describe.skipIf(skip)("a semicolon CSV with decimal commas, imported by LibreOff
   async function imported(link: string): Promise<Array<[string, string, string]>> {
     const csv = await (await fetch(`${worker.url}${link}`)).text();
     // Semicolons, double quotes, UTF-8, from line 1, the de-DE locale (1031), special numbers (1e-07) detected.
-    const book = await readWorkbook(await convert("amounts.csv", new TextEncoder().encode(csv), "xlsx", "CSV:59,34,76,1,,1031,false,true"));
+    const book = await readWorkbook(
+      await convert("amounts.csv", new TextEncoder().encode(csv), "xlsx", "CSV:59,34,76,1,,1031,false,true"),
+    );
     const texts = parse(csv, "\r\n");
-    return book.rows.slice(1).flatMap((row, r) => [1, 2].filter((c) => texts[r + 1]![c] !== "").map((c): [string, string, string] => [row[c]!.type, row[c]!.value, texts[r + 1]![c]!]));
+    return book.rows
+      .slice(1)
+      .flatMap((row, r) =>
+        [1, 2]
+          .filter((c) => texts[r + 1]![c] !== "")
+          .map((c): [string, string, string] => [row[c]!.type, row[c]!.value, texts[r + 1]![c]!]),
+      );
   }
 
   it("reads every amount and ratio as a number, of the exported value", async () => {

@@ -41,7 +41,11 @@ describe("local settings never reach the specs' worker", () => {
     if (folder) await rm(folder, { recursive: true, force: true });
   });
 
-  const vars = () => ({ CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), CACHE_TTL_SECONDS: "0" });
+  const vars = () => ({
+    CKAN_BASE_URL: `${emulator.url}/data/en`,
+    RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+    CACHE_TTL_SECONDS: "0",
+  });
 
   it("read by wrangler itself, the key in .dev.vars turns an unsigned link into a 403", async () => {
     const worker = await startWorker({ vars: vars(), config, localSettings: "read" });

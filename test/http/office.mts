@@ -14,7 +14,10 @@ export function findOffice(): string | undefined {
   if (fromEnv !== undefined && fromEnv !== "") return existsSync(fromEnv) ? fromEnv : undefined;
   const names = ["soffice", "libreoffice"];
   const onPath = (process.env.PATH ?? "").split(delimiter).flatMap((dir) => names.map((name) => join(dir, name)));
-  const installed = ["/Applications/LibreOffice.app/Contents/MacOS/soffice", join(process.env.PROGRAMFILES ?? "C:\\Program Files", "LibreOffice", "program", "soffice.exe")];
+  const installed = [
+    "/Applications/LibreOffice.app/Contents/MacOS/soffice",
+    join(process.env.PROGRAMFILES ?? "C:\\Program Files", "LibreOffice", "program", "soffice.exe"),
+  ];
   return [...onPath, ...installed].find((path) => existsSync(path));
 }
 
@@ -33,7 +36,12 @@ const TARGETS = {
  * to read the input when it is CSV (delimiter, locale: a user's own import), e.g.
  * `CSV:59,34,76,1,,1031` for semicolons read with the de-DE locale.
  */
-export async function convert(name: string, bytes: Uint8Array, target: keyof typeof TARGETS, importFilter?: string): Promise<Uint8Array> {
+export async function convert(
+  name: string,
+  bytes: Uint8Array,
+  target: keyof typeof TARGETS,
+  importFilter?: string,
+): Promise<Uint8Array> {
   const office = findOffice();
   if (office === undefined) throw new Error(NO_OFFICE);
   const dir = await mkdtemp(join(tmpdir(), "datastore-export-office-"));
@@ -41,11 +49,15 @@ export async function convert(name: string, bytes: Uint8Array, target: keyof typ
     const input = join(dir, name);
     await writeFile(input, bytes);
     const args = [
-      "--headless", "--norestore", "--nolockcheck",
+      "--headless",
+      "--norestore",
+      "--nolockcheck",
       `-env:UserInstallation=${pathToFileURL(join(dir, "profile")).href}`,
       ...(importFilter === undefined ? [] : [`--infilter=${importFilter}`]),
-      "--convert-to", TARGETS[target],
-      "--outdir", join(dir, "out"),
+      "--convert-to",
+      TARGETS[target],
+      "--outdir",
+      join(dir, "out"),
       input,
     ];
     await promisify(execFile)(office, args, { timeout: 120_000 });
@@ -56,4 +68,5 @@ export async function convert(name: string, bytes: Uint8Array, target: keyof typ
 }
 
 /** `convert` to CSV, as text. */
-export const convertToCsv = async (name: string, bytes: Uint8Array): Promise<string> => new TextDecoder().decode(await convert(name, bytes, "csv"));
+export const convertToCsv = async (name: string, bytes: Uint8Array): Promise<string> =>
+  new TextDecoder().decode(await convert(name, bytes, "csv"));

@@ -65,7 +65,12 @@ describe("a Parquet export read by DuckDB", () => {
     dir = await mkdtemp(join(tmpdir(), "datastore-export-parquet-"));
     db = await (await DuckDBInstance.create(":memory:")).connect();
     worker = await startWorker({
-      vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, RESOURCES: JSON.stringify(EMULATOR_RESOURCES), PAGE_SIZE: "500", CACHE_TTL_SECONDS: "0" },
+      vars: {
+        CKAN_BASE_URL: `${emulator.url}/data/en`,
+        RESOURCES: JSON.stringify(EMULATOR_RESOURCES),
+        PAGE_SIZE: "500",
+        CACHE_TTL_SECONDS: "0",
+      },
     });
   }, 120_000);
 
@@ -111,7 +116,8 @@ describe("a Parquet export read by DuckDB", () => {
     for (const [r, row] of want.rows.entries()) {
       for (const [c, cell] of row.entries()) {
         const value = got.rows[r]![c]!;
-        if (!same(got.types[c]!, value, cell as string | null)) differences.push(`row ${r + 1} ${got.names[c]}: ${String(value)} (parquet) vs ${String(cell)} (csv)`);
+        if (!same(got.types[c]!, value, cell as string | null))
+          differences.push(`row ${r + 1} ${got.names[c]}: ${String(value)} (parquet) vs ${String(cell)} (csv)`);
       }
     }
     expect(differences.slice(0, 10)).toEqual([]);
@@ -129,7 +135,9 @@ describe("a Parquet export read by DuckDB", () => {
 
   it("keeps every digit of numeric values and CKAN's json and array text byte for byte", async () => {
     const { path } = await download("/export.parquet?resource=edge&filter.id=4");
-    const { rows } = await read(`SELECT amount, tags, meta, json_extract(meta, '$.big')::VARCHAR, tags::VARCHAR[] FROM read_parquet('${path}')`);
+    const { rows } = await read(
+      `SELECT amount, tags, meta, json_extract(meta, '$.big')::VARCHAR, tags::VARCHAR[] FROM read_parquet('${path}')`,
+    );
     const [amount, tags, meta, big, list] = rows[0]!;
     expect({ amount, tags, meta, big }).toEqual({
       amount: "12345678901234567890.123456789",
@@ -142,7 +150,9 @@ describe("a Parquet export read by DuckDB", () => {
   });
 
   it("takes fields, sort, filters, limit and header=label as the other formats do", async () => {
-    const { names, rows } = await compare("resource=edge&fields=created,id,amount,tags&sort=created desc&filter.category=alpha&limit=300&header=label");
+    const { names, rows } = await compare(
+      "resource=edge&fields=created,id,amount,tags&sort=created desc&filter.category=alpha&limit=300&header=label",
+    );
     expect(names).toEqual(["created", "id", "amount", "tags"]);
     expect(rows).toBe(300);
     await compare("resource=edge&q=glacier&fields=id,name");

@@ -18,7 +18,10 @@ const PRODUCTION_CONFIG = PRODUCTION.path;
 const SET_UP: ConfigCopy = pristineProductionConfig();
 const SET_UP_CONFIG = SET_UP.path;
 const TOKEN = "operator-token-5d1c";
-const RESOURCES = JSON.stringify({ grants: "e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10", closed: "60686d2e-91d1-493b-9746-5c5f1b5b118e" });
+const RESOURCES = JSON.stringify({
+  grants: "e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10",
+  closed: "60686d2e-91d1-493b-9746-5c5f1b5b118e",
+});
 
 interface Health {
   ok: boolean;
@@ -30,7 +33,13 @@ const json = <T,>(body: Buffer): T => JSON.parse(body.toString("utf8")) as T;
 
 describe("the production configuration, as deployed", () => {
   let emulator: EmulatorServer;
-  const workers: Record<"unset" | "set" | "down" | "wrongToken" | "demo", WorkerProcess | undefined> = { unset: undefined, set: undefined, down: undefined, wrongToken: undefined, demo: undefined };
+  const workers: Record<"unset" | "set" | "down" | "wrongToken" | "demo", WorkerProcess | undefined> = {
+    unset: undefined,
+    set: undefined,
+    down: undefined,
+    wrongToken: undefined,
+    demo: undefined,
+  };
 
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0, token: TOKEN, version: "2.12" });
@@ -41,7 +50,20 @@ describe("the production configuration, as deployed", () => {
     // Asynchronously: the emulator answering setup lives in this process.
     const setup = spawn(
       process.execPath,
-      [join(ROOT, "scripts", "setup.ts"), "--ckan", base, "--resource", "grants=e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10", "--resource", "closed=60686d2e-91d1-493b-9746-5c5f1b5b118e", "--snapshot", "grants=0 3 * * *", "--yes", "--config", SET_UP_CONFIG],
+      [
+        join(ROOT, "scripts", "setup.ts"),
+        "--ckan",
+        base,
+        "--resource",
+        "grants=e1d9e5a7-12c0-4b6e-9a3f-5c2d8e7f4b10",
+        "--resource",
+        "closed=60686d2e-91d1-493b-9746-5c5f1b5b118e",
+        "--snapshot",
+        "grants=0 3 * * *",
+        "--yes",
+        "--config",
+        SET_UP_CONFIG,
+      ],
       { cwd: ROOT, env: { ...isolatedEnv(), CKAN_API_TOKEN: TOKEN }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let stderr = "";
@@ -65,7 +87,11 @@ describe("the production configuration, as deployed", () => {
 
   it("is read without the operator's settings: a set-up wrangler.toml gives the specs the same configuration as a fresh one", () => {
     // SET_UP_CONFIG is now what an operator's checkout holds after npm run setup.
-    const read = (path: string) => JSON.parse(JSON.stringify(experimental_readRawConfig({ config: path }).rawConfig)) as { vars?: Record<string, unknown>; triggers?: { crons?: string[] } };
+    const read = (path: string) =>
+      JSON.parse(JSON.stringify(experimental_readRawConfig({ config: path }).rawConfig)) as {
+        vars?: Record<string, unknown>;
+        triggers?: { crons?: string[] };
+      };
     const configured = read(SET_UP_CONFIG);
     expect(configured.vars?.["CKAN_BASE_URL"]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/data\/en$/);
     expect(Object.keys(configured.vars?.["RESOURCES"] as object)).toEqual(["grants", "closed"]);

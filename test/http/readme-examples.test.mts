@@ -55,7 +55,10 @@ function curlExamples(markdown: string): Example[] {
 }
 
 function onPath(name: string): string | undefined {
-  return (process.env.PATH ?? "").split(delimiter).map((dir) => join(dir, name)).find((path) => existsSync(path));
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .map((dir) => join(dir, name))
+    .find((path) => existsSync(path));
 }
 
 const skip = onPath("curl") === undefined && process.env.CI !== "true";
@@ -74,13 +77,21 @@ interface Run {
  * keeps a developer's ~/.curlrc out, so the run is what a fresh machine does.
  */
 function run(command: string, cwd: string): Promise<Run> {
-  const instrumented = command.replace(/^curl\s/, `curl -q --silent --show-error --write-out '%{stderr}\\nHTTP %{http_code}\\n' `);
+  const instrumented = command.replace(
+    /^curl\s/,
+    `curl -q --silent --show-error --write-out '%{stderr}\\nHTTP %{http_code}\\n' `,
+  );
   return new Promise((resolve) => {
-    execFile("bash", ["-o", "pipefail", "-c", instrumented], { cwd, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
-      const statuses = [...stderr.matchAll(/^HTTP (\d{3})$/gm)].map((m) => Number(m[1]));
-      resolve({ code, statuses, stderr: stderr.replace(/^HTTP \d{3}$/gm, "").trim(), tail: stdout.slice(-1000) });
-    });
+    execFile(
+      "bash",
+      ["-o", "pipefail", "-c", instrumented],
+      { cwd, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
+        const statuses = [...stderr.matchAll(/^HTTP (\d{3})$/gm)].map((m) => Number(m[1]));
+        resolve({ code, statuses, stderr: stderr.replace(/^HTTP \d{3}$/gm, "").trim(), tail: stdout.slice(-1000) });
+      },
+    );
   });
 }
 
@@ -92,7 +103,10 @@ describe.skipIf(skip)("README's curl examples, run as pasted against the demo", 
 
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0, version: "2.12" });
-    worker = await startWorker({ vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, CKAN_API_TOKEN: "demo-token" }, flags: ["--test-scheduled"] });
+    worker = await startWorker({
+      vars: { CKAN_BASE_URL: `${emulator.url}/data/en`, CKAN_API_TOKEN: "demo-token" },
+      flags: ["--test-scheduled"],
+    });
     // `curl -O` saves into the working directory: a throw-away one.
     cwd = await mkdtemp(join(tmpdir(), "datastore-export-readme-"));
   }, 120_000);
@@ -106,23 +120,33 @@ describe.skipIf(skip)("README's curl examples, run as pasted against the demo", 
     const commands = examples.map((e) => e.command);
     expect(commands.length).toBeGreaterThanOrEqual(8);
     for (const needed of ["filters={", "filter.amount[gte]", "sort=amount desc, name"]) {
-      expect(commands.filter((c) => c.includes(needed)), needed).not.toEqual([]);
+      expect(
+        commands.filter((c) => c.includes(needed)),
+        needed,
+      ).not.toEqual([]);
     }
-    expect(examples.filter((e) => !e.command.includes(DEMO) && !e.command.includes(DEPLOYED)), "examples against an address this spec cannot stand in for").toEqual([]);
+    expect(
+      examples.filter((e) => !e.command.includes(DEMO) && !e.command.includes(DEPLOYED)),
+      "examples against an address this spec cannot stand in for",
+    ).toEqual([]);
   });
 
   // One at a time, in README order: the snapshot examples read what the one before wrote.
-  it.each(examples.map((e) => [`README.md:${e.line}: ${e.command}`, e] as const))("%s", async (_name, example) => {
-    const result = await run(example.command.replaceAll(DEMO, worker.url).replaceAll(DEPLOYED, worker.url), cwd);
-    const expected = example.answers;
-    // A command that retries (a snapshot not written yet) gets a status per attempt: the last one counts.
-    const last = result.statuses.at(-1);
-    const why = `curl said: ${result.stderr}\nthe answer ended: ${result.tail}`;
-    if (expected === undefined) {
-      expect(result.code, why).toBe(0);
-      expect(last !== undefined && last < 400, `HTTP ${last}; ${why}`).toBe(true);
-    } else {
-      expect(last, why).toBe(expected);
-    }
-  }, 300_000);
+  it.each(examples.map((e) => [`README.md:${e.line}: ${e.command}`, e] as const))(
+    "%s",
+    async (_name, example) => {
+      const result = await run(example.command.replaceAll(DEMO, worker.url).replaceAll(DEPLOYED, worker.url), cwd);
+      const expected = example.answers;
+      // A command that retries (a snapshot not written yet) gets a status per attempt: the last one counts.
+      const last = result.statuses.at(-1);
+      const why = `curl said: ${result.stderr}\nthe answer ended: ${result.tail}`;
+      if (expected === undefined) {
+        expect(result.code, why).toBe(0);
+        expect(last !== undefined && last < 400, `HTTP ${last}; ${why}`).toBe(true);
+      } else {
+        expect(last, why).toBe(expected);
+      }
+    },
+    300_000,
+  );
 });

@@ -70,7 +70,11 @@ describe("npm run setup", () => {
     const env = isolatedEnv();
     delete env["CKAN_API_TOKEN"];
     if (token !== undefined) env["CKAN_API_TOKEN"] = token;
-    const child = spawn(process.execPath, [join(ROOT, "scripts", "setup.ts"), ...args, "--config", config], { cwd: ROOT, env, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [join(ROOT, "scripts", "setup.ts"), ...args, "--config", config], {
+      cwd: ROOT,
+      env,
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    });
     child.stdin?.end(input);
     let stdout = "";
     let stderr = "";
@@ -93,14 +97,29 @@ describe("npm run setup", () => {
 
   it("checks the site and each table, writes CKAN_BASE_URL, RESOURCES and a snapshot job, and says what is left", async () => {
     const page = `${ckan.url}/data/en/dataset/demo-private-grants/resource/${PRIVATE}`;
-    const run = await setup(["--ckan", `${ckan.url}/data/en/`, "--resource", `grants=${sample}`, "--resource", `secret=${page}`, "--snapshot", "grants=0 3 * * *", "--yes"], TOKEN);
+    const run = await setup(
+      [
+        "--ckan",
+        `${ckan.url}/data/en/`,
+        "--resource",
+        `grants=${sample}`,
+        "--resource",
+        `secret=${page}`,
+        "--snapshot",
+        "grants=0 3 * * *",
+        "--yes",
+      ],
+      TOKEN,
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toBe("");
     const { rawConfig } = experimental_readRawConfig({ config: run.config });
     const vars = rawConfig.vars as Record<string, unknown>;
     expect(vars["CKAN_BASE_URL"]).toBe(`${ckan.url}/data/en`);
     expect({ ...(vars["RESOURCES"] as object) }).toEqual({ grants: sample, secret: PRIVATE });
-    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([{ name: "grants-snapshot", resource: "grants", formats: ["csv"], cron: "0 3 * * *", keep: 30 }]);
+    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([
+      { name: "grants-snapshot", resource: "grants", formats: ["csv"], cron: "0 3 * * *", keep: 30 },
+    ]);
     expect(rawConfig.triggers?.crons).toEqual(["0 3 * * *"]);
     expect(vars["MAX_ROWS"]).toBe("1000000");
     expect(rawConfig.r2_buckets).toEqual([{ binding: "SNAPSHOTS", bucket_name: "datastore-export-snapshots" }]);
@@ -109,7 +128,12 @@ describe("npm run setup", () => {
     expect(comments(run.after)).toEqual(comments(run.before));
     expect(run.stdout).toContain("CKAN 2.12.0b0");
     expect(run.stdout).toMatch(/secret = 60686d2e-\S+ {2}Private grants {2}\(private: read with the token\)/);
-    const steps = ["wrangler secret put CKAN_API_TOKEN", "wrangler r2 bucket create datastore-export-snapshots", "wrangler deploy", "/health"].map((step) => run.stdout.indexOf(step));
+    const steps = [
+      "wrangler secret put CKAN_API_TOKEN",
+      "wrangler r2 bucket create datastore-export-snapshots",
+      "wrangler deploy",
+      "/health",
+    ].map((step) => run.stdout.indexOf(step));
     expect(steps.every((at) => at > 0)).toBe(true);
     expect([...steps].sort((a, b) => a - b)).toEqual(steps);
     expect(run.after + run.stdout).not.toContain(TOKEN);
@@ -119,15 +143,24 @@ describe("npm run setup", () => {
   it("asks, when run without --yes: the token, a search by name, a pick, its alias, a schedule, a last yes", async () => {
     // Lines piped in as a terminal user would type them: the token, "grants" (a search), 4 (the
     // private table), an alias, Enter (done), a cron, y.
-    const run = await setup(["--ckan", `${ckan.url}/data/en`], undefined, `${TOKEN}\ngrants\n4\nstaff-only\n\n15 4 * * 1\ny\n`);
+    const run = await setup(
+      ["--ckan", `${ckan.url}/data/en`],
+      undefined,
+      `${TOKEN}\ngrants\n4\nstaff-only\n\n15 4 * * 1\ny\n`,
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/4\. Private grants \/ Private grants {2}\(60686d2e-/);
     const vars = experimental_readRawConfig({ config: run.config }).rawConfig.vars as Record<string, unknown>;
     expect({ ...(vars["RESOURCES"] as object) }).toEqual({ "staff-only": PRIVATE });
-    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([{ name: "staff-only-snapshot", resource: "staff-only", formats: ["csv"], cron: "15 4 * * 1", keep: 30 }]);
+    expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([
+      { name: "staff-only-snapshot", resource: "staff-only", formats: ["csv"], cron: "15 4 * * 1", keep: 30 },
+    ]);
     expect(run.after + run.stdout + run.stderr).not.toContain(TOKEN);
     // Saying no at the end leaves the file as it was.
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`], undefined, `\n${sample}\nmine\n\n\nn\n`), /nothing written/);
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`], undefined, `\n${sample}\nmine\n\n\nn\n`),
+      /nothing written/,
+    );
   });
 
   it("says a wrong token on public tables cannot be judged, since CKAN answers it as if none were sent", async () => {
@@ -138,7 +171,10 @@ describe("npm run setup", () => {
   });
 
   it("fails on a host nobody answers on", async () => {
-    const run = await setup(["--ckan", `http://127.0.0.1:${await freePort()}/data/en`, "--resource", `a=${sample}`, "--yes"], TOKEN);
+    const run = await setup(
+      ["--ckan", `http://127.0.0.1:${await freePort()}/data/en`, "--resource", `a=${sample}`, "--yes"],
+      TOKEN,
+    );
     expectFailure(run, /cannot reach http:\/\/127\.0\.0\.1:\d+\/data\/en \(ECONNREFUSED\)/);
   });
 
@@ -160,30 +196,80 @@ describe("npm run setup", () => {
   });
 
   it("fails on a table the DataStore does not have", async () => {
-    const run = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--resource", "gone=0000aaaa-1111-4222-8333-444455556666", "--yes"], TOKEN);
+    const run = await setup(
+      [
+        "--ckan",
+        `${ckan.url}/data/en`,
+        "--resource",
+        `a=${sample}`,
+        "--resource",
+        "gone=0000aaaa-1111-4222-8333-444455556666",
+        "--yes",
+      ],
+      TOKEN,
+    );
     expectFailure(run, /gone = 0000aaaa-1111-4222-8333-444455556666: not a table in .*DataStore/);
     // CKAN's sentence inside ours, without its own period before our parenthesis closes.
     expect(run.stderr).toContain('Resource "0000aaaa-1111-4222-8333-444455556666" was not found).');
   });
 
   it("fails on a private table without a token, and with a token CKAN refuses", async () => {
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `secret=${PRIVATE}`, "--yes"]), /secret = .* is private: CKAN needs a token.*\n.*CKAN_API_TOKEN/);
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `secret=${PRIVATE}`, "--yes"], `${TOKEN}-wrong`), /CKAN refused the token/);
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `secret=${PRIVATE}`, "--yes"]),
+      /secret = .* is private: CKAN needs a token.*\n.*CKAN_API_TOKEN/,
+    );
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `secret=${PRIVATE}`, "--yes"], `${TOKEN}-wrong`),
+      /CKAN refused the token/,
+    );
   });
 
   it("refuses a token given as an argument, and a reference that is no resource", async () => {
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--token", TOKEN, "--yes"]), /never an argument/);
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resource", "a=https://portal.example/dataset/x", "--yes"], TOKEN), /neither a resource id nor a resource page URL/);
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `a=${sample}`, "--token", TOKEN, "--yes"]),
+      /never an argument/,
+    );
+    expectFailure(
+      await setup(
+        ["--ckan", `${ckan.url}/data/en`, "--resource", "a=https://portal.example/dataset/x", "--yes"],
+        TOKEN,
+      ),
+      /neither a resource id nor a resource page URL/,
+    );
   });
 
   it("adds on a second run: the aliases given are added or updated, the others and their jobs kept, and the result printed as a table", async () => {
-    const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `secret=${PRIVATE}`, "--snapshot", "grants=0 3 * * *", "--yes"], TOKEN);
+    const first = await setup(
+      [
+        "--ckan",
+        `${ckan.url}/data/en`,
+        "--resource",
+        `grants=${sample}`,
+        "--resource",
+        `secret=${PRIVATE}`,
+        "--snapshot",
+        "grants=0 3 * * *",
+        "--yes",
+      ],
+      TOKEN,
+    );
     expect(first.code, first.stderr).toBe(0);
-    const second = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--resource", `grants=${edge}`, "--yes"], TOKEN, undefined, first.config);
+    const second = await setup(
+      ["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--resource", `grants=${edge}`, "--yes"],
+      TOKEN,
+      undefined,
+      first.config,
+    );
     expect(second.code, second.stderr).toBe(0);
     const { vars, triggers } = experimental_readRawConfig({ config: second.config }).rawConfig;
-    expect({ ...((vars as Record<string, unknown>)["RESOURCES"] as object) }).toEqual({ grants: edge, secret: PRIVATE, big });
-    expect(JSON.parse(String((vars as Record<string, unknown>)["SNAPSHOT_JOBS"]))).toEqual([{ name: "grants-snapshot", resource: "grants", formats: ["csv"], cron: "0 3 * * *", keep: 30 }]);
+    expect({ ...((vars as Record<string, unknown>)["RESOURCES"] as object) }).toEqual({
+      grants: edge,
+      secret: PRIVATE,
+      big,
+    });
+    expect(JSON.parse(String((vars as Record<string, unknown>)["SNAPSHOT_JOBS"]))).toEqual([
+      { name: "grants-snapshot", resource: "grants", formats: ["csv"], cron: "0 3 * * *", keep: 30 },
+    ]);
     expect(triggers?.crons).toEqual(["0 3 * * *"]);
     // Only the tables given were asked about; the printed table shows all of them, and the jobs.
     expect(second.stdout).not.toContain(`secret = ${PRIVATE}`);
@@ -199,9 +285,19 @@ describe("npm run setup", () => {
     try {
       const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--yes"], TOKEN);
       expect(first.code, first.stderr).toBe(0);
-      const same = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--yes"], TOKEN, undefined, first.config);
+      const same = await setup(
+        ["--ckan", `${ckan.url}/data/en`, "--resource", `big=${big}`, "--yes"],
+        TOKEN,
+        undefined,
+        first.config,
+      );
       expect(same.stdout).not.toContain(`grants = ${sample}`);
-      const moved = await setup(["--ckan", french.base, "--resource", `edge=${edge}`, "--yes"], TOKEN, undefined, first.config);
+      const moved = await setup(
+        ["--ckan", french.base, "--resource", `edge=${edge}`, "--yes"],
+        TOKEN,
+        undefined,
+        first.config,
+      );
       expect(moved.code, moved.stderr).toBe(0);
       expect(moved.stdout).toContain(`grants = ${sample}  Sample grants`);
       expect(moved.stdout).toContain(`big = ${big}  Big grants`);
@@ -213,27 +309,77 @@ describe("npm run setup", () => {
   });
 
   it("removes only when told: --remove takes an alias away with its snapshot job; an alias it does not publish is refused by name", async () => {
-    const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `big=${big}`, "--snapshot", "grants=0 3 * * *", "--snapshot", "big=0 0 1 * *", "--yes"], TOKEN);
+    const first = await setup(
+      [
+        "--ckan",
+        `${ckan.url}/data/en`,
+        "--resource",
+        `grants=${sample}`,
+        "--resource",
+        `big=${big}`,
+        "--snapshot",
+        "grants=0 3 * * *",
+        "--snapshot",
+        "big=0 0 1 * *",
+        "--yes",
+      ],
+      TOKEN,
+    );
     expect(first.code, first.stderr).toBe(0);
-    const removed = await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "grants", "--yes"], undefined, undefined, first.config);
+    const removed = await setup(
+      ["--ckan", `${ckan.url}/data/en`, "--remove", "grants", "--yes"],
+      undefined,
+      undefined,
+      first.config,
+    );
     expect(removed.code, removed.stderr).toBe(0);
     const { vars, triggers } = experimental_readRawConfig({ config: removed.config }).rawConfig;
     expect({ ...((vars as Record<string, unknown>)["RESOURCES"] as object) }).toEqual({ big });
-    expect(JSON.parse(String((vars as Record<string, unknown>)["SNAPSHOT_JOBS"])).map((job: { name: string }) => job.name)).toEqual(["big-snapshot"]);
+    expect(
+      JSON.parse(String((vars as Record<string, unknown>)["SNAPSHOT_JOBS"])).map((job: { name: string }) => job.name),
+    ).toEqual(["big-snapshot"]);
     expect(triggers?.crons).toEqual(["0 0 1 * *"]);
     expect(removed.stdout).toContain("no longer published: grants (and snapshot job grants-snapshot with it)");
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "nope", "--yes"], undefined, undefined, first.config), /--remove nope: .* publishes no alias nope \(it publishes big\)/);
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "big", "--resource", `big=${sample}`, "--yes"], undefined, undefined, first.config), /both given/);
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`, "--remove", "nope", "--yes"], undefined, undefined, first.config),
+      /--remove nope: .* publishes no alias nope \(it publishes big\)/,
+    );
+    expectFailure(
+      await setup(
+        ["--ckan", `${ckan.url}/data/en`, "--remove", "big", "--resource", `big=${sample}`, "--yes"],
+        undefined,
+        undefined,
+        first.config,
+      ),
+      /both given/,
+    );
   });
 
   it("asks before removing, without --yes: it shows what is published and takes away only the aliases typed", async () => {
-    const first = await setup(["--ckan", `${ckan.url}/data/en`, "--resource", `grants=${sample}`, "--resource", `secret=${PRIVATE}`, "--snapshot", "secret=0 3 * * *", "--yes"], TOKEN);
+    const first = await setup(
+      [
+        "--ckan",
+        `${ckan.url}/data/en`,
+        "--resource",
+        `grants=${sample}`,
+        "--resource",
+        `secret=${PRIVATE}`,
+        "--snapshot",
+        "secret=0 3 * * *",
+        "--yes",
+      ],
+      TOKEN,
+    );
     expect(first.code, first.stderr).toBe(0);
     // The token, "secret" (to remove), Enter (no table to add), y.
     const run = await setup(["--ckan", `${ckan.url}/data/en`], undefined, `${TOKEN}\nsecret\n\ny\n`, first.config);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/Published now \(2\):\n {2}grants = 5bdeaf06-\S+\n {2}secret = 60686d2e-\S+ {2}\(snapshot job secret-snapshot\)/);
-    expect(run.stdout).toContain("stop publishing secret (and snapshot job secret-snapshot with it): write CKAN_BASE_URL, RESOURCES, SNAPSHOT_JOBS and [triggers]");
+    expect(run.stdout).toMatch(
+      /Published now \(2\):\n {2}grants = 5bdeaf06-\S+\n {2}secret = 60686d2e-\S+ {2}\(snapshot job secret-snapshot\)/,
+    );
+    expect(run.stdout).toContain(
+      "stop publishing secret (and snapshot job secret-snapshot with it): write CKAN_BASE_URL, RESOURCES, SNAPSHOT_JOBS and [triggers]",
+    );
     const vars = experimental_readRawConfig({ config: run.config }).rawConfig.vars as Record<string, unknown>;
     expect({ ...(vars["RESOURCES"] as object) }).toEqual({ grants: sample });
     expect(JSON.parse(String(vars["SNAPSHOT_JOBS"]))).toEqual([]);
@@ -242,7 +388,11 @@ describe("npm run setup", () => {
   it("lists the DataStore's tables by dataset and resource name, suggests an alias from the resource name, and a free one when it is taken", async () => {
     // The token, `tables`, 1, Enter (the suggested alias), `tables`, 4, a taken alias, Enter (the
     // free one offered), Enter (done), Enter twice (no schedules), y.
-    const run = await setup(["--ckan", `${ckan.url}/data/en`], undefined, `${TOKEN}\ntables\n1\n\ntables\n4\nsample-grants\n\n\n\n\ny\n`);
+    const run = await setup(
+      ["--ckan", `${ckan.url}/data/en`],
+      undefined,
+      `${TOKEN}\ntables\n1\n\ntables\n4\nsample-grants\n\n\n\n\ny\n`,
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/1\. Demo grants \/ Sample grants {2}\(5bdeaf06-/);
     expect(run.stdout).toMatch(/3\. Private grants \/ Private grants {2}\(60686d2e-/);
@@ -257,13 +407,20 @@ describe("npm run setup", () => {
     const help = await setup(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stderr).toBe("");
-    for (const option of ["--ckan", "--resource", "--remove", "--snapshot", "--yes", "--config", "CKAN_API_TOKEN"]) expect(help.stdout).toContain(option);
+    for (const option of ["--ckan", "--resource", "--remove", "--snapshot", "--yes", "--config", "CKAN_API_TOKEN"])
+      expect(help.stdout).toContain(option);
     expect(help.after).toBe(help.before);
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--resources", `a=${sample}`]), /Unknown option '--resources'.*\n.*npm run setup -- --help/);
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`, "--resources", `a=${sample}`]),
+      /Unknown option '--resources'.*\n.*npm run setup -- --help/,
+    );
   });
 
   it("suggests running without --yes only when --yes was given", async () => {
-    expectFailure(await setup(["--ckan", `${ckan.url}/data/en`, "--yes"], TOKEN), /no table chosen: add --resource .* \(or run without --yes to search\)\.$/m);
+    expectFailure(
+      await setup(["--ckan", `${ckan.url}/data/en`, "--yes"], TOKEN),
+      /no table chosen: add --resource .* \(or run without --yes to search\)\.$/m,
+    );
     const asked = await setup(["--ckan", `${ckan.url}/data/en`], undefined, "\n\n");
     expectFailure(asked, /no table chosen: add --resource <alias>=<resource id or resource page URL>\.$/m);
   });

@@ -14,11 +14,15 @@ const ADMIN = "sign-spec-admin-4d2e";
 
 async function sign(link: string, origin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   // The key from the environment, so the developer's .dev.vars is never read; the demo's settings.
-  const child = spawn(process.execPath, [join(ROOT, "scripts", "sign.ts"), link, "--origin", origin, "--config", DEMO_CONFIG], {
-    cwd: ROOT,
-    env: { ...isolatedEnv(), LINK_SIGNING_KEY: KEY },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "scripts", "sign.ts"), link, "--origin", origin, "--config", DEMO_CONFIG],
+    {
+      cwd: ROOT,
+      env: { ...isolatedEnv(), LINK_SIGNING_KEY: KEY },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => void (stdout += chunk.toString()));
@@ -33,7 +37,9 @@ describe("npm run sign", () => {
 
   beforeAll(async () => {
     emulator = await startEmulatorServer({ port: 0 });
-    worker = await startWorker({ vars: { CKAN_BASE_URL: emulator.base, CKAN_API_TOKEN: "demo-token", LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: ADMIN } });
+    worker = await startWorker({
+      vars: { CKAN_BASE_URL: emulator.base, CKAN_API_TOKEN: "demo-token", LINK_SIGNING_KEY: KEY, ADMIN_TOKEN: ADMIN },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -41,17 +47,27 @@ describe("npm run sign", () => {
   }, 30_000);
 
   const post = (link: string) =>
-    fetch(`${worker.url}/links`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ link }) });
+    fetch(`${worker.url}/links`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify({ link }),
+    });
 
   it("refuses what POST /links refuses, with the worker's own message", async () => {
-    for (const link of ["/export.csv?resource=sample&limit=ten", "/export.csv?resource=nope", "/snapshots/sample-daily/run"]) {
+    for (const link of [
+      "/export.csv?resource=sample&limit=ten",
+      "/export.csv?resource=nope",
+      "/snapshots/sample-daily/run",
+    ]) {
       const refused = await post(link);
       expect([400, 404], link).toContain(refused.status);
       const { error } = (await refused.json()) as { error: { message: string; parameter?: string } };
       const run = await sign(link, worker.url);
       expect(run.code, link).toBe(1);
       expect(run.stdout, link).toBe("");
-      expect(run.stderr, link).toContain(`(${refused.status}${error.parameter === undefined ? "" : `, parameter ${error.parameter}`}): ${error.message}`);
+      expect(run.stderr, link).toContain(
+        `(${refused.status}${error.parameter === undefined ? "" : `, parameter ${error.parameter}`}): ${error.message}`,
+      );
       expect(run.stderr, link).not.toContain(KEY);
     }
   });

@@ -49,10 +49,15 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
       },
     });
     // The demo binds the snapshot Workflow: the run starts (202) and goes on in its instance.
-    const run = await fetch(`${worker.url}/snapshots/${JOB.name}/run`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}` } });
+    const run = await fetch(`${worker.url}/snapshots/${JOB.name}/run`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
     expect(run.status, await run.clone().text()).toBe(202);
     for (;;) {
-      const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as { jobs: { latest: Record<string, Listed>; last_run: { status: string; error?: string } | null }[] };
+      const listing = (await (await fetch(`${worker.url}/snapshots`)).json()) as {
+        jobs: { latest: Record<string, Listed>; last_run: { status: string; error?: string } | null }[];
+      };
       const [job] = listing.jobs;
       if (job?.last_run != null) {
         expect(job.last_run.status, job.last_run.error).toBe("ok");
@@ -67,31 +72,50 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
     await Promise.allSettled([worker?.stop(), emulator?.close()]);
   }, 30_000);
 
-  const snapshot = (file: string, headers: Record<string, string> = {}) => getRaw(`${worker.url}/snapshots/${JOB.name}/${file}`, { headers });
-  const live = async (format: string): Promise<Buffer> => (await getRaw(`${worker.url}/export.${format}?resource=edge`)).body;
+  const snapshot = (file: string, headers: Record<string, string> = {}) =>
+    getRaw(`${worker.url}/snapshots/${JOB.name}/${file}`, { headers });
+  const live = async (format: string): Promise<Buffer> =>
+    (await getRaw(`${worker.url}/export.${format}?resource=edge`)).body;
 
-  it.each(TEXT)("%s: gzip to a client that accepts it, the live export once gunzipped; its size and sha256 in the listing", async (format) => {
-    const res = await snapshot(`latest.${format}`, { "accept-encoding": "gzip, deflate, br" });
-    expect(res.status).toBe(200);
-    expect(res.headers["content-encoding"]).toBe("gzip");
-    expect(res.headers.vary).toBe("accept-encoding");
-    expect(Number(res.headers["content-length"])).toBe(res.body.length);
-    const want = await live(format);
-    expect(gunzipSync(res.body).equals(want)).toBe(true);
-    expect(res.body.length).toBeLessThan(want.length / 2);
-    expect(latest[format]).toEqual(expect.objectContaining({ bytes: res.body.length, sha256: sha256(res.body), encoding: "gzip", decoded_bytes: want.length }));
-  });
-
-  it.each(TEXT)("%s: decoded on the fly for a client that does not accept gzip, the live export's bytes", async (format) => {
-    // (A client that takes br gets JSON brotli-compressed by the edge, as Cloudflare compresses JSON.)
-    const clients: Record<string, string>[] = [{}, { "accept-encoding": "identity" }, { "accept-encoding": "deflate, gzip;q=0" }];
-    for (const headers of clients) {
-      const res = await snapshot(`latest.${format}`, headers);
+  it.each(TEXT)(
+    "%s: gzip to a client that accepts it, the live export once gunzipped; its size and sha256 in the listing",
+    async (format) => {
+      const res = await snapshot(`latest.${format}`, { "accept-encoding": "gzip, deflate, br" });
       expect(res.status).toBe(200);
-      expect(res.headers["content-encoding"]).toBeUndefined();
-      expect(res.body.equals(await live(format))).toBe(true);
-    }
-  });
+      expect(res.headers["content-encoding"]).toBe("gzip");
+      expect(res.headers.vary).toBe("accept-encoding");
+      expect(Number(res.headers["content-length"])).toBe(res.body.length);
+      const want = await live(format);
+      expect(gunzipSync(res.body).equals(want)).toBe(true);
+      expect(res.body.length).toBeLessThan(want.length / 2);
+      expect(latest[format]).toEqual(
+        expect.objectContaining({
+          bytes: res.body.length,
+          sha256: sha256(res.body),
+          encoding: "gzip",
+          decoded_bytes: want.length,
+        }),
+      );
+    },
+  );
+
+  it.each(TEXT)(
+    "%s: decoded on the fly for a client that does not accept gzip, the live export's bytes",
+    async (format) => {
+      // (A client that takes br gets JSON brotli-compressed by the edge, as Cloudflare compresses JSON.)
+      const clients: Record<string, string>[] = [
+        {},
+        { "accept-encoding": "identity" },
+        { "accept-encoding": "deflate, gzip;q=0" },
+      ];
+      for (const headers of clients) {
+        const res = await snapshot(`latest.${format}`, headers);
+        expect(res.status).toBe(200);
+        expect(res.headers["content-encoding"]).toBeUndefined();
+        expect(res.body.equals(await live(format))).toBe(true);
+      }
+    },
+  );
 
   it("serves a range of a gzip snapshot's stored bytes to a gzip client, and the whole file decoded to another", async () => {
     const whole = (await snapshot("latest.csv", { "accept-encoding": "gzip" })).body;
@@ -119,8 +143,19 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
   it("describes the job in datapackage.json: valid against the published profile, each file as a client downloads it, CSV read by DuckDB with its dialect", async () => {
     const res = await snapshot("datapackage.json");
     expect(res.status).toBe(200);
-    const descriptor = JSON.parse(res.body.toString()) as { resources: { name: string; path: string; bytes: number; hash?: string; dialect?: { delimiter: string; header: boolean }; schema: { fields: { name: string; type: string }[] } }[] };
-    const profile = JSON.parse(readFileSync(new URL("../fixtures/frictionless-v1/tabular-data-package.json", import.meta.url), "utf8")) as object;
+    const descriptor = JSON.parse(res.body.toString()) as {
+      resources: {
+        name: string;
+        path: string;
+        bytes: number;
+        hash?: string;
+        dialect?: { delimiter: string; header: boolean };
+        schema: { fields: { name: string; type: string }[] };
+      }[];
+    };
+    const profile = JSON.parse(
+      readFileSync(new URL("../fixtures/frictionless-v1/tabular-data-package.json", import.meta.url), "utf8"),
+    ) as object;
     const valid = new Ajv({ allErrors: true, strict: false }).compile(profile);
     expect(valid(descriptor), JSON.stringify(valid.errors)).toBe(true);
     expect(descriptor.resources.map((r) => r.name)).toEqual(JOB.formats.map((f) => `${JOB.name}-${f}`));
@@ -135,7 +170,9 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
     try {
       await writeFile(join(dir, "data.csv"), (await snapshot(csv.path)).body);
       const db = await (await DuckDBInstance.create(":memory:")).connect();
-      const read = await db.runAndReadAll(`SELECT * FROM read_csv('${join(dir, "data.csv")}', delim='${csv.dialect!.delimiter}', header=${csv.dialect!.header}, quote='"', all_varchar=true)`);
+      const read = await db.runAndReadAll(
+        `SELECT * FROM read_csv('${join(dir, "data.csv")}', delim='${csv.dialect!.delimiter}', header=${csv.dialect!.header}, quote='"', all_varchar=true)`,
+      );
       expect(read.columnNames()).toEqual(csv.schema.fields.map((f) => f.name));
       expect(read.getRows().length).toBe(EDGE_ROWS);
       db.closeSync();
@@ -158,7 +195,9 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
     expect(tail.status).toBe(206);
     expect(tail.body.subarray(4).toString()).toBe("PAR1");
     const footerLength = tail.body.readUInt32LE(0);
-    const footer = await snapshot("latest.parquet", { range: `bytes=${res.body.length - 8 - footerLength}-${res.body.length - 9}` });
+    const footer = await snapshot("latest.parquet", {
+      range: `bytes=${res.body.length - 8 - footerLength}-${res.body.length - 9}`,
+    });
     expect(footer.status).toBe(206);
     expect(footer.body.equals(res.body.subarray(res.body.length - 8 - footerLength, res.body.length - 8))).toBe(true);
 
@@ -166,7 +205,9 @@ describe("gzip and Parquet snapshots, downloaded with node:http", () => {
     try {
       await writeFile(join(dir, "latest.parquet"), res.body);
       const db = await (await DuckDBInstance.create(":memory:")).connect();
-      const counted = await db.runAndReadAll(`SELECT count(*), count(DISTINCT id), max(created) IS NOT NULL FROM read_parquet('${join(dir, "latest.parquet")}')`);
+      const counted = await db.runAndReadAll(
+        `SELECT count(*), count(DISTINCT id), max(created) IS NOT NULL FROM read_parquet('${join(dir, "latest.parquet")}')`,
+      );
       expect(counted.getRows()[0]!.map(String)).toEqual([String(EDGE_ROWS), String(EDGE_ROWS), "true"]);
       db.closeSync();
     } finally {

@@ -28,8 +28,23 @@ describe("npm start's switches", () => {
     await writeFile(empty, "");
     child = spawn(
       process.execPath,
-      [join(ROOT, "scripts", "start.ts"), "--port", String(port), `--emulator-port=${emulatorPort}`, "--ckan", "2.11", "--sql", "on",
-        "--env-file", empty, "--persist-to", folder, "--inspector-port", String(await freePort()), "--show-interactive-dev-session=false"],
+      [
+        join(ROOT, "scripts", "start.ts"),
+        "--port",
+        String(port),
+        `--emulator-port=${emulatorPort}`,
+        "--ckan",
+        "2.11",
+        "--sql",
+        "on",
+        "--env-file",
+        empty,
+        "--persist-to",
+        folder,
+        "--inspector-port",
+        String(await freePort()),
+        "--show-interactive-dev-session=false",
+      ],
       { cwd: ROOT, env: isolatedEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     child.stdout?.on("data", (chunk: Buffer) => void (output += chunk.toString()));
@@ -60,7 +75,9 @@ describe("npm start's switches", () => {
 
   it("serves the worker on --port and the emulator on --emulator-port, as CKAN 2.11", async () => {
     const status = await getRaw(`http://127.0.0.1:${emulatorPort}/data/en/api/3/action/status_show`);
-    expect((JSON.parse(status.body.toString()) as { result: { ckan_version: string } }).result.ckan_version).toBe("2.11.5");
+    expect((JSON.parse(status.body.toString()) as { result: { ckan_version: string } }).result.ckan_version).toBe(
+      "2.11.5",
+    );
     const csv = await getRaw(`http://127.0.0.1:${port}/export.csv?resource=sample&fields=id,amount&limit=2`);
     expect(csv.status).toBe(200);
     expect(csv.body.toString().split("\r\n")[0]).toBe("id,amount");
@@ -77,14 +94,24 @@ describe("npm start's switches", () => {
 
   it("with --sql on, the emulator answers datastore_search_sql from PostgreSQL", async () => {
     const sql = 'SELECT category, count(*) AS n FROM "edge" GROUP BY 1 ORDER BY 1 LIMIT 1';
-    const answer = await getRaw(`http://127.0.0.1:${emulatorPort}/data/en/api/3/action/datastore_search_sql?${new URLSearchParams({ sql })}`, { timeoutMs: 50_000 });
+    const answer = await getRaw(
+      `http://127.0.0.1:${emulatorPort}/data/en/api/3/action/datastore_search_sql?${new URLSearchParams({ sql })}`,
+      { timeoutMs: 50_000 },
+    );
     expect(answer.status).toBe(200);
-    expect(JSON.parse(answer.body.toString())).toMatchObject({ success: true, result: { records: [{ category: "alpha", n: 864 }] } });
+    expect(JSON.parse(answer.body.toString())).toMatchObject({
+      success: true,
+      result: { records: [{ category: "alpha", n: 864 }] },
+    });
     expect(output).toContain("datastore_search_sql: on");
   });
 
   it("refuses --sql other than on or off, naming the switch", async () => {
-    const bad = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--sql", "yes"], { cwd: ROOT, env: isolatedEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const bad = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--sql", "yes"], {
+      cwd: ROOT,
+      env: isolatedEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let err = "";
     bad.stderr.on("data", (chunk: Buffer) => void (err += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => bad.once("exit", resolve));
@@ -93,7 +120,11 @@ describe("npm start's switches", () => {
   });
 
   it("refuses a port that is not one, naming the switch", async () => {
-    const bad = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", "80a"], { cwd: ROOT, env: isolatedEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const bad = spawn(process.execPath, [join(ROOT, "scripts", "start.ts"), "--port", "80a"], {
+      cwd: ROOT,
+      env: isolatedEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let err = "";
     bad.stderr.on("data", (chunk: Buffer) => void (err += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => bad.once("exit", resolve));

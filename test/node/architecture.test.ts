@@ -104,7 +104,9 @@ describe("the import graph of src/", () => {
   });
 
   it("keeps test tools out: no module under src/ imports the emulator, scripts or tests", () => {
-    const outside = [...graph].flatMap(([file, targets]) => targets.filter((t) => !t.startsWith("src/")).map((t) => `${file} imports ${t}`));
+    const outside = [...graph].flatMap(([file, targets]) =>
+      targets.filter((t) => !t.startsWith("src/")).map((t) => `${file} imports ${t}`),
+    );
     expect(outside).toEqual([]);
   });
 
@@ -123,7 +125,9 @@ describe("the import graph of src/", () => {
         .map((path) => relative(ROOT, join(ROOT, path)).replaceAll("\\", "/"))
         .filter((path) => !path.includes("node_modules/"));
       // A module of types only is erased before bundling: it leaves nothing to bundle.
-      const runtime = files.filter((file) => /^export\s+(?!type\b|interface\b)/m.test(readFileSync(join(ROOT, file), "utf8")));
+      const runtime = files.filter((file) =>
+        /^export\s+(?!type\b|interface\b)/m.test(readFileSync(join(ROOT, file), "utf8")),
+      );
       expect(inputs.sort()).toEqual(runtime.sort());
     } finally {
       rmSync(out, { recursive: true, force: true });

@@ -48,9 +48,13 @@ describe("README's code map", () => {
   });
 
   it("names no module of src/ that does not exist", () => {
-    const ghosts = [...map].filter(([entry]) => entry.startsWith("src/") && entry.endsWith("/")).flatMap(([folder, text]) =>
-      names(text).filter((name) => !existsSync(join(ROOT, folder, name)) && !/^wrangler|^npm/.test(name)).map((name) => folder + name),
-    );
+    const ghosts = [...map]
+      .filter(([entry]) => entry.startsWith("src/") && entry.endsWith("/"))
+      .flatMap(([folder, text]) =>
+        names(text)
+          .filter((name) => !existsSync(join(ROOT, folder, name)) && !/^wrangler|^npm/.test(name))
+          .map((name) => folder + name),
+      );
     expect(ghosts).toEqual([]);
   });
 });

@@ -13,7 +13,11 @@ describe("README", () => {
   it("lists each error status once, in order", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     const table = readme.slice(readme.indexOf("| status | when |"));
-    const statuses = table.slice(0, table.indexOf("\n\n")).split("\n").slice(2).map((row) => Number(/^\| (\d{3}) \|/.exec(row)?.[1]));
+    const statuses = table
+      .slice(0, table.indexOf("\n\n"))
+      .split("\n")
+      .slice(2)
+      .map((row) => Number(/^\| (\d{3}) \|/.exec(row)?.[1]));
     expect(statuses.length).toBeGreaterThan(5);
     expect(statuses).toEqual([...new Set(statuses)].sort((a, b) => a - b));
   });
@@ -21,9 +25,15 @@ describe("README", () => {
   it("names the CKAN path the worker and setup call: /api/action/, which the code alone uses", () => {
     const root = join(import.meta.dirname, "..", "..");
     const sources = ["src", "scripts"].flatMap((folder) =>
-      readdirSync(join(root, folder), { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts")).map((file) => join(root, folder, file)),
+      readdirSync(join(root, folder), { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts"))
+        .map((file) => join(root, folder, file)),
     );
-    const calls = sources.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/\/api(\/3)?\/action\/\$\{|\/api(\/3)?\/action\/[a-z_]+/g)].map((match) => match[0]));
+    const calls = sources.flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/\/api(\/3)?\/action\/\$\{|\/api(\/3)?\/action\/[a-z_]+/g)].map(
+        (match) => match[0],
+      ),
+    );
     expect(calls.length).toBeGreaterThan(2);
     expect(calls.filter((call) => call.includes("/api/3/"))).toEqual([]);
     const readme = readFileSync(join(root, "README.md"), "utf8");

@@ -15,7 +15,9 @@ interface Manifest {
 /** Every installed package (scoped ones included) with an install-time script. */
 function withInstallScripts(): string[] {
   const folder = join(ROOT, "node_modules");
-  const names = readdirSync(folder).flatMap((name) => (name.startsWith("@") ? readdirSync(join(folder, name)).map((inner) => `${name}/${inner}`) : [name]));
+  const names = readdirSync(folder).flatMap((name) =>
+    name.startsWith("@") ? readdirSync(join(folder, name)).map((inner) => `${name}/${inner}`) : [name],
+  );
   return names.filter((name) => {
     if (name.startsWith(".")) return false;
     try {

@@ -28,7 +28,8 @@ describe("the OpenAPI description", () => {
       expect(described.length, `${route.path} has no OpenAPI entry`).toBeGreaterThan(0);
       for (const [path, operations] of described) {
         expect(sample(path), `${path} is not a path of ${route.path}`).toMatch(patternOf(route.path));
-        for (const method of route.methods) expect(operations[method.toLowerCase() as "get"], `${method} ${path}`).toBeDefined();
+        for (const method of route.methods)
+          expect(operations[method.toLowerCase() as "get"], `${method} ${path}`).toBeDefined();
         expect(paths[path], `${path} is missing from /openapi.json`).toEqual(operations);
       }
     }
@@ -37,7 +38,9 @@ describe("the OpenAPI description", () => {
   it("names no route that does not exist", () => {
     for (const [path, operations] of Object.entries(paths)) {
       for (const method of Object.keys(operations)) {
-        const route = ROUTES.find((r) => patternOf(r.path).test(sample(path)) && r.methods.some((m) => m.toLowerCase() === method));
+        const route = ROUTES.find(
+          (r) => patternOf(r.path).test(sample(path)) && r.methods.some((m) => m.toLowerCase() === method),
+        );
         expect(route, `${method.toUpperCase()} ${path} is documented but no route serves it`).toBeDefined();
       }
     }
@@ -46,13 +49,20 @@ describe("the OpenAPI description", () => {
   it("documents every parameter of the table, in the table's words", () => {
     // Each export lists its format's parameters; all of them together are the table.
     for (const format of Object.keys(FORMATS) as FormatName[]) {
-      expect(paths[`/export.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(parametersFor(format).map((p) => p.name));
+      expect(paths[`/export.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(
+        parametersFor(format).map((p) => p.name),
+      );
     }
     // Aggregates list theirs the same way, from the same table.
     for (const format of Object.keys(FORMATS) as FormatName[]) {
-      expect(paths[`/aggregate.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(parametersFor(format, "aggregate").map((p) => p.name));
+      expect(paths[`/aggregate.${format}`]!.get!.parameters!.map((p) => p.name)).toEqual(
+        parametersFor(format, "aggregate").map((p) => p.name),
+      );
     }
-    const documented = Object.values(FORMATS).flatMap((f) => [...paths[`/export.${f.extension}`]!.get!.parameters!, ...paths[`/aggregate.${f.extension}`]!.get!.parameters!]);
+    const documented = Object.values(FORMATS).flatMap((f) => [
+      ...paths[`/export.${f.extension}`]!.get!.parameters!,
+      ...paths[`/aggregate.${f.extension}`]!.get!.parameters!,
+    ]);
     expect(PARAMETERS.filter((p) => !documented.some((d) => d.name === p.name)).map((p) => p.name)).toEqual([]);
     for (const p of PARAMETERS) expect(documented.find((c) => c.name === p.name)?.description).toContain(p.meaning);
   });

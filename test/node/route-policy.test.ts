@@ -24,7 +24,8 @@ const callers = (name: string): string[] =>
 
 describe("route policy", () => {
   it("runs the guards only in the route pipeline", () => {
-    for (const guard of ["requireSignedLink", "requireAdmin", "enforceRateLimit"]) expect(callers(guard), guard).toEqual(["src/routes/pipeline.ts"]);
+    for (const guard of ["requireSignedLink", "requireAdmin", "enforceRateLimit"])
+      expect(callers(guard), guard).toEqual(["src/routes/pipeline.ts"]);
   });
 
   it("answers preconditions in the route pipeline, and ahead of an R2 read only in the snapshot file sink", () => {
