@@ -118,7 +118,8 @@ function summaryParams({ preview = false } = {}) {
       .join(","),
   ]);
   const sort = $("summary-sort").value;
-  if (sort) params.push(["sort", $("summary-direction").value ? `${sort} desc` : sort]);
+  const direction = $("summary-direction").value;
+  if (sort) params.push(["sort", direction ? `${sort} ${direction}` : sort]);
   const limit = $("summary-limit").value.trim();
   if (preview)
     params.push([
@@ -297,9 +298,13 @@ function renderSortNote() {
   }
   const output = [...summaryGroups(), ...summaryMeasures()].find((o) => o.name === $("summary-sort").value);
   const summaryNote = $("summary-sort-note");
-  summaryNote.hidden = !(state.mode === "summary" && output && $("summary-direction").value === "desc");
+  const summaryDirection = $("summary-direction").value;
+  summaryNote.hidden = !(state.mode === "summary" && output && summaryDirection !== "");
   if (!summaryNote.hidden)
-    summaryNote.textContent = `Descending puts groups whose ${output.label} is empty first (PostgreSQL's order); a filter on the column leaves those rows out.`;
+    summaryNote.textContent =
+      summaryDirection === "desc"
+        ? `Descending with empty values first (PostgreSQL's order): groups whose ${output.label} is empty come before the largest.`
+        : `Descending with empty values last (sort=… desc nulls last): the largest ${output.label} first, groups where it is empty at the end.`;
 }
 
 document.addEventListener("click", async (event) => {

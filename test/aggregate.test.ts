@@ -176,6 +176,19 @@ describe("an aggregate's answer", () => {
     expect(top).toHaveLength(3);
   });
 
+  it("puts the group without a value last when the sort says nulls last, first by PostgreSQL's default", async () => {
+    const { get } = harness({ env });
+    const rows = async (sort: string): Promise<string[][]> =>
+      csvRows(
+        await (await get(`/aggregate.csv?resource=edge&group_by=amount&measures=count&sort=${sort}`)).text(),
+      ).slice(1);
+    const nullsFirst = await rows("amount desc");
+    expect(nullsFirst[0]![0]).toBe("");
+    const nullsLast = await rows("amount desc nulls last");
+    expect(nullsLast).toEqual([...nullsFirst.slice(1), nullsFirst[0]]);
+    expect((await rows("amount nulls first"))[0]![0]).toBe("");
+  });
+
   it("heads columns with the data dictionary's labels and the function (header=label)", async () => {
     const { get } = harness({ env, emulator: { version: "2.12" } });
     const text = await (

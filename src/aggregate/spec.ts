@@ -31,6 +31,8 @@ export interface Measure {
 export interface OutputOrder {
   name: string;
   descending: boolean;
+  /** Where null values go; PostgreSQL's own place (last ascending, first descending) when the link does not say. */
+  nulls: "first" | "last";
 }
 
 export interface AggregateSpec {
@@ -122,7 +124,7 @@ function unique(parameter: string, names: string[]): void {
   }
 }
 
-const ORDER = /^(.*?)(?:\s+(asc|desc))?$/is;
+const ORDER = /^(.*?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?$/is;
 
 /** An output name as the link writes it, canonical: `SUM( amount )` is `sum(amount)`. */
 function outputName(text: string): string | undefined {
@@ -140,7 +142,7 @@ function outputName(text: string): string | undefined {
 function outputOrder(text: string | undefined, names: string[]): OutputOrder[] {
   if (text === undefined || text.trim() === "") return [];
   return list("sort", text).map((item) => {
-    const [, what = "", direction] = ORDER.exec(item) ?? [];
+    const [, what = "", direction, nulls] = ORDER.exec(item) ?? [];
     const name = outputName(what.trim());
     if (name === undefined || !names.includes(name)) {
       throw badRequest(
@@ -148,7 +150,9 @@ function outputOrder(text: string | undefined, names: string[]): OutputOrder[] {
         `Parameter sort names "${clip(what.trim())}", which is not a column of this aggregate. Its columns: ${names.join(", ")}.`,
       );
     }
-    return { name, descending: direction?.toLowerCase() === "desc" };
+    const descending = direction?.toLowerCase() === "desc";
+    const placed = nulls?.toLowerCase() as "first" | "last" | undefined;
+    return { name, descending, nulls: placed ?? (descending ? "first" : "last") };
   });
 }
 

@@ -166,7 +166,9 @@ export function aggregateStatement(
   const select = expressions.map((e, i) => `(${e})::text AS "c${i}"`).join(", ");
   const order = outputOrder(plan, query.aggregate.sort).map((o) => {
     const at = plan.columns.findIndex((c) => c.id === o.name);
-    return `${sortable[at]} ${o.descending ? "DESC" : "ASC"}`;
+    // PostgreSQL's own place for nulls needs no clause (and the statement stays as it always was).
+    const nulls = o.nulls === (o.descending ? "first" : "last") ? "" : ` NULLS ${o.nulls.toUpperCase()}`;
+    return `${sortable[at]} ${o.descending ? "DESC" : "ASC"}${nulls}`;
   });
   const { limit, offset } = query.aggregate;
   const parts = [

@@ -107,7 +107,7 @@ export const TABLE_PARAMETERS = {
   sort: {
     ...sortText,
     aggregateMeaning:
-      "output column names with `asc`/`desc` (`sort=sum(amount) desc`); default the group columns ascending. Nulls last ascending, first descending; text by code point",
+      "output column names with `asc`/`desc` (`sort=sum(amount) desc`); default the group columns ascending. Nulls last ascending, first descending, unless a key ends in `nulls last` or `nulls first`; text by code point",
     read: (raw: string | undefined): string | undefined => {
       // An empty sort means the default order, as an empty q means no search.
       const sort = sortText.read(raw);

@@ -74,14 +74,15 @@ describe.skipIf(skip)("the link builder's Summarize mode, in headless Chromium",
     try {
       await summarize(page);
       await page.selectOption("#summary-sort", "sum(amount)");
-      await page.selectOption("#summary-direction", "desc");
+      await page.selectOption("#summary-direction", "desc nulls last");
       await page.fill("#summary-limit", "3");
       await settledPreview(page);
       expect(await page.textContent("#summary-sort-note")).toBe(
-        "Descending puts groups whose Amount (CAD) (sum) is empty first (PostgreSQL's order); a filter on the column leaves those rows out.",
+        "Descending with empty values last (sort=… desc nulls last): the largest Amount (CAD) (sum) first, groups where it is empty at the end.",
       );
 
-      const query = "resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc&limit=3";
+      const query =
+        "resource=sample&group_by=category&measures=count,sum(amount)&sort=sum(amount)%20desc%20nulls%20last&limit=3";
       const link = await page.inputValue("#link");
       expect(link).toBe(`${worker.url}/aggregate.csv?${query}`);
       const expected = await csv(`/aggregate.csv?${query}`);

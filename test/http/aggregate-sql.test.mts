@@ -36,6 +36,7 @@ const AGGREGATES = [
   "resource=edge&group_by=hour(created)&measures=count&sort=count desc&limit=7&offset=2",
   "resource=edge&group_by=name&measures=count,min(formula),max(note)&limit=60",
   "resource=edge&group_by=amount&measures=count&sort=amount desc&limit=40",
+  "resource=edge&group_by=amount&measures=count&sort=amount desc nulls last&limit=40",
   "resource=edge&group_by=ratio&measures=count&sort=ratio&limit=40",
   "resource=edge&group_by=category&measures=count,sum(amount)&filter.category=alpha&filter.category=beta&filter.amount[gte]=0",
   "resource=edge&group_by=category&measures=count,max(created)&filter.created[lt]=2020-01-20T00:00:00&filter.id[gt]=100",
