@@ -1,10 +1,9 @@
 import { describeAggregate, runAggregate } from "../aggregate/run.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
-import { HttpError } from "../errors.ts";
 import { serveExport, type Pipeline } from "../http/export-route.ts";
-import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
+import { FORMATS, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
-import { answerInline } from "./exports.ts";
+import { answerInline, formatOf } from "./exports.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
@@ -53,16 +52,7 @@ export const aggregateRoute: Route = {
   guards: ["signed link", "rate limit"],
   conditional: true,
   async handle({ request, url, config, deps, info, waitUntil }) {
-    const format = request.params.format ?? "";
-    if (!isFormatName(format)) {
-      throw new HttpError(
-        404,
-        `No such aggregate format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS)
-          .map((f) => `/aggregate.${f}`)
-          .join(", ")}.`,
-      );
-    }
-    const query = parseAggregateQuery(url.searchParams, format, config);
+    const query = parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config);
     return await serveExport(
       request,
       query,

@@ -49,6 +49,18 @@ export function answerInline(error: unknown, { request, url, env, info }: RouteC
   return inlineErrorResponse(error, format, redactor(env));
 }
 
+/** The route's format (`/export.csv`, `/aggregate.parquet`), or a 404 listing the family's formats. */
+export function formatOf(request: RouteContext["request"], family: "export" | "aggregate"): FormatName {
+  const format = request.params.format ?? "";
+  if (isFormatName(format)) return format;
+  throw new HttpError(
+    404,
+    `No such ${family} format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS)
+      .map((f) => `/${family}.${f}`)
+      .join(", ")}.`,
+  );
+}
+
 /** GET|HEAD /export.<format>: the pipeline to an HTTP response. */
 export const exportRoute: Route = {
   methods: ["GET", "HEAD"],
@@ -56,16 +68,7 @@ export const exportRoute: Route = {
   guards: ["signed link", "rate limit"],
   conditional: true,
   async handle({ request, url, config, deps, info, waitUntil }) {
-    const format = request.params.format ?? "";
-    if (!isFormatName(format)) {
-      throw new HttpError(
-        404,
-        `No such export format ".${format.slice(0, 20)}". Use one of: ${Object.keys(FORMATS)
-          .map((f) => `/export.${f}`)
-          .join(", ")}.`,
-      );
-    }
-    const query = parseExportQuery(url.searchParams, format, config);
+    const query = parseExportQuery(url.searchParams, formatOf(request, "export"), config);
     return await serveExport(
       request,
       query,
