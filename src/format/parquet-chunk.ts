@@ -1,7 +1,7 @@
 import type { ByteWriter } from "hyparquet-writer";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import type { Row } from "../rows/types.ts";
-import { snappyCompress } from "./snappy.ts";
+import { snappyBlock } from "./snappy.ts";
 
 // One column chunk's pages, written as a row group ends: a data page (v2: levels, then the values
 // Snappy-compressed), after a dictionary page for a dictionary-encoded text column. The values
@@ -106,7 +106,7 @@ export function writeChunk(
   let dict = 0;
   const { dictionary } = values;
   if (dictionary !== undefined) {
-    const compressed = snappyCompress(dictionary.bytes);
+    const compressed = snappyBlock(dictionary.bytes);
     raw += dictionary.bytes.byteLength;
     raw += page(
       writer,
@@ -123,7 +123,7 @@ export function writeChunk(
   const plain =
     dictionary === undefined ? values.plain! : packedIndexes(dictionary.indexes, dictionary.count, dictionary.entries);
   const defined = levels(defs, rows, nulls);
-  const compressed = snappyCompress(plain);
+  const compressed = snappyBlock(plain);
   raw += defined.byteLength + plain.byteLength;
   raw += page(
     writer,

@@ -158,10 +158,10 @@ export class TextValues extends ColumnValues {
     const bounds = this.stats ? this.bounds(source) : {};
     const values: ChunkValues =
       dictionary === undefined || dictionary.size === 0
-        ? { plain: this.plain.bytes.slice(0, this.plain.length) }
+        ? { plain: this.plain.bytes.subarray(0, this.plain.length) }
         : {
             dictionary: {
-              bytes: this.entries.bytes.slice(0, this.entries.length),
+              bytes: this.entries.bytes.subarray(0, this.entries.length),
               entries: dictionary.size,
               indexes: this.indexes,
               count: this.count,

@@ -20,8 +20,9 @@ function roomy<T extends Int32Array | Float64Array | Float32Array | Uint8Array>(
   return grown;
 }
 
+/** The first `count` values' bytes, not copied: the chunk's pages are written before the buffer fills again. */
 const bytesOf = (array: Int32Array | Float64Array | Float32Array, count: number): Uint8Array =>
-  new Uint8Array(array.buffer, array.byteOffset, count * array.BYTES_PER_ELEMENT).slice();
+  new Uint8Array(array.buffer, array.byteOffset, count * array.BYTES_PER_ELEMENT);
 
 /** INT32 (and DATE): typed arrays are little-endian where Workers run, as PLAIN is. */
 export class Int32Values extends ColumnValues {

@@ -20,6 +20,8 @@ import type { Encoder } from "./types.ts";
  */
 const GROUP_ROWS = 16_384;
 const GROUP_CHARS = 2 * 2 ** 20;
+/** Rows read in at a time between checks of a group's size. */
+const SLICE_ROWS = 4096;
 const CREATED_BY = "datastore-export (hyparquet-writer)";
 const PAR1 = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
@@ -59,6 +61,16 @@ function layout(columns: Column[], options: ParquetOptions): { schema: SchemaEle
   };
 }
 
+function joined(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}
+
 /** Row groups written from pages: each group's bytes, its footer entry kept in `carry`. */
 function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
   const writer = new ByteWriter(1 << 20);
@@ -75,6 +87,20 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
       // Column by column: each column's loop calls its converter at one place, many times over.
       for (let i = 0; i < values.length; i++) chars += values[i]!.add(page, i);
       rows += page.length;
+    },
+    /**
+     * A page's rows in, a slice at a time, and the row groups they fill: a large page makes several,
+     * so a group's buffers stay within GROUP_ROWS rows, or GROUP_CHARS and a slice.
+     */
+    take(page: Row[]): Uint8Array[] {
+      const written: Uint8Array[] = [];
+      for (let from = 0; from < page.length; ) {
+        const to = Math.min(page.length, from + SLICE_ROWS, from + GROUP_ROWS - rows);
+        this.add(from === 0 && to === page.length ? page : page.slice(from, to));
+        from = to;
+        if (rows >= GROUP_ROWS || chars >= GROUP_CHARS) written.push(this.flush());
+      }
+      return written;
     },
     /** The rows so far as a row group (nothing if none). */
     flush(): Uint8Array {
@@ -109,19 +135,13 @@ export function parquetEncoder(
   const carry: ParquetCarry = structuredClone(continued?.parquet) ?? { bytes: PAR1.byteLength, groups: [] };
   const groups = rowGroups(values, carry);
   let firstSent = continued !== undefined;
-  const joined = (a: Uint8Array, b: Uint8Array): Uint8Array => {
-    const out = new Uint8Array(a.byteLength + b.byteLength);
-    out.set(a);
-    out.set(b, a.byteLength);
-    return out;
-  };
   return {
     begin: () => (continued === undefined ? PAR1.slice() : ""),
     page(page: Row[]) {
-      groups.add(page);
-      if (firstSent && groups.rows < GROUP_ROWS && groups.chars < GROUP_CHARS) return "";
+      const written = groups.take(page);
+      if (!firstSent) written.push(groups.flush());
       firstSent = true;
-      return groups.flush();
+      return written.length === 0 ? "" : written.length === 1 ? written[0]! : joined(...written);
     },
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
     end: () => joined(groups.flush(), parquetFooter(schema, carry.groups, CREATED_BY)),

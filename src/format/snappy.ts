@@ -132,7 +132,10 @@ function fragment(input: Uint8Array, start: number, end: number, op: number): nu
 }
 
 /** `input` as one Snappy block (a copy of its own). */
-export function snappyCompress(input: Uint8Array): Uint8Array {
+export const snappyCompress = (input: Uint8Array): Uint8Array => snappyBlock(input).slice();
+
+/** `input` as one Snappy block, in the compressor's own buffer: valid until its next call. */
+export function snappyBlock(input: Uint8Array): Uint8Array {
   const need = maxCompressedLength(input.length);
   if (out.length < need) out = new Uint8Array(Math.max(need, out.length * 2));
   if (table.length < 1 << MAX_TABLE_BITS) table = new Uint16Array(1 << MAX_TABLE_BITS);
@@ -145,5 +148,5 @@ export function snappyCompress(input: Uint8Array): Uint8Array {
   } while (n > 0);
   for (let at = 0; at < input.length; at += FRAGMENT)
     op = fragment(input, at, Math.min(input.length, at + FRAGMENT), op);
-  return out.slice(0, op);
+  return out.subarray(0, op);
 }
