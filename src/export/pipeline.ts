@@ -8,6 +8,7 @@ import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
+import type { EncoderCarry } from "../format/types.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
@@ -160,6 +161,8 @@ export interface ExportPart {
   ended(): boolean;
   /** Where the next part goes on (read once `chunks` is done). */
   resumeAt(): Resume;
+  /** What the encoder paused with, for the next part's (see Encoder.pause; null if nothing). */
+  carried(): EncoderCarry | null;
   columns: Table["columns"];
 }
 
@@ -175,6 +178,7 @@ export async function openExportPart(
   site: CkanSite,
   resume: Resume | undefined,
   full: () => boolean,
+  carried?: EncoderCarry,
 ): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
@@ -183,8 +187,20 @@ export async function openExportPart(
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
   });
-  const encoder = encoderFor(query, table.columns, resume === undefined ? undefined : { rows: resume.rows });
+  const encoder = encoderFor(
+    query,
+    table.columns,
+    resume === undefined ? undefined : { rows: resume.rows, ...(carried === undefined ? {} : { carried }) },
+  );
   let stopped = false;
+  let paused: EncoderCarry | null = null;
+  // A part that stops early writes no end: what its encoder holds (if it keeps state), and that state.
+  const pause = (): string | Uint8Array => {
+    if (encoder.pause === undefined) return "";
+    const { chunk, carried: state } = encoder.pause();
+    paused = state;
+    return chunk;
+  };
   let ended = false;
   async function* untilFull(): AsyncGenerator<Batch, void, undefined> {
     try {
@@ -209,7 +225,7 @@ export async function openExportPart(
   const progress = { rows: 0, chars: 0 };
   const encoded = encodeTable(
     { ...table, pages: untilFull() },
-    { ...encoder, end: () => (stopped ? "" : encoder.end()) },
+    { ...encoder, end: () => (stopped ? pause() : encoder.end()) },
     progress,
   );
   // A file too big for its format is refused from its first page, before a byte is stored.
@@ -217,7 +233,14 @@ export async function openExportPart(
     format.maxBytes === undefined || resume !== undefined
       ? encoded
       : withinSize(encoded, format.maxBytes, table, progress);
-  return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
+  return {
+    chunks,
+    progress,
+    ended: () => ended,
+    resumeAt: () => table.resumeAt(),
+    carried: () => paused,
+    columns: table.columns,
+  };
 }
 
 /** What `openExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
