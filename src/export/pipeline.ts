@@ -8,7 +8,7 @@ import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
-import type { EncoderCarry } from "../format/types.ts";
+import type { Encoder, EncoderCarry } from "../format/types.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
@@ -166,6 +166,49 @@ export interface ExportPart {
   columns: Table["columns"];
 }
 
+/** A table's pages until `full()` says enough at a page's end; whether they stopped there or ended. */
+function pagesUntil(pages: Table["pages"], full: () => boolean) {
+  let stopped = false;
+  let ended = false;
+  async function* until(): AsyncGenerator<Batch, void, undefined> {
+    try {
+      for (;;) {
+        // Every chunk of the pages so far has been taken: a part may end here.
+        if (full()) {
+          stopped = true;
+          return;
+        }
+        const next = await pages.next();
+        if (next.done) {
+          ended = true;
+          return;
+        }
+        yield next.value;
+      }
+    } finally {
+      // Pages still in flight are dropped (the next part asks for them again).
+      await pages.return();
+    }
+  }
+  return { pages: until(), stopped: () => stopped, ended: () => ended };
+}
+
+/**
+ * A part's encoder: a part that stops early writes no end, only what its encoder holds if it keeps
+ * state between pages (Encoder.pause), and that state is kept for the next part.
+ */
+function pausing(encoder: Encoder<string | Uint8Array>, stopped: () => boolean) {
+  let paused: EncoderCarry | null = null;
+  const end = (): string | Uint8Array => {
+    if (!stopped()) return encoder.end();
+    if (encoder.pause === undefined) return "";
+    const { chunk, carried } = encoder.pause();
+    paused = carried;
+    return chunk;
+  };
+  return { encoder: { ...encoder, end }, carried: () => paused };
+}
+
 /**
  * The export pipeline up to text, from `resume` (or the start) until `full()` says enough at a page's
  * end: the same pages, encoder and chunks as `openExport`, so the parts joined are its bytes. The
@@ -187,47 +230,12 @@ export async function openExportPart(
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
   });
-  const encoder = encoderFor(
-    query,
-    table.columns,
-    resume === undefined ? undefined : { rows: resume.rows, ...(carried === undefined ? {} : { carried }) },
-  );
-  let stopped = false;
-  let paused: EncoderCarry | null = null;
-  // A part that stops early writes no end: what its encoder holds (if it keeps state), and that state.
-  const pause = (): string | Uint8Array => {
-    if (encoder.pause === undefined) return "";
-    const { chunk, carried: state } = encoder.pause();
-    paused = state;
-    return chunk;
-  };
-  let ended = false;
-  async function* untilFull(): AsyncGenerator<Batch, void, undefined> {
-    try {
-      for (;;) {
-        // Every chunk of the pages so far has been taken: a part may end here.
-        if (full()) {
-          stopped = true;
-          return;
-        }
-        const next = await table.pages.next();
-        if (next.done) {
-          ended = true;
-          return;
-        }
-        yield next.value;
-      }
-    } finally {
-      // Pages still in flight are dropped (the next part asks for them again).
-      await table.pages.return();
-    }
-  }
+  const continued =
+    resume === undefined ? undefined : { rows: resume.rows, ...(carried === undefined ? {} : { carried }) };
+  const until = pagesUntil(table.pages, full);
+  const part = pausing(encoderFor(query, table.columns, continued), until.stopped);
   const progress = { rows: 0, chars: 0 };
-  const encoded = encodeTable(
-    { ...table, pages: untilFull() },
-    { ...encoder, end: () => (stopped ? pause() : encoder.end()) },
-    progress,
-  );
+  const encoded = encodeTable({ ...table, pages: until.pages }, part.encoder, progress);
   // A file too big for its format is refused from its first page, before a byte is stored.
   const chunks =
     format.maxBytes === undefined || resume !== undefined
@@ -236,9 +244,9 @@ export async function openExportPart(
   return {
     chunks,
     progress,
-    ended: () => ended,
+    ended: until.ended,
     resumeAt: () => table.resumeAt(),
-    carried: () => paused,
+    carried: part.carried,
     columns: table.columns,
   };
 }
