@@ -9,7 +9,7 @@
 // stored file is read back through GET /snapshots/<name>/latest.<ext>, hashed and its rows counted
 // against the manifest by an independent reader (Node's gunzip for gzip, Info-ZIP's unzip for XLSX). Writes its section of bench/RESULTS.md ("Snapshot runs as Workflows"), or
 // bench/tmp/RESULTS-snapshot.partial.md for a run of another size. Every child is killed at the end.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
@@ -483,14 +483,23 @@ async function readBack(url: string): Promise<{ d: Download; sha256: string; dat
   if (FORMAT !== "xlsx") return { d, sha256: hash.digest("hex"), dataLines: (await lines.count()) - 1 };
   writeFileSync(file, Buffer.concat(parts));
   execFileSync("unzip", ["-tq", file]);
-  const rows = execFileSync("bash", [
-    "-c",
-    `unzip -p "$1" xl/worksheets/sheet1.xml | grep -o "<row" | wc -l`,
-    "-",
-    file,
-  ]);
+  const rows = await sheetRows(file);
   rmSync(file);
-  return { d, sha256: hash.digest("hex"), dataLines: Number(String(rows).trim()) - 1 };
+  return { d, sha256: hash.digest("hex"), dataLines: rows - 1 };
+}
+
+/** The `<row` elements of the workbook's sheet as `unzip -p` inflates it, counted as it streams. */
+async function sheetRows(file: string): Promise<number> {
+  const child = spawn("unzip", ["-p", file, "xl/worksheets/sheet1.xml"], { stdio: ["ignore", "pipe", "inherit"] });
+  const mark = Buffer.from("<row");
+  let rows = 0;
+  let tail = Buffer.alloc(0);
+  for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+    const text = Buffer.concat([tail, chunk]);
+    for (let at = text.indexOf(mark); at !== -1; at = text.indexOf(mark, at + mark.length)) rows++;
+    tail = text.subarray(Math.max(0, text.length - mark.length + 1));
+  }
+  return rows;
 }
 
 /** Which step was running at time `t` (ms), as the engine logged them. */
@@ -505,7 +514,7 @@ function fromEngine(logged: EngineStep[], trace: CpuTrace): Segment[] {
   let rows = 0;
   let bytes = 0;
   return logged.map((step) => {
-    const write = step.rows !== undefined && /^csv step \d+$/.test(step.name);
+    const write = step.rows !== undefined && new RegExp(`^${FORMAT} step \\d+$`).test(step.name);
     const segment: Segment = {
       label: step.name,
       steps: write ? 1 : 0,
