@@ -121,6 +121,24 @@ describe("XLSX rows written from CKAN's CSV answer bytes", () => {
     }
   });
 
+  it("agrees with the row encoder on float8 texts of every length, PostgreSQL's shortest and others", () => {
+    const column: Column = { id: "f", type: "float8" };
+    const values: string[] = [];
+    let seed = 7;
+    for (let i = 0; i < 3000; i++) {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      const text = String((seed / 2 ** 32) * 10 ** ((seed % 19) - 5));
+      values.push(text, `${text}1`, text.slice(0, -1));
+    }
+    const csv = values.map((v) => `${v}\n`).join("");
+    expect(viaBytes([column], answerOf(csv))).toBe(
+      viaRows(
+        [column],
+        values.map((v) => [v]),
+      ),
+    );
+  });
+
   it("writes numbers a spreadsheet holds exactly as number cells, as CKAN wrote them, and the rest as text", () => {
     const out = viaBytes([{ id: "n", type: "numeric" }], answerOf("-82469.50\n1234567890123456\n0.25\n"));
     expect(out).toBe(

@@ -12,6 +12,7 @@ import {
   MAX_CELL_TEXT,
   textCell,
 } from "./xlsx-cells.ts";
+import { isShortestDecimal } from "./shortest-float.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 // XLSX rows written straight from CKAN's `records_format: "csv"` answer bytes (csv-records.ts reads
@@ -77,6 +78,36 @@ function isShortNumber(out: Uint8Array, start: number, end: number): boolean {
   // Below 1e-6 String writes an exponent.
   significant = end - first;
   return first - fraction <= 5 && significant <= 15;
+}
+
+/**
+ * Whether out[at, end) is a positional decimal of 16 or 17 significant digits that is the shortest
+ * text of its double (`isShortestDecimal`, certain answers only): a float8 value as PostgreSQL writes it.
+ */
+function isShortestAt(out: Uint8Array, at: number, end: number): boolean {
+  let i = out[at] === 0x2d ? at + 1 : at;
+  const point = out.indexOf(0x2e, i);
+  if (point < 0 || point >= end - 1 || out[end - 1] === 0x30 || (out[i] === 0x30 && point !== i + 1)) return false;
+  const places = end - point - 1;
+  if (out[i] === 0x30) {
+    // 0.000ddd: below 1e-6 String writes an exponent.
+    i = point + 1;
+    while (out[i] === 0x30) i++;
+    if (i - point - 1 > 5) return false;
+  }
+  const significant = end - i - (i < point ? 1 : 0);
+  if (significant < 16 || significant > 17) return false;
+  let high = 0;
+  let low = 0;
+  let count = 0;
+  for (let k = i; k < end; k++) {
+    if (k === point) continue;
+    const digit = out[k]! - 48;
+    if (digit < 0 || digit > 9) return false;
+    if (count++ < significant - 8) high = high * 10 + digit;
+    else low = low * 10 + digit;
+  }
+  return isShortestDecimal(high, low, places) === true;
 }
 
 /** A cell that needs a string: decoded, written as `writeCell` writes it, at `o` (room made by the caller). */
@@ -151,7 +182,7 @@ function valueCellAt(out: Uint8Array, start: number, at: number, kind: CellKind)
   const end = scanned.o;
   if (at === end && !scanned.quoted) return put(out, start, EMPTY_CELL);
   if (kind === "number" || kind === "float") {
-    if (isShortNumber(out, at, end)) {
+    if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end))) {
       let o = put(out, start, NUMBER_OPEN);
       for (let k = at; k < end; k++) out[o++] = out[k]!;
       return put(out, o, NUMBER_CLOSE);
