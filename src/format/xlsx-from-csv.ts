@@ -280,29 +280,30 @@ function serialCell(out: Uint8Array, start: number, at: number, end: number): nu
 
 /** `serialText`'s digits written at `o`, no string made: whole days, then the fraction's places. */
 function writeSerial(out: Uint8Array, o: number, days: number, ms: number): number {
-  o = writeDigits(out, o, days, 1);
+  o = writeDigits(out, o, days | 0, 1);
   if (ms === 0) return o;
-  // 12 places as two halves of 6, small integers both.
+  // 12 places as two halves of 6, int32 both (a double's % is a call to fmod: measured 5 times slower).
   const units = fractionUnits(ms);
-  const high = Math.floor(units / 1e6);
-  let low = units - high * 1e6;
+  const high = Math.floor(units / 1e6) | 0;
+  const low = (units - high * 1e6) | 0;
   out[o++] = 0x2e;
-  if (low === 0) return writeDigits(out, o, trimmed(high), 6 - zerosOf(high));
+  if (low === 0) return writeTrimmed(out, o, high);
   o = writeDigits(out, o, high, 6);
-  const zeros = zerosOf(low);
-  low = trimmed(low);
-  return writeDigits(out, o, low, 6 - zeros);
+  return writeTrimmed(out, o, low);
 }
 
-/** Trailing zeros of a positive integer below 1e6, and the integer without them. */
-function zerosOf(n: number): number {
-  let zeros = 0;
-  for (let v = n; v % 10 === 0; v /= 10) zeros++;
-  return zeros;
+/** Six places of `n` (an int32 below 1e6, not 0) without their trailing zeros. */
+function writeTrimmed(out: Uint8Array, o: number, n: number): number {
+  let places = 6;
+  let v = n;
+  while (v % 10 === 0) {
+    v = (v / 10) | 0;
+    places--;
+  }
+  return writeDigits(out, o, v, places);
 }
-const trimmed = (n: number): number => n / 10 ** zerosOf(n);
 
-/** A non-negative integer below 2^31's decimal digits at `o`, zero-padded to `width`. */
+/** An int32's decimal digits at `o`, zero-padded to `width`. */
 function writeDigits(out: Uint8Array, o: number, value: number, width: number): number {
   let n = 1;
   for (let v = value; v >= 10; v = (v / 10) | 0) n++;
