@@ -87,7 +87,7 @@ function isShortNumber(out: Uint8Array, start: number, end: number): boolean {
 function isShortestAt(out: Uint8Array, at: number, end: number): boolean {
   let i = out[at] === 0x2d ? at + 1 : at;
   const point = out.indexOf(0x2e, i);
-  if (point < 0 || point >= end - 1 || out[end - 1] === 0x30 || (out[i] === 0x30 && point !== i + 1)) return false;
+  if (point <= i || point >= end - 1 || out[end - 1] === 0x30 || (out[i] === 0x30 && point !== i + 1)) return false;
   const places = end - point - 1;
   if (out[i] === 0x30) {
     // 0.000ddd: below 1e-6 String writes an exponent.
@@ -131,9 +131,12 @@ function plainText(out: Uint8Array, start: number, end: number, bom: boolean): b
   if (edgeSpace(out, start, end)) return false;
   for (let k = start; k < end; k++) {
     const c = out[k]!;
-    if (c < 0x20 ? c !== 9 && c !== 10 : c === 0x26 || c === 0x3c || c === 0x3e || c === 0x5f || c === 0xef)
-      if (c < 0x20 || c < 0x5f || (c === 0x5f ? out[k + 1] === 0x78 : out[k + 1] === 0xbf && out[k + 2]! >= 0xbe))
-        return false;
+    if (c >= 0x20 && c !== 0x26 && c !== 0x3c && c !== 0x3e && c !== 0x5f && c !== 0xef) continue;
+    // Kept as they are: tab and LF, `_` that starts no `_x`, U+F000 to U+FFFD.
+    if (c === 9 || c === 10) continue;
+    if (c === 0x5f && out[k + 1] !== 0x78) continue;
+    if (c === 0xef && !(out[k + 1] === 0xbf && out[k + 2]! >= 0xbe)) continue;
+    return false;
   }
   return true;
 }
