@@ -51,7 +51,18 @@ const CASES: [Column, (string | null)[]][] = [
   ],
   [
     { id: "f", type: "float8" },
-    ["0.24304664903320372", "1.738914190048968e+16", "24044285744692.574", "9007199254740993", "0.1", "NaN", "-0"],
+    [
+      "0.24304664903320372",
+      "1.738914190048968e+16",
+      "24044285744692.574",
+      "9007199254740993",
+      "0.1",
+      "NaN",
+      "-0",
+      "-.5123456789012345",
+      "-0.5123456789012345",
+      "00.24304664903320372",
+    ],
   ],
   [{ id: "i", type: "int4" }, ["7", "-2147483648", "0", null, "007", "12345678901234567890", "1", "2", "3", "4"]],
   [{ id: "b", type: "bool" }, ["true", "false", null, "true", "false", "true", "true", "false", "true", "false"]],
@@ -119,6 +130,24 @@ describe("XLSX rows written from CKAN's CSV answer bytes", () => {
       const rows = values.map((v) => [listsValue(v, column.type)]);
       expect(viaBytes([column], answerOf(csv)), `${column.type}: ${csv.slice(0, 200)}`).toBe(viaRows([column], rows));
     }
+  });
+
+  it("agrees with the row encoder on float8 texts of every length, PostgreSQL's shortest and others", () => {
+    const column: Column = { id: "f", type: "float8" };
+    const values: string[] = [];
+    let seed = 7;
+    for (let i = 0; i < 3000; i++) {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      const text = String((seed / 2 ** 32) * 10 ** ((seed % 19) - 5));
+      values.push(text, `${text}1`, text.slice(0, -1));
+    }
+    const csv = values.map((v) => `${v}\n`).join("");
+    expect(viaBytes([column], answerOf(csv))).toBe(
+      viaRows(
+        [column],
+        values.map((v) => [v]),
+      ),
+    );
   });
 
   it("writes numbers a spreadsheet holds exactly as number cells, as CKAN wrote them, and the rest as text", () => {

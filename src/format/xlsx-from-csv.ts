@@ -12,6 +12,7 @@ import {
   MAX_CELL_TEXT,
   textCell,
 } from "./xlsx-cells.ts";
+import { isShortestDecimal } from "./shortest-float.ts";
 import { STYLE } from "./xlsx-parts.ts";
 
 // XLSX rows written straight from CKAN's `records_format: "csv"` answer bytes (csv-records.ts reads
@@ -79,6 +80,36 @@ function isShortNumber(out: Uint8Array, start: number, end: number): boolean {
   return first - fraction <= 5 && significant <= 15;
 }
 
+/**
+ * Whether out[at, end) is a positional decimal of 16 or 17 significant digits that is the shortest
+ * text of its double (`isShortestDecimal`, certain answers only): a float8 value as PostgreSQL writes it.
+ */
+function isShortestAt(out: Uint8Array, at: number, end: number): boolean {
+  let i = out[at] === 0x2d ? at + 1 : at;
+  const point = out.indexOf(0x2e, i);
+  if (point <= i || point >= end - 1 || out[end - 1] === 0x30 || (out[i] === 0x30 && point !== i + 1)) return false;
+  const places = end - point - 1;
+  if (out[i] === 0x30) {
+    // 0.000ddd: below 1e-6 String writes an exponent.
+    i = point + 1;
+    while (out[i] === 0x30) i++;
+    if (i - point - 1 > 5) return false;
+  }
+  const significant = end - i - (i < point ? 1 : 0);
+  if (significant < 16 || significant > 17) return false;
+  let high = 0;
+  let low = 0;
+  let count = 0;
+  for (let k = i; k < end; k++) {
+    if (k === point) continue;
+    const digit = out[k]! - 48;
+    if (digit < 0 || digit > 9) return false;
+    if (count++ < significant - 8) high = high * 10 + digit;
+    else low = low * 10 + digit;
+  }
+  return isShortestDecimal(high, low, places) === true;
+}
+
 /** A cell that needs a string: decoded, written as `writeCell` writes it, at `o` (room made by the caller). */
 function stringCell(out: Uint8Array, o: number, value: string, kind: CellKind): number {
   let xml: string | undefined;
@@ -100,9 +131,12 @@ function plainText(out: Uint8Array, start: number, end: number, bom: boolean): b
   if (edgeSpace(out, start, end)) return false;
   for (let k = start; k < end; k++) {
     const c = out[k]!;
-    if (c < 0x20 ? c !== 9 && c !== 10 : c === 0x26 || c === 0x3c || c === 0x3e || c === 0x5f || c === 0xef)
-      if (c < 0x20 || c < 0x5f || (c === 0x5f ? out[k + 1] === 0x78 : out[k + 1] === 0xbf && out[k + 2]! >= 0xbe))
-        return false;
+    if (c >= 0x20 && c !== 0x26 && c !== 0x3c && c !== 0x3e && c !== 0x5f && c !== 0xef) continue;
+    // Kept as they are: tab and LF, `_` that starts no `_x`, U+F000 to U+FFFD.
+    if (c === 9 || c === 10) continue;
+    if (c === 0x5f && out[k + 1] !== 0x78) continue;
+    if (c === 0xef && !(out[k + 1] === 0xbf && out[k + 2]! >= 0xbe)) continue;
+    return false;
   }
   return true;
 }
@@ -151,7 +185,7 @@ function valueCellAt(out: Uint8Array, start: number, at: number, kind: CellKind)
   const end = scanned.o;
   if (at === end && !scanned.quoted) return put(out, start, EMPTY_CELL);
   if (kind === "number" || kind === "float") {
-    if (isShortNumber(out, at, end)) {
+    if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end))) {
       let o = put(out, start, NUMBER_OPEN);
       for (let k = at; k < end; k++) out[o++] = out[k]!;
       return put(out, o, NUMBER_CLOSE);
@@ -249,29 +283,30 @@ function serialCell(out: Uint8Array, start: number, at: number, end: number): nu
 
 /** `serialText`'s digits written at `o`, no string made: whole days, then the fraction's places. */
 function writeSerial(out: Uint8Array, o: number, days: number, ms: number): number {
-  o = writeDigits(out, o, days, 1);
+  o = writeDigits(out, o, days | 0, 1);
   if (ms === 0) return o;
-  // 12 places as two halves of 6, small integers both.
+  // 12 places as two halves of 6, int32 both (a double's % is a call to fmod: measured 5 times slower).
   const units = fractionUnits(ms);
-  const high = Math.floor(units / 1e6);
-  let low = units - high * 1e6;
+  const high = Math.floor(units / 1e6) | 0;
+  const low = (units - high * 1e6) | 0;
   out[o++] = 0x2e;
-  if (low === 0) return writeDigits(out, o, trimmed(high), 6 - zerosOf(high));
+  if (low === 0) return writeTrimmed(out, o, high);
   o = writeDigits(out, o, high, 6);
-  const zeros = zerosOf(low);
-  low = trimmed(low);
-  return writeDigits(out, o, low, 6 - zeros);
+  return writeTrimmed(out, o, low);
 }
 
-/** Trailing zeros of a positive integer below 1e6, and the integer without them. */
-function zerosOf(n: number): number {
-  let zeros = 0;
-  for (let v = n; v % 10 === 0; v /= 10) zeros++;
-  return zeros;
+/** Six places of `n` (an int32 below 1e6, not 0) without their trailing zeros. */
+function writeTrimmed(out: Uint8Array, o: number, n: number): number {
+  let places = 6;
+  let v = n;
+  while (v % 10 === 0) {
+    v = (v / 10) | 0;
+    places--;
+  }
+  return writeDigits(out, o, v, places);
 }
-const trimmed = (n: number): number => n / 10 ** zerosOf(n);
 
-/** A non-negative integer below 2^31's decimal digits at `o`, zero-padded to `width`. */
+/** An int32's decimal digits at `o`, zero-padded to `width`. */
 function writeDigits(out: Uint8Array, o: number, value: number, width: number): number {
   let n = 1;
   for (let v = value; v >= 10; v = (v / 10) | 0) n++;
