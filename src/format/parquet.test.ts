@@ -20,6 +20,8 @@ const COLUMNS: Column[] = [
   { id: "day", type: "date" },
   { id: "ok", type: "bool" },
   { id: "meta", type: "json" },
+  { id: "small", type: "int2" },
+  { id: "f4", type: "float4" },
 ];
 
 const CITIES = ['"Zürich"', '"東京"', '"Reykjav\\u00edk"', '"😀 \\ud83d\\ude00"', "null"];
@@ -36,6 +38,8 @@ const row = (i: number): Row => [
   `"1969-12-${String(1 + (i % 31)).padStart(2, "0")}"`,
   i % 3 === 0 ? "null" : i % 2 === 0 ? "true" : "false",
   i % 4 === 0 ? undefined : `{"k": ${i}, "s": "\\u00e9"}`,
+  String((i % 30_000) - 15_000),
+  String((i + 1) / 3),
 ];
 
 const options = { names: COLUMNS.map((c) => c.id), numeric: "text" as const };
@@ -89,6 +93,8 @@ function expected(i: number): Record<string, unknown> {
     day: Date.parse(`${json(r[7])}T00:00:00Z`) / 86_400_000,
     ok: json(r[8]),
     meta: r[9] ?? null,
+    small: (i % 30_000) - 15_000,
+    f4: Math.fround((i + 1) / 3),
   };
 }
 
@@ -113,6 +119,9 @@ describe("a Parquet file from CKAN's rows", () => {
     expect(stats(0, 8)).toMatchObject({ min_value: false, max_value: true, null_count: 334n });
     // No order of JSON text: its nulls only.
     expect(stats(0, 9)).toEqual({ null_count: 250n });
+    // A float4's bounds are its own (single-precision) values.
+    expect(stats(0, 10)).toMatchObject({ min_value: -15_000, max_value: -14_001 });
+    expect(stats(1, 11)).toMatchObject({ min_value: Math.fround(1001 / 3), max_value: Math.fround(1000) });
   });
 
   it("is the same file when written over several invocations, each carrying the row groups' entries", async () => {
