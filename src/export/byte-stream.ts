@@ -1,5 +1,5 @@
 import type { Table } from "../ckan/table.ts";
-import { HttpError, toHttpError } from "../errors.ts";
+import { ClientTooSlow, type HttpError, toHttpError } from "../errors.ts";
 import type { Encoder } from "../format/types.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 
@@ -72,14 +72,12 @@ export interface StallWatch {
 export const MIN_BYTES_PER_SECOND = 4096;
 
 const stalled = (watch: StallWatch): HttpError =>
-  new HttpError(
-    408,
+  new ClientTooSlow(
     `The download made no progress for ${watch.stallMs / 1000} s (the client stopped reading), so the export was stopped.`,
   );
 
 const tooSlow = (watch: StallWatch): HttpError =>
-  new HttpError(
-    408,
+  new ClientTooSlow(
     `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`,
   );
 
