@@ -176,11 +176,18 @@ export function offsetStretches(offset: number, counted: number, wanted: number,
 }
 
 /**
+ * Pages of fewer rows than this are written faster than CKAN's fixed cost of one more request
+ * (7-16 ms measured): staggering the first ranges is worth a request only for pages this large.
+ */
+export const STAGGER_MIN_ROWS = 10_000;
+
+/**
  * `_id` ranges after `after` (the first page's last `_id`) up to `largest` (the largest `_id`
  * matching, from one probe), each sized to hold about a page at the table's `_id` density, the last
  * one open-ended so rows past the probe (or past CKAN's count) are still read. Correctness never
  * depends on the density: a range with more rows than a page continues, one with fewer costs a
- * short request.
+ * short request. `firstShare`: the first range's share of a page, when pages are large enough
+ * (STAGGER_MIN_ROWS) for the time the worker takes to write one to matter.
  */
 export function idStretches(
   after: number,
@@ -189,13 +196,15 @@ export function idStretches(
   wanted: number,
   sizer: PageSizer,
   maxRanges: number,
+  firstShare = 1,
 ): StretchPlanner {
   let next = after;
   let open = false;
   let ranges = 0;
   return (planned, inflight) => {
     if (open) return undefined;
-    const rows = Math.min(sizer.rows, wanted - planned);
+    const page = ranges === 0 && sizer.rows >= STAGGER_MIN_ROWS ? Math.ceil(sizer.rows * firstShare) : sizer.rows;
+    const rows = Math.min(page, wanted - planned);
     // Ranges enough for the rows wanted are out: more only if they come back emptier than foreseen.
     if (rows <= 0 && inflight > 0) return undefined;
     const span = Math.max(1, Math.ceil(rows / Math.max(density, 1e-9)));
