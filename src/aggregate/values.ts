@@ -132,19 +132,3 @@ export function cellComparator(kind: Kind, column: string): (a: string, b: strin
       return (a, b) => compareText(unquoted(a), unquoted(b));
   }
 }
-
-/**
- * The text that tells groups apart: values PostgreSQL holds equal group together even when CKAN
- * wrote them differently (`1.0` and `1.00` in a numeric column, `-0` and `0` in a float one).
- */
-export function groupKeyOf(kind: Kind): (cell: string) => string {
-  if (kind === "numeric") {
-    return (cell) => {
-      if (!cell.includes(".")) return cell === "-0" ? "0" : cell;
-      const trimmed = cell.replace(/\.?0+$/, "");
-      return trimmed === "-0" || trimmed === "" ? "0" : trimmed;
-    };
-  }
-  if (kind === "float") return (cell) => (cell === "-0" ? "0" : cell);
-  return (cell) => cell;
-}
