@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CkanValidationError, CkanValidationFault } from "../ckan/error-answers.ts";
+import { notA } from "../aggregate/values.ts";
 import { ClientBusy, IsolateBusy } from "../ckan/page-budget.ts";
 import {
   BadParameter,
@@ -18,6 +19,7 @@ describe("a snapshot step that fails is tried again, or not, by the class of its
       new UpstreamFailure(502, "CKAN answered HTTP 502."),
       new UpstreamFailure(503, "CKAN is rate-limiting this worker; try again later."),
       new CkanValidationFault(504, "The CKAN search took too long.", {}),
+      notA("12x", "amount", "a number"),
       new IsolateBusy(8),
       new ClientBusy(3),
       new TooManyRequests("Too many requests.", 10),
