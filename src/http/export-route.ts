@@ -59,16 +59,14 @@ export async function serveExport<Q extends ExportQuery>(
   pipeline: Pipeline<Q>,
 ): Promise<Response> {
   const { config, info } = deps;
-  if (deps.refresh) return exportFromCkan(query, () => {}, deps, pipeline);
-  if (request.method === "HEAD") {
+  if (request.method === "HEAD" && !deps.refresh) {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
     const described = await pipeline.describe(query, config, siteFor(config, deps.upstreamFetch));
-    const headers = downloadHeaders(query, described);
-    for (const [name, value] of Object.entries(described.headers ?? {})) headers.set(name, value);
-    return new Response(null, { status: 200, headers });
+    return new Response(null, { status: 200, headers: downloadHeaders(query, described) });
   }
-  // One client cannot take the isolate: its place is given back once its export ends, however it ends.
-  const slot = admitClient(clientOf(request));
+  // One client cannot take the isolate: its place is given back once its export ends, however it
+  // ends. A refresh takes none: nobody waits on it.
+  const slot = deps.refresh ? { release: () => {} } : admitClient(clientOf(request));
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
   void completion.then(slot.release);
@@ -109,8 +107,7 @@ async function exportFromCkan<Q extends ExportQuery>(
       }),
     deps.upstreamFetch,
   );
-  const headers = downloadHeaders(query, opened.table);
-  for (const [name, value] of Object.entries(opened.headers ?? {})) headers.set(name, value);
+  const headers = downloadHeaders(query, { total: opened.table.total, headers: opened.headers });
 
   const body = await readBody(opened, config.bufferBytes);
   if ("stream" in body) {
