@@ -18,3 +18,21 @@ export const edgeCacheSettings = (config: Config): EdgeCacheSettings => ({
   staleSeconds: config.cacheStaleSeconds,
   maxBytes: config.cacheMaxBytes,
 });
+
+/** What the HTTP sink reads itself: how much of an export is read whole, how long a client may stall. */
+export type HttpSinkSettings = Pick<Config, "bufferBytes" | "stallSeconds">;
+
+/**
+ * What the discovery answers read: the published aliases, how many CKAN calls at once, what a link
+ * may name, and where anonymous actions are asked.
+ */
+export type DiscoverySettings = Pick<
+  Config,
+  "ckanBase" | "resources" | "upstreamConcurrency" | "allowUnlisted" | "maxRows" | "linkSigningKey"
+>;
+
+/** How links are handed out: signed with LINK_SIGNING_KEY, valid for SNAPSHOT_LINK_TTL_SECONDS. */
+export type LinkSettings = Pick<Config, "linkSigningKey" | "snapshotLinkTtlSeconds">;
+
+/** The secrets no answer may quote (see log/redact.ts). */
+export type Secrets = Pick<Config, "apiToken" | "adminToken" | "linkSigningKey">;

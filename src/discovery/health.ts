@@ -3,6 +3,7 @@ import { siteFacts } from "../ckan/site.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
+import type { Secrets } from "../config/narrow.ts";
 import { toHttpError, type HttpError } from "../errors.ts";
 
 /** A status_show or one-row search is small: a portal slower than this is not answering. */
@@ -45,7 +46,7 @@ export interface UpstreamHealth {
 
 /** `status_show`, asked anonymously: is this a CKAN, which one, with the DataStore? */
 async function statusShow(
-  config: Config,
+  config: Pick<Config, "ckanBase"> & Secrets,
   upstreamFetch: UpstreamFetch,
 ): Promise<{ ckan: CkanHealth; problem?: string }> {
   const base = config.ckanBase;

@@ -1,14 +1,13 @@
-import { siteFor, type CkanSite } from "../ckan/site.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
 import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
 import { clientOf } from "../security/rate-limit.ts";
 import { log } from "../log/log.ts";
 import type { HttpError } from "../errors.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
 import { contentEtag } from "../protocol/conditional.ts";
-import type { Config } from "../config/config.ts";
+import type { HttpSinkSettings } from "../config/narrow.ts";
 import type { ExportQuery } from "../query/export-query.ts";
-import { describeExport, openExport, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
+import type { ExportProgress, OpenExport } from "../export/pipeline.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
 import { downloadHeaders } from "./download.ts";
@@ -17,8 +16,10 @@ import { MIN_BYTES_PER_SECOND, watchedReader } from "../export/byte-stream.ts";
 import type { RequestInfo } from "./request-log.ts";
 
 export interface ExportRouteDeps {
-  config: Config;
-  upstreamFetch: UpstreamFetch;
+  /** The sink's own settings; the export's other settings are its pipeline's (bound by the route). */
+  settings: HttpSinkSettings;
+  /** The CKAN site the export reads: its client's figures go on the request's log line. */
+  site: CkanSite;
   info: RequestInfo;
   /** Where the answer goes for the cache the route's policy chose (routes/cache-policy.ts). */
   keep: Keep;
@@ -27,26 +28,15 @@ export interface ExportRouteDeps {
 }
 
 /**
- * What a download route computes, between its link and its bytes: exports (rows from CKAN) and
- * aggregates (groups computed from them) share everything else here (edge cache, ETag, 304, HEAD).
+ * What a download route computes, between its link and its bytes, with its own settings bound by the
+ * route: exports (rows from CKAN) and aggregates (groups computed from them) share everything else
+ * here (headers, the body read whole or streamed, the keeper, the client's place).
  */
 export interface Pipeline<Q extends ExportQuery = ExportQuery> {
-  open(
-    query: Q,
-    config: Config,
-    site: CkanSite,
-    onDone: (progress: ExportProgress) => void,
-    upstreamFetch: UpstreamFetch,
-  ): Promise<OpenExport>;
+  open(query: Q, site: CkanSite, onDone: (progress: ExportProgress) => void): Promise<OpenExport>;
   /** The headers GET would send, without the body (for HEAD). */
-  describe(
-    query: Q,
-    config: Config,
-    site: CkanSite,
-  ): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
+  describe(query: Q, site: CkanSite): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
 }
-
-export const EXPORTS: Pipeline = { open: openExport, describe: describeExport };
 
 /**
  * GET|HEAD /export.<format> (or /aggregate.<format>) once its route's cache had no answer: validated
@@ -58,17 +48,15 @@ export async function serveExport<Q extends ExportQuery>(
   deps: ExportRouteDeps,
   pipeline: Pipeline<Q>,
 ): Promise<Response> {
-  const { config, info } = deps;
-  if (deps.refresh) return exportFromCkan(query, () => {}, deps, pipeline);
-  if (request.method === "HEAD") {
+  const { info } = deps;
+  if (request.method === "HEAD" && !deps.refresh) {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const described = await pipeline.describe(query, config, siteFor(config, deps.upstreamFetch));
-    const headers = downloadHeaders(query, described);
-    for (const [name, value] of Object.entries(described.headers ?? {})) headers.set(name, value);
-    return new Response(null, { status: 200, headers });
+    const described = await pipeline.describe(query, deps.site);
+    return new Response(null, { status: 200, headers: downloadHeaders(query, described) });
   }
-  // One client cannot take the isolate: its place is given back once its export ends, however it ends.
-  const slot = admitClient(clientOf(request));
+  // One client cannot take the isolate: its place is given back once its export ends, however it
+  // ends. A refresh takes none: nobody waits on it.
+  const slot = deps.refresh ? { release: () => {} } : admitClient(clientOf(request));
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
   void completion.then(slot.release);
@@ -89,32 +77,25 @@ async function exportFromCkan<Q extends ExportQuery>(
   deps: ExportRouteDeps,
   pipeline: Pipeline<Q>,
 ): Promise<Response> {
-  const { config, keep } = deps;
-  const site = siteFor(config, deps.upstreamFetch);
+  const { settings, keep, site } = deps;
   const { client } = site;
-  const opened = await pipeline.open(
-    query,
-    config,
-    site,
-    (outcome) =>
-      report({
-        ...(outcome.error ? { status: outcome.error.status } : {}),
-        cache: keep.stores ? "MISS" : "OFF",
-        rows: outcome.rows,
-        pages: client.stats.requests,
-        bytes: outcome.bytes,
-        upstream_bytes: client.stats.bytes,
-        upstream_ms: client.stats.milliseconds,
-        ...(outcome.error ? { error: outcome.error.message } : {}),
-      }),
-    deps.upstreamFetch,
+  const opened = await pipeline.open(query, site, (outcome) =>
+    report({
+      ...(outcome.error ? { status: outcome.error.status } : {}),
+      cache: keep.stores ? "MISS" : "OFF",
+      rows: outcome.rows,
+      pages: client.stats.requests,
+      bytes: outcome.bytes,
+      upstream_bytes: client.stats.bytes,
+      upstream_ms: client.stats.milliseconds,
+      ...(outcome.error ? { error: outcome.error.message } : {}),
+    }),
   );
-  const headers = downloadHeaders(query, opened.table);
-  for (const [name, value] of Object.entries(opened.headers ?? {})) headers.set(name, value);
+  const headers = downloadHeaders(query, { total: opened.table.total, headers: opened.headers });
 
-  const body = await readBody(opened, config.bufferBytes);
+  const body = await readBody(opened, settings.bufferBytes);
   if ("stream" in body) {
-    const watch = { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
+    const watch = { stallMs: settings.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
     // The export itself may end whole (the cache's copy read on): the client's own cut is logged apart.
     const clientStopped = (error: HttpError): void =>
       log({ event: "client_stopped", id: deps.info.id, status: error.status, error: error.message }, (text) => text);

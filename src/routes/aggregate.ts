@@ -1,14 +1,19 @@
 import { describeAggregate, runAggregate } from "../aggregate/run.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
+import type { Config } from "../config/config.ts";
 import { serveExport, type Pipeline } from "../http/export-route.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
-import { answerInline, EXPORT_CACHE, formatOf, named } from "./exports.ts";
+import { answerInline, EXPORT_CACHE, formatOf, named, sinkDeps } from "./exports.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
-export const AGGREGATES: Pipeline<AggregateQuery> = { open: runAggregate, describe: describeAggregate };
+const aggregatesWith = (config: Config, upstreamFetch: UpstreamFetch): Pipeline<AggregateQuery> => ({
+  open: (query, site, onDone) => runAggregate(query, config, site, onDone, upstreamFetch),
+  describe: (query, site) => describeAggregate(query, config, site),
+});
 
 function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -55,7 +60,12 @@ export const aggregateRoute: Route<AggregateQuery> = {
   input: ({ request, url, config, info }) =>
     named(info, parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config)),
   handle: ({ request, config, deps, info, keep, refresh }, query) =>
-    serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, keep, refresh }, AGGREGATES),
+    serveExport(
+      request,
+      query,
+      sinkDeps({ config, deps, info, keep, refresh }),
+      aggregatesWith(config, deps.upstreamFetch),
+    ),
   answerError: answerInline,
   openapi: () =>
     Object.fromEntries(

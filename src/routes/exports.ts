@@ -1,6 +1,9 @@
 import { withColumnHint } from "../discovery/column-hint.ts";
 import { HttpError, toHttpError } from "../errors.ts";
-import { EXPORTS, serveExport } from "../http/export-route.ts";
+import { siteFor } from "../ckan/site.ts";
+import type { Config } from "../config/config.ts";
+import { describeExport, openExport } from "../export/pipeline.ts";
+import { serveExport, type ExportRouteDeps, type Pipeline } from "../http/export-route.ts";
 import type { RequestInfo } from "../http/request-log.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
@@ -9,7 +12,7 @@ import { errorModeOf, parseExportQuery, type ExportQuery } from "../query/export
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
-import type { CachePolicy, RequestContext, Route } from "./route.ts";
+import type { CachePolicy, RequestContext, Route, RouteContext } from "./route.ts";
 
 function exportOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -60,6 +63,27 @@ export const EXPORT_CACHE: CachePolicy<ExportQuery> = {
   shapedBy: (query) => [query.resourceId],
 };
 
+/** Exports: rows from CKAN, read with the export pipeline's own settings. */
+const exportsWith = (config: Config): Pipeline => ({
+  open: (query, site, onDone) => openExport(query, config, site, onDone),
+  describe: (query, site) => describeExport(query, config, site),
+});
+
+/** What the HTTP sink gets for this request: its own settings, the CKAN site, the log entry, the keeper. */
+export const sinkDeps = ({
+  config,
+  deps,
+  info,
+  keep,
+  refresh,
+}: Pick<RouteContext, "config" | "deps" | "info" | "keep" | "refresh">): ExportRouteDeps => ({
+  settings: config,
+  site: siteFor(config, deps.upstreamFetch),
+  info,
+  keep,
+  refresh,
+});
+
 /** The query, its resource named on the request's log line. */
 export function named<Q extends ExportQuery>(info: RequestInfo, query: Q): Q {
   info.resource = query.alias ?? query.resourceId;
@@ -88,8 +112,8 @@ export const exportRoute: Route<ExportQuery> = {
   input: ({ request, url, config, info }) =>
     named(info, parseExportQuery(url.searchParams, formatOf(request, "export"), config)),
   handle: ({ request, config, deps, info, keep, refresh }, query) =>
-    serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, keep, refresh }, EXPORTS).catch(
-      (error: unknown) => withColumnHint(error, query, config, deps.upstreamFetch),
+    serveExport(request, query, sinkDeps({ config, deps, info, keep, refresh }), exportsWith(config)).catch(
+      (error: unknown) => withColumnHint(error, query, siteFor(config, deps.upstreamFetch).client),
     ),
   answerError: answerInline,
   openapi: () =>

@@ -1,4 +1,5 @@
-import type { Config } from "../config/config.ts";
+import { siteFor } from "../ckan/site.ts";
+import type { LinkSettings } from "../config/narrow.ts";
 import type { DiscoveryDeps } from "../discovery/resources.ts";
 import { signedPath } from "../security/signature.ts";
 import type { RequestContext } from "./route.ts";
@@ -8,14 +9,20 @@ import type { RequestContext } from "./route.ts";
 
 /** Links to hand out: signed, expiring after SNAPSHOT_LINK_TTL_SECONDS, when the worker only honours signed links. */
 export const linkMaker =
-  (config: Config, origin: string) =>
+  (config: LinkSettings, origin: string) =>
   async (path: string): Promise<string> =>
     origin +
     (config.linkSigningKey === undefined
       ? path
       : await signedPath(config.linkSigningKey, path, Math.floor(Date.now() / 1000) + config.snapshotLinkTtlSeconds));
 
-/** What the discovery routes read: the configuration, the upstream, and links as this worker hands them out. */
+/** What the discovery routes read: their settings, the CKAN site, and links as this worker hands them out. */
 export function discoveryDeps({ config, deps, url }: RequestContext): DiscoveryDeps {
-  return { config, upstreamFetch: deps.upstreamFetch, origin: url.origin, link: linkMaker(config, url.origin) };
+  return {
+    settings: config,
+    site: siteFor(config, deps.upstreamFetch),
+    upstreamFetch: deps.upstreamFetch,
+    origin: url.origin,
+    link: linkMaker(config, url.origin),
+  };
 }

@@ -2,7 +2,6 @@ import { siteFacts } from "../ckan/site.ts";
 import { upstreamHealth } from "../discovery/health.ts";
 import { redactor } from "../log/redact.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
-import { discoveryDeps } from "./guards.ts";
 import { errors, json } from "./openapi-parts.ts";
 import type { Route, RequestContext } from "./route.ts";
 
@@ -40,12 +39,12 @@ export const healthRoute: Route = {
   // next check may find it mended.
   cache: { kind: "max-age", seconds: FRESH_MS / 1000, operatorsOnly: true },
   async handle(context) {
-    const discovery = discoveryDeps(context);
+    const { config } = context;
     // The settings that shape the answer, never the token itself.
     const key = JSON.stringify([
-      discovery.config.datastoreSearchUrl,
-      [...discovery.config.resources],
-      discovery.config.apiToken !== undefined,
+      config.datastoreSearchUrl,
+      [...config.resources],
+      config.apiToken !== undefined,
       context.env.SNAPSHOTS !== undefined,
     ]);
     let entry = recent.get(key);
@@ -55,7 +54,7 @@ export const healthRoute: Route = {
       entry.body.catch(() => recent.delete(key));
     }
     // Learnt by this isolate's first aggregate on the site (never asked here: /health stays cheap).
-    const sql = siteFacts(discovery.config).sqlSearch;
+    const sql = siteFacts(config).sqlSearch;
     const body: Record<string, unknown> = {
       ...(await entry.body),
       aggregates: {
