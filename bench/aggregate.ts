@@ -98,7 +98,7 @@ export async function aggregateRuns(
   for (const [what, n, path] of plan) {
     let best: AggregateRow | undefined;
     for (let i = 0; i < repeat; i++) {
-      const worker = await start("--max-old-space-size=128");
+      const worker = await start(`--max-old-space-size=${process.env.AGG_CAP ?? 48}`);
       try {
         const row = await runOnce(worker, path, what, n);
         if (best === undefined || row.cpuSeconds < best.cpuSeconds) best = row;

@@ -207,11 +207,16 @@ export async function openExportPart(
     }
   }
   const progress = { rows: 0, chars: 0 };
-  const chunks = encodeTable(
+  const encoded = encodeTable(
     { ...table, pages: untilFull() },
     { ...encoder, end: () => (stopped ? "" : encoder.end()) },
     progress,
   );
+  // A file too big for its format is refused from its first page, before a byte is stored.
+  const chunks =
+    format.maxBytes === undefined || resume !== undefined
+      ? encoded
+      : withinSize(encoded, format.maxBytes, table, progress);
   return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
 }
 
@@ -248,7 +253,7 @@ async function* withinSize<T>(
   chunks: AsyncGenerator<T, void, undefined>,
   max: { limit: number; refusal: (estimate: number) => string },
   table: Pick<Table, "expectedRows">,
-  progress: ExportProgress,
+  progress: Pick<ExportProgress, "rows" | "chars">,
 ): AsyncGenerator<T, void, undefined> {
   let judged = false;
   for await (const chunk of chunks) {

@@ -49,11 +49,18 @@ function integer(column: Column, bits: 16 | 32): (raw: string) => number {
   };
 }
 
-function bigInteger(column: Column): (raw: string) => bigint {
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function bigInteger(column: Column): (raw: string) => number | bigint {
   return (raw) => {
     const digits = text(raw);
     if (!/^-?\d{1,19}$/.test(digits)) throw refused(column, raw, "a 64-bit integer");
-    return BigInt(digits);
+    // Up to 15 characters a double holds the value exactly, and a number is cheaper to write.
+    if (digits.length <= 15) return Number(digits);
+    const n = BigInt(digits);
+    if (n < INT64_MIN || n > INT64_MAX) throw refused(column, raw, "a 64-bit integer");
+    return n;
   };
 }
 
@@ -219,9 +226,12 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
         value: timestamp(column),
       };
     default:
-      // The JSON converted type is added to the footer's schema at the end (see parquet.ts).
+      // JSON both ways (readers such as DuckDB read the converted type); the text is written as CKAN sent it.
       if (isJsonType(type))
-        return { element: optional(name, { type: "BYTE_ARRAY", logical_type: { type: "JSON" } }), value: (raw) => raw };
+        return {
+          element: optional(name, { type: "BYTE_ARRAY", converted_type: "JSON", logical_type: { type: "JSON" } }),
+          value: (raw) => raw,
+        };
       return { element: optional(name, { type: "BYTE_ARRAY", converted_type: "UTF8" }), value: text };
   }
 }

@@ -20,3 +20,11 @@ export interface Encoder<Chunk extends string | Uint8Array = string> {
   failure(reason: string): string;
   cutOff?(reason: string, rowLimit: boolean): string | undefined;
 }
+
+/**
+ * A file an earlier invocation began (a snapshot run's earlier steps): its start and `rows` rows are
+ * written, and the encoder goes on as if it had written them itself.
+ */
+export interface Continued {
+  rows: number;
+}

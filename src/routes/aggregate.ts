@@ -3,7 +3,7 @@ import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts"
 import { serveExport, type Pipeline } from "../http/export-route.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
-import { answerInline, formatOf } from "./exports.ts";
+import { answerInline, EXPORT_CACHE, formatOf, named } from "./exports.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
@@ -46,20 +46,16 @@ function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
 }
 
 /** GET|HEAD /aggregate.<format>: group, count, sum, average, min, max, in every format exports have. */
-export const aggregateRoute: Route = {
+export const aggregateRoute: Route<AggregateQuery> = {
   methods: ["GET", "HEAD"],
   path: "/aggregate.:format",
   guards: ["signed link", "rate limit"],
   conditional: true,
-  async handle({ request, url, config, deps, info, waitUntil }) {
-    const query = parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config);
-    return await serveExport(
-      request,
-      query,
-      { config, upstreamFetch: deps.upstreamFetch, info, waitUntil },
-      AGGREGATES,
-    );
-  },
+  cache: EXPORT_CACHE,
+  input: ({ request, url, config, info }) =>
+    named(info, parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config)),
+  handle: ({ request, config, deps, info, keep, refresh }, query) =>
+    serveExport(request, query, { config, upstreamFetch: deps.upstreamFetch, info, keep, refresh }, AGGREGATES),
   answerError: answerInline,
   openapi: () =>
     Object.fromEntries(

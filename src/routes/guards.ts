@@ -1,7 +1,7 @@
 import type { Config } from "../config/config.ts";
 import type { DiscoveryDeps } from "../discovery/resources.ts";
 import { signedPath } from "../security/signature.ts";
-import type { RouteContext } from "./route.ts";
+import type { RequestContext } from "./route.ts";
 
 // What routes hand out or pass on about links; the guards themselves are declared on each route
 // and run by routes/pipeline.ts.
@@ -16,6 +16,6 @@ export const linkMaker =
       : await signedPath(config.linkSigningKey, path, Math.floor(Date.now() / 1000) + config.snapshotLinkTtlSeconds));
 
 /** What the discovery routes read: the configuration, the upstream, and links as this worker hands them out. */
-export function discoveryDeps({ config, deps, url }: RouteContext): DiscoveryDeps {
+export function discoveryDeps({ config, deps, url }: RequestContext): DiscoveryDeps {
   return { config, upstreamFetch: deps.upstreamFetch, origin: url.origin, link: linkMaker(config, url.origin) };
 }

@@ -1,0 +1,20 @@
+import type { Config } from "./config.ts";
+
+// The narrow settings each part of the worker reads, derived from the one validated configuration:
+// a part that takes one of these cannot come to depend on the rest of it.
+
+/** The edge cache's settings (CACHE_TTL_SECONDS, CACHE_STALE_SECONDS, CACHE_MAX_BYTES). */
+export interface EdgeCacheSettings {
+  /** How long an answer is fresh; 0 turns the cache off. */
+  ttlSeconds: number;
+  /** After the TTL, how long a stale export is still served while one refresh runs. */
+  staleSeconds: number;
+  /** Streamed exports estimated above this are not stored. */
+  maxBytes: number;
+}
+
+export const edgeCacheSettings = (config: Config): EdgeCacheSettings => ({
+  ttlSeconds: config.cacheTtlSeconds,
+  staleSeconds: config.cacheStaleSeconds,
+  maxBytes: config.cacheMaxBytes,
+});
