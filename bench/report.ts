@@ -261,7 +261,7 @@ function whereTimeGoes(report: Report): string {
         `CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests (rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}): ` +
         `${fixed(floor, 2)} s on ${e.cores} cores however it is asked${ratio(floor)}, the floor for these requests. ` +
         `The export's ${fixed(wall, 2)} s: ${fixed(e.ckanFirstS, 2)} s before CKAN began (the request reaching the worker, the first page asked), ` +
-        `${fixed(e.upstreamFullS, 2)} s with all of CKAN's cores busy, ${fixed(spare, 2)} s with requests in service but cores to spare (the first page and its probes, the last pages), ` +
+        `${fixed(e.upstreamFullS, 2)} s with all of CKAN's cores busy, ${fixed(spare, 2)} s with requests in service but cores to spare (fewer asked than CKAN has cores: the first page and its probe, answers waiting for the worker to read them, the last pages), ` +
         `${fixed(gaps, 2)} s with none in service between requests (the worker writing pages, none asked), ${fixed(e.ckanAfterS, 2)} s after CKAN's last answer (the worker writing the last page). ` +
         `The worker's CPU, ${fixed(e.cpuSeconds, 2)} s, runs beside CKAN's.`
       );
