@@ -7,6 +7,7 @@ import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
+import { xlsxCsvReader } from "../format/xlsx-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
@@ -40,8 +41,8 @@ export interface OpenExport {
 /**
  * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
  * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
- * of rows costs several times its bytes in heap); JSON and NDJSON take CKAN's CSV pages too and write
- * each record from their bytes; the decimal comma, XLSX and Parquet encode rows.
+ * of rows costs several times its bytes in heap); JSON, NDJSON and XLSX take CKAN's CSV pages too and
+ * write each record (a sheet row) from their bytes; the decimal comma and Parquet encode rows.
  */
 function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
@@ -51,6 +52,15 @@ function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrou
         recordsFormat: "csv",
         read: jsonCsvReader(incoming, dropFrom, ndjson),
         stream: () => new CsvRecordsStream(jsonCsvReader(incoming, dropFrom, ndjson)),
+      }),
+    };
+  }
+  if (config.csvPassthrough && query.format === "xlsx") {
+    return {
+      passthrough: (incoming, dropFrom) => ({
+        recordsFormat: "csv",
+        read: xlsxCsvReader(incoming, dropFrom),
+        stream: () => new CsvRecordsStream(xlsxCsvReader(incoming, dropFrom)),
       }),
     };
   }
