@@ -40,10 +40,25 @@ function refused(column: Column, raw: string, what: string): UpstreamFailure {
   );
 }
 
+/** The integer of CKAN's text of up to 9 digits after an optional sign, read digit by digit (what Number gives); undefined for any other text. */
+function smallInteger(raw: string): number | undefined {
+  const length = raw.length;
+  const negative = raw.charCodeAt(0) === 45;
+  let at = negative ? 1 : 0;
+  if (length === at || length - at > 9) return undefined;
+  let n = 0;
+  for (; at < length; at++) {
+    const digit = raw.charCodeAt(at) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    n = n * 10 + digit;
+  }
+  return negative ? -n : n;
+}
+
 function integer(column: Column, bits: 16 | 32): (raw: string) => number {
   const max = 2 ** (bits - 1);
   return (raw) => {
-    const n = Number(text(raw));
+    const n = smallInteger(raw) ?? Number(text(raw));
     if (!Number.isInteger(n) || n < -max || n >= max) throw refused(column, raw, `a ${bits}-bit integer`);
     return n;
   };

@@ -12,11 +12,36 @@ export interface RowGroupEntry {
   chunks: ChunkEntry[];
 }
 
-/** What a file written so far leaves for the rest of it: its bytes (from `PAR1`) and its row groups. */
-export interface ParquetCarry {
-  bytes: number;
-  groups: RowGroupEntry[];
-}
+/**
+ * What a file written so far leaves for the rest of it: its row groups' entries, each packed as
+ * `[rows, ...chunks]` and each chunk as `[size, raw, dict, nulls, min, max, exact]` (names would be
+ * half its JSON: a Workflow step's result holds 1 MiB).
+ */
+export type ParquetCarry = { groups: PackedGroup[] };
+type PackedChunk = [number, number, number, number, string?, string?, [boolean, boolean]?];
+type PackedGroup = [number, ...PackedChunk[]];
+
+export const packGroup = (group: RowGroupEntry): PackedGroup => [
+  group.rows,
+  ...group.chunks.map((c): PackedChunk => {
+    const packed: PackedChunk = [c.size, c.raw, c.dict, c.nulls];
+    if (c.min !== undefined) packed.push(c.min, c.max);
+    if (c.exact !== undefined) packed.push(c.exact);
+    return packed;
+  }),
+];
+
+export const unpackGroup = ([rows, ...chunks]: PackedGroup): RowGroupEntry => ({
+  rows,
+  chunks: chunks.map(([size, raw, dict, nulls, min, max, exact]) => ({
+    size,
+    raw,
+    dict,
+    nulls,
+    ...(min === undefined || max === undefined ? {} : { min, max }),
+    ...(exact === undefined ? {} : { exact }),
+  })),
+});
 
 const utf8 = new TextEncoder();
 

@@ -2,8 +2,9 @@ import fc from "fast-check";
 import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { describe, expect, it } from "vitest";
 import type { Column, Row } from "../rows/types.ts";
-import { type ParquetCarry, parquetEncoder } from "./parquet.ts";
+import { parquetEncoder } from "./parquet.ts";
 import { textUtf8 } from "./parquet-text.ts";
+import type { Continued } from "./types.ts";
 
 // The Parquet encoder's files read back by an independent reader (hyparquet): every value as CKAN
 // wrote it, each row group's statistics, and a file written over several invocations.
@@ -115,7 +116,7 @@ describe("a Parquet file from CKAN's rows", () => {
   });
 
   it("is the same file when written over several invocations, each carrying the row groups' entries", async () => {
-    let carried: { rows: number; parquet: ParquetCarry } | undefined;
+    let carried: Continued | undefined;
     const parts: (string | Uint8Array)[] = [];
     for (const [from, to] of [
       [0, 1500],
@@ -125,9 +126,10 @@ describe("a Parquet file from CKAN's rows", () => {
       const encoder = parquetEncoder(COLUMNS, options, carried);
       parts.push(encoder.begin(), ...pages(from, to, 700).map((p) => encoder.page(p)));
       if (to < 4000) {
-        parts.push(encoder.pause());
+        const paused = encoder.pause();
+        parts.push(paused.chunk);
         // Carried as a run record carries it: through JSON.
-        carried = JSON.parse(JSON.stringify({ rows: to, parquet: encoder.carry() }));
+        carried = JSON.parse(JSON.stringify({ rows: to, carried: paused.carried }));
       } else parts.push(encoder.end());
     }
     const buffer = joined(parts);

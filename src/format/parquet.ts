@@ -2,10 +2,10 @@ import { ByteWriter, type SchemaElement } from "hyparquet-writer";
 import type { NumericMode } from "../query/formats.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
-import { type ParquetCarry, parquetFooter, type RowGroupEntry } from "./parquet-footer.ts";
+import { type ParquetCarry, packGroup, parquetFooter, unpackGroup } from "./parquet-footer.ts";
 import type { ColumnValues } from "./parquet-chunk.ts";
 import { columnValues } from "./parquet-values.ts";
-import type { Encoder } from "./types.ts";
+import type { Continued, Encoder } from "./types.ts";
 
 // Written by our own column writer (parquet-values.ts, parquet-chunk.ts: typed buffers filled
 // straight from CKAN's text, one data page per column chunk, Snappy by snappy.ts), with
@@ -33,13 +33,8 @@ export interface ParquetOptions {
 
 export type { ParquetCarry };
 
-/** A Parquet encoder that can also stop between row groups and say what the rest of the file needs. */
-export interface ParquetEncoder extends Encoder<string | Uint8Array> {
-  /** The rows so far as a last row group, and no footer: the file goes on in another invocation. */
-  pause(): Uint8Array;
-  /** What a later invocation needs to go on from here (read after `pause`). */
-  carry(): ParquetCarry;
-}
+/** A Parquet encoder, which can also stop between row groups: the rows so far as a row group, and its row groups' entries. */
+export type ParquetEncoder = Encoder<string | Uint8Array> & Required<Pick<Encoder<string | Uint8Array>, "pause">>;
 
 /** Names as Parquet readers need them, unique: a repeated label gets its column's id after it. */
 export function uniqueNames(columns: Column[], names: string[]): string[] {
@@ -107,9 +102,8 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
       if (rows === 0) return new Uint8Array(0);
       writer.index = 0;
       const chunks = values.map((v) => v.flush(writer));
-      carry.groups.push({ rows, chunks } satisfies RowGroupEntry);
+      carry.groups.push(packGroup({ rows, chunks }));
       const bytes = writer.getBytes().slice();
-      carry.bytes += bytes.byteLength;
       rows = 0;
       chars = 0;
       return bytes;
@@ -126,13 +120,10 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
  *
  * A failure ends nothing: without its footer, the file is one no Parquet reader opens.
  */
-export function parquetEncoder(
-  columns: Column[],
-  options: ParquetOptions,
-  continued?: { rows: number; parquet?: ParquetCarry },
-): ParquetEncoder {
+export function parquetEncoder(columns: Column[], options: ParquetOptions, continued?: Continued): ParquetEncoder {
   const { schema, values } = layout(columns, options);
-  const carry: ParquetCarry = structuredClone(continued?.parquet) ?? { bytes: PAR1.byteLength, groups: [] };
+  const carried = continued?.carried as ParquetCarry | undefined;
+  const carry: ParquetCarry = structuredClone(carried) ?? { groups: [] };
   const groups = rowGroups(values, carry);
   let firstSent = continued !== undefined;
   return {
@@ -144,9 +135,8 @@ export function parquetEncoder(
       return written.length === 0 ? "" : written.length === 1 ? written[0]! : joined(...written);
     },
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
-    end: () => joined(groups.flush(), parquetFooter(schema, carry.groups, CREATED_BY)),
+    end: () => joined(groups.flush(), parquetFooter(schema, carry.groups.map(unpackGroup), CREATED_BY)),
     failure: () => "",
-    pause: () => groups.flush(),
-    carry: () => structuredClone(carry),
+    pause: () => ({ chunk: groups.flush(), carried: structuredClone(carry) }),
   };
 }
