@@ -1,5 +1,6 @@
 import type { CsvRow } from "./csv-row.ts";
 import { addDecimal, decimalText, divideDecimal, wholeDecimal, type Decimal } from "./decimal.ts";
+import { floatRead, readFloat } from "./float-read.ts";
 import { float8Text } from "./float-text.ts";
 import { cellComparator, detached, isNull, numberValue, unquoted, type Kind } from "./values.ts";
 import type { MeasureFunction } from "./spec.ts";
@@ -66,18 +67,25 @@ class CountValues implements Accumulator {
 }
 
 /**
- * A plain decimal of at most 15 digits (`-1234.56`) at src[start, end) read as whole units and its
- * scale, into `fastValue` (units are exact in a double); false for anything else (more digits, NaN, quoted).
+ * A plain decimal of at most 15 digits (`-1234.56`) read as whole units and its scale, into
+ * `fastValue` (units are exact in a double); false for anything else (more digits, NaN, quoted).
  */
 const fastValue = { units: 0, scale: 0 };
-function readFast(src: string, start: number, end: number): boolean {
-  let i = src.charCodeAt(start) === 45 ? start + 1 : start;
+function readFast(cell: string): boolean {
+  const b = encoder.encode(cell);
+  return readFastBytes(b, 0, b.length);
+}
+const encoder = new TextEncoder();
+
+/** The same for the bytes b[start, end). */
+function readFastBytes(b: Uint8Array, start: number, end: number): boolean {
+  let i = b[start] === 45 ? start + 1 : start;
   const negative = i > start;
   let units = 0;
   let digits = 0;
   let scale = -1;
   for (; i < end; i++) {
-    const c = src.charCodeAt(i);
+    const c = b[i]!;
     if (c >= 48 && c <= 57) {
       units = units * 10 + (c - 48);
       digits++;
@@ -115,7 +123,7 @@ class ExactSum {
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
     this.n++;
-    if (readFast(cell, 0, cell.length)) this.addFast();
+    if (readFast(cell)) this.addFast();
     else this.addOther(cell);
   }
   addCsv(row: CsvRow, c: number): void {
@@ -123,7 +131,7 @@ class ExactSum {
     const end = row.ends[c]!;
     if (start === end && row.quoted[c] === 0) return;
     this.n++;
-    if (readFast(row.source(c), start, end)) this.addFast();
+    if (readFastBytes(row.bytes, start, end)) this.addFast();
     else this.addOther(row.textOf(c));
   }
   private addFast(): void {
@@ -199,9 +207,6 @@ class Avg implements Accumulator {
   }
 }
 
-// Read from their text, so each is exactly its power (10^22 is the largest a double holds exactly).
-const POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
-
 /** float4 and float8: 64-bit floats, added in row order as PostgreSQL's float8pl adds them. */
 class FloatSum implements Accumulator {
   n = 0;
@@ -222,10 +227,9 @@ class FloatSum implements Accumulator {
     const end = row.ends[c]!;
     if (start === end && row.quoted[c] === 0) return;
     this.n++;
-    // Units and a power of ten both exact in a double: their quotient is the double nearest the
-    // decimal, as Number() would read it (Clinger's fast path), with no string cut out.
-    if (readFast(row.source(c), start, end) && fastValue.scale <= 22)
-      this.sum += fastValue.units / POWERS_OF_TEN[fastValue.scale]!;
+    // Most cells are read from their bytes exactly as Number() reads their text (float-read.ts).
+    const value = readFloat(row.bytes, start, end);
+    if (floatRead.ok) this.sum += value;
     else this.addText(row.textOf(c));
   }
   private addText(text: string): void {
