@@ -1,4 +1,4 @@
-import { CsvRecordsStream, readCell, scanned } from "../format/csv-records.ts";
+import { CsvRecordsStream, endOfCell, readCell, scanned } from "../format/csv-records.ts";
 import type { CopiedRecords, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -18,7 +18,7 @@ const EMPTY = new Uint8Array(0);
 /**
  * Reads the records string at `at` of `b` (a whole page's, or a segment's of whole rows: CKAN's CSV
  * as a JSON string, LF rows, quotes doubled, null an empty unquoted cell) into `row` a row at a time,
- * each cell's escapes undone in place (a cell never grows: the bytes are not read again), and hands
+ * each cell's escapes undone in place (a cell never grows; the bytes are not read again), and hands
  * `fold` each row in turn. Returns the rows read, where the string ends, and the text of the last
  * row's cell `idAt` (keyset paging's `_id`: the page's last), if asked.
  */
@@ -32,27 +32,44 @@ export function csvRows(
   if (b[at] !== 34) throw new NotTheJson("expected the records string");
   const width = row.width;
   const last = width - 1;
-  const { starts, ends, quoted } = row;
   row.bytes = b;
   let i = at + 1;
   let rows = 0;
   while (b[i] !== 34) {
     if (i >= b.length) throw new NotTheJson("unterminated string");
-    // Each row's cells are written from where the row starts.
-    let o = i;
     for (let c = 0; c < width; c++) {
-      readCell(b, i, b, o, false, false);
-      starts[c] = o;
-      ends[c] = scanned.o;
-      quoted[c] = scanned.quoted ? 1 : 0;
+      i = cutCell(b, i, row, c);
       if (scanned.ended !== (c === last)) throw new NotTheJson("a CSV row of another width");
-      i = scanned.i;
-      o = scanned.o;
     }
     fold(row);
     rows++;
   }
   return { rows, end: i + 1, lastId: rows === 0 || idAt < 0 ? undefined : row.textOf(idAt) };
+}
+
+/**
+ * Cell `c` of `row` at b[i]: most cells (unquoted, no escape) are taken where they are; a quoted one,
+ * or one with an escape, is written over itself with its escapes undone. Returns where the next
+ * cell starts; `scanned.ended` says whether the row ended.
+ */
+function cutCell(b: Uint8Array, i: number, row: CsvRow, c: number): number {
+  let end = i;
+  for (;;) {
+    const byte = b[end];
+    if (byte === 44 || byte === 92 || byte === 34 || byte === undefined) break;
+    end++;
+  }
+  if (b[end] !== 92 || b[end + 1] === 110) {
+    row.starts[c] = i;
+    row.ends[c] = end;
+    row.quoted[c] = 0;
+    return endOfCell(b, end);
+  }
+  readCell(b, i, b, i, false, false);
+  row.starts[c] = i;
+  row.ends[c] = scanned.o;
+  row.quoted[c] = scanned.quoted ? 1 : 0;
+  return scanned.i;
 }
 
 /** Row ends of a page that has no bytes (its rows were folded): zeros, never written, shared. */

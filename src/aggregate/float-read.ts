@@ -25,15 +25,28 @@ function productError(a: number, b: number, product: number): number {
   return ah * bh - product + ah * bl + al * bh + al * bl;
 }
 
-/** Whether `y + t` (|t| well below y's unit) may round to another double than `y` does, or sits on a power of two. */
+/** Far above the double-double's relative error (about 2^-104), far below a double's half unit (2^-53). */
+const ERROR = 2 ** -96;
+
+const bits = new Float64Array(1);
+const words = new Uint32Array(bits.buffer);
+/** Which of `words` holds a double's sign, exponent and top of its fraction. */
+const HIGH = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 1 : 0;
+
+/**
+ * Whether `y + t` (|t| at most half of y's unit, and the error of the double-double far below it)
+ * may round to another double than `y`: it lies within the error of a midpoint, or y is a power of
+ * two (whose unit below is half the one above).
+ */
 function nearMidpoint(y: number, t: number): boolean {
-  const a = Math.abs(y);
-  let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e--;
-  else if (2 ** (e + 1) <= a) e++;
-  if (2 ** e === a) return true;
-  const half = 2 ** (e - 53);
-  return Math.abs(Math.abs(t) - half) <= a * 2 ** -96;
+  bits[0] = y;
+  const high = words[HIGH]!;
+  if ((high & 0xfffff) === 0 && words[1 - HIGH] === 0) return true;
+  // Half of y's unit: 2^(exponent - 53), built from y's own exponent bits (y is far from subnormal).
+  words[HIGH] = (high & 0x7ff00000) - (53 << 20);
+  words[1 - HIGH] = 0;
+  const half = bits[0]!;
+  return half - Math.abs(t) <= Math.abs(y) * ERROR;
 }
 
 /** Set by readFloat: false when the cell is not a plain decimal it reads exactly (the caller uses Number()). */

@@ -104,14 +104,15 @@ function readFastBytes(b: Uint8Array, start: number, end: number): boolean {
 
 /**
  * The running sum of numbers of any kind but float, exact, with PostgreSQL's NaN and infinities.
- * Most values are short decimals of one scale: they add as whole units in a double while that is
- * exact (below 2^53), and go into the BigInt sum when it would not be, or when the scale changes.
+ * Most values are short decimals: they add as whole units in a double per scale while that is exact
+ * (below 2^53), and go into the BigInt sum when it would not be, and at the end.
  */
 class ExactSum {
   n = 0;
-  /** Whole units at `fastScale`, exact. */
-  fast = 0;
-  fastScale = -1;
+  /** Whole units of the values of each scale (up to 15 decimals) added so far, each exact below 2^53. */
+  readonly fast = new Float64Array(16);
+  /** Which scales were met (bit n: scale n): a sum keeps the most decimals met, `0.10` + `0.20` is `0.30`. */
+  scales = 0;
   sum: Decimal = { units: 0n, scale: 0 };
   nan = false;
   plusInfinity = false;
@@ -135,11 +136,14 @@ class ExactSum {
     else this.addOther(row.textOf(c));
   }
   private addFast(): void {
-    if (fastValue.scale !== this.fastScale || Math.abs(this.fast) > 2 ** 52) {
-      this.flush();
-      this.fastScale = fastValue.scale;
+    const scale = fastValue.scale;
+    const units = this.fast[scale]! + fastValue.units;
+    this.scales |= 1 << scale;
+    if (Math.abs(units) <= 2 ** 52) this.fast[scale] = units;
+    else {
+      this.sum = addDecimal(this.sum, { units: BigInt(units), scale });
+      this.fast[scale] = 0;
     }
-    this.fast += fastValue.units;
   }
   /** A value of more digits, or NaN and the infinities (`cell` quoted or not). */
   private addOther(cell: string): void {
@@ -153,8 +157,11 @@ class ExactSum {
     this.sum = addDecimal(this.sum, value.finite);
   }
   private flush(): void {
-    if (this.fastScale >= 0) this.sum = addDecimal(this.sum, { units: BigInt(this.fast), scale: this.fastScale });
-    this.fast = 0;
+    for (let scale = 0; scale < 16; scale++) {
+      if ((this.scales & (1 << scale)) === 0) continue;
+      this.sum = addDecimal(this.sum, { units: BigInt(this.fast[scale]!), scale });
+      this.fast[scale] = 0;
+    }
   }
   /** The special value the sum is, if any (numeric's rules: NaN wins, both infinities are NaN). */
   specialResult(): string | undefined {

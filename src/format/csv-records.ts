@@ -218,12 +218,6 @@ export function hex4(b: Uint8Array, at: number): number {
   return value;
 }
 
-/** Where `byte` first is in b[from, end), or `end` (bytes past `end` are a reused buffer's old ones). */
-function nextByte(b: Uint8Array, byte: number, from: number, end: number): number {
-  const at = from < end ? b.indexOf(byte, from) : -1;
-  return at < 0 || at > end ? end : at;
-}
-
 /** Bytes of whole rows a streamed page gathers before reading them: fewer, larger batches for the encoder. */
 export const SEGMENT_BYTES = 256 * 1024;
 
@@ -279,38 +273,31 @@ export class CsvRecordsStream implements RecordsStream {
     return { records: this.#rowsEnd >= SEGMENT_BYTES ? this.#take(false) : undefined, after: undefined };
   }
 
-  /**
-   * Scans the new bytes for row ends and the closing quote; returns the closing quote's index or -1.
-   * Only escapes and quotes mean anything here: the runtime's own byte search jumps from one to the
-   * next (a row of a few cells has one or two), instead of a JavaScript loop over every byte.
-   */
+  /** Scans the new bytes for row ends and the closing quote; returns the closing quote's index or -1. */
   #scan(): number {
     const b = this.#pending;
     const end = this.#used + 1;
     let i = Math.max(this.#scanAt, 1);
     let inQuotes = this.#inQuotes;
     let rowsEnd = this.#rowsEnd + 1;
-    // The next quote byte: before the next backslash it is bare (the string's end); after one, escaped.
-    let quote = nextByte(b, QUOTE, i, end);
-    for (;;) {
-      const escape = nextByte(b, BACKSLASH, i, end);
-      if (quote < escape) {
-        this.#scanAt = quote;
+    while (i < end) {
+      const c = b[i]!;
+      if (c === QUOTE) {
+        this.#scanAt = i;
         this.#inQuotes = inQuotes;
         this.#rowsEnd = rowsEnd - 1;
-        return quote;
+        return i;
       }
-      // No escape left, or its second byte has not arrived yet.
-      if (escape + 1 >= end) {
-        i = Math.min(escape, end);
-        break;
+      if (c !== BACKSLASH) {
+        i++;
+        continue;
       }
-      const e = b[escape + 1];
-      if (e === QUOTE) {
-        inQuotes = !inQuotes;
-        quote = nextByte(b, QUOTE, escape + 2, end);
-      } else if (e === 0x6e && !inQuotes) rowsEnd = escape + 2;
-      i = escape + 2;
+      // An escape: its second byte may not have arrived yet.
+      if (i + 1 >= end) break;
+      const e = b[i + 1];
+      if (e === QUOTE) inQuotes = !inQuotes;
+      else if (e === 0x6e && !inQuotes) rowsEnd = i + 2;
+      i += 2;
     }
     this.#scanAt = i;
     this.#inQuotes = inQuotes;
