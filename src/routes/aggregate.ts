@@ -1,4 +1,4 @@
-import { describeAggregate, runAggregate } from "../aggregate/run.ts";
+import { describeAggregate, openAggregate } from "../aggregate/pipeline.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
 import { serveExport, type Pipeline } from "../http/export-route.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
@@ -8,7 +8,7 @@ import { errors, queryParameter, type Json, type Operations } from "./openapi-pa
 import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
-export const AGGREGATES: Pipeline<AggregateQuery> = { open: runAggregate, describe: describeAggregate };
+export const AGGREGATES: Pipeline<AggregateQuery> = { open: openAggregate, describe: describeAggregate };
 
 function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
