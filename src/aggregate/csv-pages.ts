@@ -1,4 +1,4 @@
-import { CsvRecordsStream } from "../format/csv-records.ts";
+import { CsvRecordsStream, endOfCell, readCell, scanned } from "../format/csv-records.ts";
 import type { CopiedRecords, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -7,105 +7,76 @@ import { kindOf } from "./values.ts";
 
 // Pages after the first asked as CKAN's CSV records (`records_format: "csv"`): one JSON string,
 // read as its answer arrives (csv-records.ts's CsvRecordsStream hands over whole rows a segment at a
-// time), each segment's text read by JSON.parse natively, its rows folded as they are cut: each cell
-// a stretch of that text (csv-row.ts), no array and no string per row, no page held. Far cheaper than
-// walking a page of JSON lists value by value, and the pages are smaller on the wire. A page is read
-// when the paging loop reaches it, so rows are folded in table order.
+// time) and cell by cell straight from its bytes, as the CSV export reads them; each row folded as it
+// is read, each cell a stretch of those bytes (csv-row.ts): no string, no array, no object per row,
+// no page held. Far cheaper than walking a page of JSON lists value by value, the pages are smaller
+// on the wire, and an aggregate allocates next to nothing while it reads (a heap that does not grow
+// with the rows read). A page is read when the paging loop reaches it: rows fold in table order.
 
 const EMPTY = new Uint8Array(0);
-const utf8 = new TextDecoder();
 
 /**
- * Cuts PostgreSQL's CSV (LF rows, quotes doubled, null an empty unquoted cell) into `row`'s cells
- * and hands `onRow` each row in turn. Returns the rows read and the text of the last row's cell
- * `idAt` (keyset paging's `_id`: the page's last), if asked.
+ * Reads the records string at `at` of `b` (a whole page's, or a segment's of whole rows: CKAN's CSV
+ * as a JSON string, LF rows, quotes doubled, null an empty unquoted cell) into `row` a row at a time,
+ * each cell's escapes undone in place (a cell never grows; the bytes are not read again), and hands
+ * `fold` each row in turn. Returns the rows read, where the string ends, and the text of the last
+ * row's cell `idAt` (keyset paging's `_id`: the page's last), if asked.
  */
 export function csvRows(
-  csv: string,
+  b: Uint8Array,
+  at: number,
   row: CsvRow,
-  onRow: (row: CsvRow) => void,
+  fold: (row: CsvRow) => void,
   idAt = -1,
-): { rows: number; lastId: string | undefined } {
+): { rows: number; end: number; lastId: string | undefined } {
+  if (b[at] !== 34) throw new NotTheJson("expected the records string");
   const width = row.width;
-  const n = csv.length;
-  row.text = csv;
-  let i = 0;
-  let count = 0;
-  while (i < n) {
+  const last = width - 1;
+  row.bytes = b;
+  let i = at + 1;
+  let rows = 0;
+  while (b[i] !== 34) {
+    if (i >= b.length) throw new NotTheJson("unterminated string");
     for (let c = 0; c < width; c++) {
-      i = c < width - 1 ? cutCell(csv, i, row, c, 44) : cutCell(csv, i, row, c, 10);
-      i++;
+      i = cutCell(b, i, row, c);
+      if (scanned.ended !== (c === last)) throw new NotTheJson("a CSV row of another width");
     }
-    onRow(row);
-    count++;
+    fold(row);
+    rows++;
   }
-  return { rows: count, lastId: count === 0 || idAt < 0 ? undefined : row.textOf(idAt) };
-}
-
-/** Cell `c` of `row` from csv[i]: its stretch, quoted or not. Returns where its delimiter (`end`, a comma or LF) is. */
-function cutCell(csv: string, i: number, row: CsvRow, c: number, end: number): number {
-  if (row.own[c] !== undefined) row.own[c] = undefined;
-  let after: number;
-  if (csv.charCodeAt(i) === 34) {
-    row.quoted[c] = 1;
-    let close = csv.indexOf('"', i + 1);
-    if (close < 0) throw new NotTheJson("unterminated quoted cell");
-    if (csv.charCodeAt(close + 1) === 34) {
-      close = doubledQuotes(csv, i, close, row, c);
-    } else {
-      row.starts[c] = i + 1;
-      row.ends[c] = close;
-    }
-    after = close + 1;
-  } else {
-    // PostgreSQL quotes a cell holding a comma or a line break: an unquoted one ends at the next
-    // comma, or the last one at the line's end (found by the runtime's own search).
-    row.quoted[c] = 0;
-    after = csv.indexOf(end === 44 ? "," : "\n", i);
-    if (after < 0) after = csv.length;
-    row.starts[c] = i;
-    row.ends[c] = after;
-  }
-  if (csv.charCodeAt(after) !== end && !(end === 10 && after === csv.length))
-    throw new NotTheJson("a CSV row of another width");
-  return after;
-}
-
-/** A quoted cell in which CKAN doubled quotes: its text, undoubled, becomes the cell's own. Returns its closing quote. */
-function doubledQuotes(csv: string, open: number, quote: number, row: CsvRow, c: number): number {
-  let text = "";
-  let from = open + 1;
-  for (;;) {
-    if (quote < 0) throw new NotTheJson("unterminated quoted cell");
-    if (csv.charCodeAt(quote + 1) === 34) {
-      text += csv.slice(from, quote + 1);
-      from = quote + 2;
-      quote = csv.indexOf('"', from);
-      continue;
-    }
-    text += csv.slice(from, quote);
-    row.own[c] = text;
-    row.starts[c] = 0;
-    row.ends[c] = text.length;
-    return quote;
-  }
+  return { rows, end: i + 1, lastId: rows === 0 || idAt < 0 ? undefined : row.textOf(idAt) };
 }
 
 /**
- * Past the JSON string at `at`: its closing quote found by the runtime's own byte search, a quote
- * escaped by an odd run of backslashes skipped (a page is megabytes; walking it byte by byte in
- * JavaScript cost more than reading its cells).
+ * Cell `c` of `row` at b[i]: most cells (unquoted, no escape) are taken where they are; a quoted one,
+ * or one with an escape, is written over itself with its escapes undone. Returns where the next
+ * cell starts; `scanned.ended` says whether the row ended.
  */
-export function stringEnd(b: Uint8Array, at: number): number {
-  let from = at + 1;
+function cutCell(b: Uint8Array, i: number, row: CsvRow, c: number): number {
+  let end = i;
   for (;;) {
-    const quote = b.indexOf(34, from);
-    if (quote < 0) throw new NotTheJson("unterminated string");
-    let backslashes = 0;
-    while (b[quote - 1 - backslashes] === 92) backslashes++;
-    if (backslashes % 2 === 0) return quote + 1;
-    from = quote + 1;
+    const byte = b[end];
+    if (byte === 44 || byte === 92 || byte === 34 || byte === undefined) break;
+    end++;
   }
+  if (b[end] !== 92 || b[end + 1] === 110) {
+    row.starts[c] = i;
+    row.ends[c] = end;
+    row.quoted[c] = 0;
+    return endOfCell(b, end);
+  }
+  readCell(b, i, b, i, false, false);
+  row.starts[c] = i;
+  row.ends[c] = scanned.o;
+  row.quoted[c] = scanned.quoted ? 1 : 0;
+  return scanned.i;
+}
+
+/** Row ends of a page that has no bytes (its rows were folded): zeros, never written, shared. */
+let ZEROS = new Uint32Array(4096);
+function zeros(rows: number): Uint32Array {
+  if (rows > ZEROS.length) ZEROS = new Uint32Array(Math.max(rows, ZEROS.length * 2));
+  return ZEROS.subarray(0, rows);
 }
 
 /**
@@ -120,11 +91,8 @@ export function csvPages(onRow: (row: CsvRow) => void): { passthrough: Passthrou
     const pages = new PageAttempts(idAt);
     /** The JSON string at `at` of `answer` (a whole page's, or a segment's of whole rows). */
     const readString = (answer: Uint8Array, at: number, fold: (row: CsvRow) => void): CopiedRecords => {
-      if (answer[at] !== 34) throw new NotTheJson("expected the records string");
-      const end = stringEnd(answer, at);
-      const csv = JSON.parse(utf8.decode(answer.subarray(at, end))) as string;
-      const read = csvRows(csv, row, fold, idAt);
-      return { page: { bytes: EMPTY, rows: read.rows, ends: new Uint32Array(read.rows) }, end, lastId: read.lastId };
+      const read = csvRows(answer, at, row, fold, idAt);
+      return { page: { bytes: EMPTY, rows: read.rows, ends: zeros(read.rows) }, end: read.end, lastId: read.lastId };
     };
     const read: RecordsReader = (answer, at) => {
       const fold = pages.begin(onRow);

@@ -1,8 +1,8 @@
 import { isNull, type Kind } from "./values.ts";
 
-// A row of CKAN's CSV records as the fold reads it: each cell a stretch of the page's CSV text
-// (start, end, whether CKAN quoted it), never cut out as a string of its own unless a measure or a
-// new group needs its value. One row object is reused for every row of a page.
+// A row of CKAN's CSV records as the fold reads it: each cell a stretch of the page's bytes (start,
+// end, whether CKAN quoted it), never made a string unless a measure or a new group needs its text.
+// One row object is reused for every row of a page.
 
 /** A CSV cell (its text, and whether CKAN quoted it) as CKAN's JSON text of the value, undefined for null. */
 export type Cell = (text: string, quoted: boolean) => string | undefined;
@@ -40,11 +40,11 @@ export function cellOf(kind: Kind): Cell {
 /** Kinds whose null is only ever an empty unquoted cell (a bool's or an array's may be other text). */
 const plainNull = (kind: Kind): boolean => kind !== "bool" && kind !== "array";
 
+const utf8 = new TextDecoder();
+
 export class CsvRow {
-  /** The CSV text the cells are stretches of. */
-  text = "";
-  /** A cell's own text where CKAN doubled a quote in it (its stretch is then the whole of it). */
-  readonly own: (string | undefined)[];
+  /** The bytes the cells are stretches of (their escapes undone): the page's own, rewritten in place. */
+  bytes: Uint8Array = new Uint8Array(0);
   readonly starts: Int32Array;
   readonly ends: Int32Array;
   readonly quoted: Uint8Array;
@@ -53,7 +53,6 @@ export class CsvRow {
 
   constructor(kinds: Kind[]) {
     const width = kinds.length;
-    this.own = new Array<string | undefined>(width).fill(undefined);
     this.starts = new Int32Array(width);
     this.ends = new Int32Array(width);
     this.quoted = new Uint8Array(width);
@@ -65,14 +64,9 @@ export class CsvRow {
     return this.starts.length;
   }
 
-  /** The text cell `c` is a stretch of. */
-  source(c: number): string {
-    return this.own[c] ?? this.text;
-  }
-
-  /** Cell `c`'s text, cut out (quotes undone). */
+  /** Cell `c`'s text. */
   textOf(c: number): string {
-    return this.source(c).slice(this.starts[c], this.ends[c]);
+    return utf8.decode(this.bytes.subarray(this.starts[c], this.ends[c]));
   }
 
   isNull(c: number): boolean {

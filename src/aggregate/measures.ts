@@ -1,5 +1,6 @@
 import type { CsvRow } from "./csv-row.ts";
 import { addDecimal, decimalText, divideDecimal, wholeDecimal, type Decimal } from "./decimal.ts";
+import { floatRead, readFloat } from "./float-read.ts";
 import { float8Text } from "./float-text.ts";
 import { cellComparator, detached, isNull, numberValue, unquoted, type Kind } from "./values.ts";
 import type { MeasureFunction } from "./spec.ts";
@@ -66,18 +67,25 @@ class CountValues implements Accumulator {
 }
 
 /**
- * A plain decimal of at most 15 digits (`-1234.56`) at src[start, end) read as whole units and its
- * scale, into `fastValue` (units are exact in a double); false for anything else (more digits, NaN, quoted).
+ * A plain decimal of at most 15 digits (`-1234.56`) read as whole units and its scale, into
+ * `fastValue` (units are exact in a double); false for anything else (more digits, NaN, quoted).
  */
 const fastValue = { units: 0, scale: 0 };
-function readFast(src: string, start: number, end: number): boolean {
-  let i = src.charCodeAt(start) === 45 ? start + 1 : start;
+function readFast(cell: string): boolean {
+  const b = encoder.encode(cell);
+  return readFastBytes(b, 0, b.length);
+}
+const encoder = new TextEncoder();
+
+/** The same for the bytes b[start, end). */
+function readFastBytes(b: Uint8Array, start: number, end: number): boolean {
+  let i = b[start] === 45 ? start + 1 : start;
   const negative = i > start;
   let units = 0;
   let digits = 0;
   let scale = -1;
   for (; i < end; i++) {
-    const c = src.charCodeAt(i);
+    const c = b[i]!;
     if (c >= 48 && c <= 57) {
       units = units * 10 + (c - 48);
       digits++;
@@ -96,14 +104,15 @@ function readFast(src: string, start: number, end: number): boolean {
 
 /**
  * The running sum of numbers of any kind but float, exact, with PostgreSQL's NaN and infinities.
- * Most values are short decimals of one scale: they add as whole units in a double while that is
- * exact (below 2^53), and go into the BigInt sum when it would not be, or when the scale changes.
+ * Most values are short decimals: they add as whole units in a double per scale while that is exact
+ * (below 2^53), and go into the BigInt sum when it would not be, and at the end.
  */
 class ExactSum {
   n = 0;
-  /** Whole units at `fastScale`, exact. */
-  fast = 0;
-  fastScale = -1;
+  /** Whole units of the values of each scale (up to 15 decimals) added so far, each exact below 2^53. */
+  readonly fast = new Float64Array(16);
+  /** Which scales were met (bit n: scale n): a sum keeps the most decimals met, `0.10` + `0.20` is `0.30`. */
+  scales = 0;
   sum: Decimal = { units: 0n, scale: 0 };
   nan = false;
   plusInfinity = false;
@@ -115,7 +124,7 @@ class ExactSum {
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
     this.n++;
-    if (readFast(cell, 0, cell.length)) this.addFast();
+    if (readFast(cell)) this.addFast();
     else this.addOther(cell);
   }
   addCsv(row: CsvRow, c: number): void {
@@ -123,15 +132,18 @@ class ExactSum {
     const end = row.ends[c]!;
     if (start === end && row.quoted[c] === 0) return;
     this.n++;
-    if (readFast(row.source(c), start, end)) this.addFast();
+    if (readFastBytes(row.bytes, start, end)) this.addFast();
     else this.addOther(row.textOf(c));
   }
   private addFast(): void {
-    if (fastValue.scale !== this.fastScale || Math.abs(this.fast) > 2 ** 52) {
-      this.flush();
-      this.fastScale = fastValue.scale;
+    const scale = fastValue.scale;
+    const units = this.fast[scale]! + fastValue.units;
+    this.scales |= 1 << scale;
+    if (Math.abs(units) <= 2 ** 52) this.fast[scale] = units;
+    else {
+      this.sum = addDecimal(this.sum, { units: BigInt(units), scale });
+      this.fast[scale] = 0;
     }
-    this.fast += fastValue.units;
   }
   /** A value of more digits, or NaN and the infinities (`cell` quoted or not). */
   private addOther(cell: string): void {
@@ -145,8 +157,11 @@ class ExactSum {
     this.sum = addDecimal(this.sum, value.finite);
   }
   private flush(): void {
-    if (this.fastScale >= 0) this.sum = addDecimal(this.sum, { units: BigInt(this.fast), scale: this.fastScale });
-    this.fast = 0;
+    for (let scale = 0; scale < 16; scale++) {
+      if ((this.scales & (1 << scale)) === 0) continue;
+      this.sum = addDecimal(this.sum, { units: BigInt(this.fast[scale]!), scale });
+      this.fast[scale] = 0;
+    }
   }
   /** The special value the sum is, if any (numeric's rules: NaN wins, both infinities are NaN). */
   specialResult(): string | undefined {
@@ -199,9 +214,6 @@ class Avg implements Accumulator {
   }
 }
 
-// Read from their text, so each is exactly its power (10^22 is the largest a double holds exactly).
-const POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
-
 /** float4 and float8: 64-bit floats, added in row order as PostgreSQL's float8pl adds them. */
 class FloatSum implements Accumulator {
   n = 0;
@@ -222,10 +234,9 @@ class FloatSum implements Accumulator {
     const end = row.ends[c]!;
     if (start === end && row.quoted[c] === 0) return;
     this.n++;
-    // Units and a power of ten both exact in a double: their quotient is the double nearest the
-    // decimal, as Number() would read it (Clinger's fast path), with no string cut out.
-    if (readFast(row.source(c), start, end) && fastValue.scale <= 22)
-      this.sum += fastValue.units / POWERS_OF_TEN[fastValue.scale]!;
+    // Most cells are read from their bytes exactly as Number() reads their text (float-read.ts).
+    const value = readFloat(row.bytes, start, end);
+    if (floatRead.ok) this.sum += value;
     else this.addText(row.textOf(c));
   }
   private addText(text: string): void {

@@ -35,70 +35,82 @@ export function readCell(
   oneLine: boolean,
 ): void {
   const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
+  if (!quoted) {
+    o = readPlain(b, i, out, o);
+    scanned.i = endOfCell(b, scanned.i);
+    scanned.o = o;
+    scanned.quoted = false;
+    return;
+  }
   let bom = false;
-  // Two loops, quoted and not: each tight, since most of a page's time is spent in them.
-  if (quoted) {
-    i += 2;
-    if (quotes) out[o++] = QUOTE;
-    for (;;) {
-      const c = b[i]!;
-      if (c > QUOTE && c !== BACKSLASH && c < 0xef) {
-        out[o++] = c;
-        i++;
-        continue;
-      }
-      if (c === BACKSLASH) {
-        if (b[i + 1] === QUOTE) {
-          if (!doubledQuote(b, i)) {
-            i += 2;
-            if (quotes) out[o++] = QUOTE;
-            break;
-          }
-          out[o++] = QUOTE;
+  i += 2;
+  if (quotes) out[o++] = QUOTE;
+  // A tight loop: most of a page's time is spent in this one and readPlain's.
+  for (;;) {
+    const c = b[i]!;
+    if (c > QUOTE && c !== BACKSLASH && c < 0xef) {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (c === BACKSLASH) {
+      if (b[i + 1] === QUOTE) {
+        if (!doubledQuote(b, i)) {
+          i += 2;
           if (quotes) out[o++] = QUOTE;
-          i += 4;
-          continue;
+          break;
         }
-        const written = writeEscape(b, i, out, o);
-        if (written & BOM_SEEN) bom = true;
-        else if (oneLine && (written & 7) === 1 && (out[o] === LF || out[o] === CR)) out[o] = SPACE;
-        i += written >> 8;
-        o += written & 7;
+        out[o++] = QUOTE;
+        if (quotes) out[o++] = QUOTE;
+        i += 4;
         continue;
       }
-      if (c === undefined || c === QUOTE) throw new NotTheJson("unterminated quoted cell");
-      if (c === 0xef) bom = true;
-      out[o++] = c;
-      i++;
+      const written = writeEscape(b, i, out, o);
+      if (written & BOM_SEEN) bom = true;
+      else if (oneLine && (written & 7) === 1 && (out[o] === LF || out[o] === CR)) out[o] = SPACE;
+      i += written >> 8;
+      o += written & 7;
+      continue;
     }
-  } else {
-    for (;;) {
-      const c = b[i]!;
-      // Most bytes are none of the few that mean something here: one test, and copied.
-      if (c > QUOTE && c !== COMMA && c !== BACKSLASH && c < 0xef) {
-        out[o++] = c;
-        i++;
-        continue;
-      }
-      if (c === COMMA || c === QUOTE) break;
-      if (c === BACKSLASH) {
-        if (b[i + 1] === 0x6e) break;
-        const written = writeEscape(b, i, out, o);
-        if (written & BOM_SEEN) bom = true;
-        i += written >> 8;
-        o += written & 7;
-        continue;
-      }
-      if (c === undefined) throw new NotTheJson("unterminated string");
-      if (c === 0xef) bom = true;
-      out[o++] = c;
-      i++;
-    }
+    if (c === undefined || c === QUOTE) throw new NotTheJson("unterminated quoted cell");
+    if (c === 0xef) bom = true;
+    out[o++] = c;
+    i++;
   }
   scanned.i = endOfCell(b, i);
   scanned.o = o;
-  scanned.quoted = quoted;
+  scanned.quoted = true;
   scanned.bom = bom;
+}
+
+/** An unquoted cell's text from `i` into `out` at `o`: returns its end in `out`; sets scanned.i (its delimiter) and bom. */
+function readPlain(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
+  let bom = false;
+  for (;;) {
+    const c = b[i]!;
+    // Most bytes are none of the few that mean something here: one test, and copied.
+    if (c > QUOTE && c !== COMMA && c !== BACKSLASH && c < 0xef) {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (c === COMMA || c === QUOTE) break;
+    if (c === BACKSLASH) {
+      if (b[i + 1] === 0x6e) break;
+      const written = writeEscape(b, i, out, o);
+      if (written & BOM_SEEN) bom = true;
+      i += written >> 8;
+      o += written & 7;
+      continue;
+    }
+    if (c === undefined) throw new NotTheJson("unterminated string");
+    if (c === 0xef) bom = true;
+    out[o++] = c;
+    i++;
+  }
+  scanned.i = i;
+  scanned.bom = bom;
+  return o;
 }
 
 /** In a quoted cell, the `\"` at `at` is CSV's doubled quote (another follows), not the closing one. */
@@ -218,12 +230,6 @@ export function hex4(b: Uint8Array, at: number): number {
   return value;
 }
 
-/** Where `byte` first is in b[from, end), or `end` (bytes past `end` are a reused buffer's old ones). */
-function nextByte(b: Uint8Array, byte: number, from: number, end: number): number {
-  const at = from < end ? b.indexOf(byte, from) : -1;
-  return at < 0 || at > end ? end : at;
-}
-
 /** Bytes of whole rows a streamed page gathers before reading them: fewer, larger batches for the encoder. */
 export const SEGMENT_BYTES = 256 * 1024;
 
@@ -279,38 +285,31 @@ export class CsvRecordsStream implements RecordsStream {
     return { records: this.#rowsEnd >= SEGMENT_BYTES ? this.#take(false) : undefined, after: undefined };
   }
 
-  /**
-   * Scans the new bytes for row ends and the closing quote; returns the closing quote's index or -1.
-   * Only escapes and quotes mean anything here: the runtime's own byte search jumps from one to the
-   * next (a row of a few cells has one or two), instead of a JavaScript loop over every byte.
-   */
+  /** Scans the new bytes for row ends and the closing quote; returns the closing quote's index or -1. */
   #scan(): number {
     const b = this.#pending;
     const end = this.#used + 1;
     let i = Math.max(this.#scanAt, 1);
     let inQuotes = this.#inQuotes;
     let rowsEnd = this.#rowsEnd + 1;
-    // The next quote byte: before the next backslash it is bare (the string's end); after one, escaped.
-    let quote = nextByte(b, QUOTE, i, end);
-    for (;;) {
-      const escape = nextByte(b, BACKSLASH, i, end);
-      if (quote < escape) {
-        this.#scanAt = quote;
+    while (i < end) {
+      const c = b[i]!;
+      if (c === QUOTE) {
+        this.#scanAt = i;
         this.#inQuotes = inQuotes;
         this.#rowsEnd = rowsEnd - 1;
-        return quote;
+        return i;
       }
-      // No escape left, or its second byte has not arrived yet.
-      if (escape + 1 >= end) {
-        i = Math.min(escape, end);
-        break;
+      if (c !== BACKSLASH) {
+        i++;
+        continue;
       }
-      const e = b[escape + 1];
-      if (e === QUOTE) {
-        inQuotes = !inQuotes;
-        quote = nextByte(b, QUOTE, escape + 2, end);
-      } else if (e === 0x6e && !inQuotes) rowsEnd = escape + 2;
-      i = escape + 2;
+      // An escape: its second byte may not have arrived yet.
+      if (i + 1 >= end) break;
+      const e = b[i + 1];
+      if (e === QUOTE) inQuotes = !inQuotes;
+      else if (e === 0x6e && !inQuotes) rowsEnd = i + 2;
+      i += 2;
     }
     this.#scanAt = i;
     this.#inQuotes = inQuotes;

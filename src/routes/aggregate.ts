@@ -1,4 +1,4 @@
-import { describeAggregate, runAggregate } from "../aggregate/run.ts";
+import { describeAggregate, openAggregate } from "../aggregate/pipeline.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
@@ -11,7 +11,7 @@ import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
 const aggregatesWith = (config: Config, upstreamFetch: UpstreamFetch): Pipeline<AggregateQuery> => ({
-  open: (query, site, onDone) => runAggregate(query, config, site, onDone, upstreamFetch),
+  open: (query, site, onDone) => openAggregate(query, config, site, onDone, upstreamFetch),
   describe: (query, site) => describeAggregate(query, config, site),
 });
 
