@@ -10,21 +10,6 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MAX_LINES = 60;
 
-/**
- * Functions still 60 lines or more on this branch, each split by the helper who owns its file in
- * parallel (issue 24's second session); the lead empties this list as their branches merge. A name
- * listed here that is short again fails too, so the list cannot go stale.
- */
-const STILL_LONG: readonly string[] = [
-  // agg2 (issue 26)
-  "src/aggregate/sql.ts:aggregateStatement",
-  "src/format/csv-records.ts:readCell",
-  // owner2 (issue 24)
-  "src/format/csv-passthrough.ts:csvRecordsReader",
-  "src/format/json-from-csv.ts:jsonCsvReader",
-  "src/format/json-from-csv.ts:readString",
-];
-
 function modules(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
     const path = `${dir}/${entry.name}`;
@@ -61,16 +46,7 @@ function longFunctions(path: string): string[] {
 }
 
 describe("function length", () => {
-  const long = modules("src").flatMap(longFunctions);
-  /** `file:name`, without the line count. */
-  const place = (entry: string): string => entry.slice(0, entry.lastIndexOf(" "));
-
   it(`keeps every function in src/ under ${MAX_LINES} lines`, () => {
-    expect(long.filter((entry) => !STILL_LONG.includes(place(entry)))).toEqual([]);
-  });
-
-  it("lists as still long only functions that are", () => {
-    const stillLong = new Set(long.map(place));
-    expect(STILL_LONG.filter((name) => !stillLong.has(name))).toEqual([]);
+    expect(modules("src").flatMap(longFunctions)).toEqual([]);
   });
 });
