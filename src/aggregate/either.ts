@@ -8,7 +8,7 @@ import { encoderFor } from "../format/index.ts";
 import type { EncoderCarry } from "../format/types.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 import type { AggregateQuery } from "./query.ts";
-import { computeAggregate, resultTable, runAggregate } from "./run.ts";
+import { computeAggregate, resultTable, openAggregate } from "./pipeline.ts";
 
 // A sink that writes what a query asks for (a snapshot job: rows, or an aggregate's groups) calls
 // these instead of the export's own, and needs to know nothing else of aggregates.
@@ -22,7 +22,7 @@ export const openQuery = (
   site: CkanSite,
   fetcher?: UpstreamFetch,
 ): Promise<OpenExport> =>
-  isAggregate(query) ? runAggregate(query, config, site, undefined, fetcher) : openExport(query, config, site);
+  isAggregate(query) ? openAggregate(query, config, site, undefined, fetcher) : openExport(query, config, site);
 
 /**
  * openExportPart, or for an aggregate its whole file as one part: the groups are computed before
