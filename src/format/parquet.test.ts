@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { describe, expect, it } from "vitest";
+import { FormatSizeExceeded } from "../errors.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetEncoder } from "./parquet.ts";
 import { textUtf8 } from "./parquet-text.ts";
@@ -148,6 +149,18 @@ describe("a Parquet file from CKAN's rows", () => {
     const groups = parquetMetadata(buffer).row_groups;
     expect(groups.map((g) => Number(g.num_rows)).reduce((a, b) => a + b)).toBe(4000);
     expect(groups[1]!.columns[0]!.meta_data!.statistics).toMatchObject({ min_value: 700, max_value: 1499 });
+  });
+
+  it("refuses to pause a file whose row groups' entries would outgrow a snapshot step's state", () => {
+    const encoder = parquetEncoder(COLUMNS, options);
+    encoder.begin();
+    encoder.page(pages(0, 100, 100)[0]!);
+    const { carried } = encoder.pause();
+    const many = { groups: Array.from({ length: 3000 }, () => (carried as { groups: unknown[] }).groups[0]) };
+    const later = parquetEncoder(COLUMNS, options, { rows: 100, carried: many });
+    later.page(pages(100, 200, 100)[0]!);
+    expect(() => later.pause()).toThrow(FormatSizeExceeded);
+    expect(() => later.pause()).toThrow(/3001 row groups.*Snapshot it as CSV, or with a smaller limit/);
   });
 
   it("writes a file with no rows: the schema alone", async () => {

@@ -1,4 +1,5 @@
 import { ByteWriter, type SchemaElement } from "hyparquet-writer";
+import { FormatSizeExceeded } from "../errors.ts";
 import type { NumericMode } from "../query/formats.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
@@ -112,6 +113,19 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
   };
 }
 
+/** A Workflow step's result holds 1 MiB; the rest of a step's state is a few KB. */
+const MAX_CARRIED = 900 * 1024;
+
+/** What a paused file hands on (a copy), refused once it would outgrow a step's result: no later try would fit. */
+function handedOn(carry: ParquetCarry): ParquetCarry {
+  const json = JSON.stringify(carry);
+  if (json.length > MAX_CARRIED)
+    throw new FormatSizeExceeded(
+      `This Parquet file has ${carry.groups.length} row groups so far; the footer entries a snapshot step carries of them (${Math.round(json.length / 1024)} KB) would outgrow a step's state. Snapshot it as CSV, or with a smaller limit.`,
+    );
+  return JSON.parse(json) as ParquetCarry;
+}
+
 /**
  * An Apache Parquet file, written as pages arrive: `PAR1`, then row groups, then the footer. The
  * first page is a row group of its own, sent at once (its size tells how large the whole file will
@@ -138,6 +152,6 @@ export function parquetEncoder(columns: Column[], options: ParquetOptions, conti
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
     end: () => joined(groups.flush(), parquetFooter(schema, carry.groups.map(unpackGroup), CREATED_BY)),
     failure: () => "",
-    pause: () => ({ chunk: groups.flush(), carried: structuredClone(carry) }),
+    pause: () => ({ chunk: groups.flush(), carried: handedOn(carry) }),
   };
 }
