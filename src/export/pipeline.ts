@@ -8,7 +8,7 @@ import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { xlsxCsvReader } from "../format/xlsx-from-csv.ts";
-import { encoderFor, ENCODERS } from "../format/index.ts";
+import { type Closing, closingFor, encoderFor, ENCODERS } from "../format/index.ts";
 import type { Encoder, EncoderCarry } from "../format/types.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
@@ -173,6 +173,11 @@ export interface ExportPart {
   resumeAt(): Resume;
   /** What the encoder paused with, for the next part's (see Encoder.pause; null if nothing). */
   carried(): EncoderCarry | null;
+  /**
+   * For a format whose end needs every part's paused state (FormatEncoder.closing): each part
+   * pauses, the last too, and the caller writes the file's end from all their `carried()` states.
+   */
+  closing?: Closing;
   columns: Table["columns"];
 }
 
@@ -205,7 +210,8 @@ function pagesUntil(pages: Table["pages"], full: () => boolean) {
 
 /**
  * A part's encoder: a part that stops early writes no end, only what its encoder holds if it keeps
- * state between pages (Encoder.pause), and that state is kept for the next part.
+ * state between pages (Encoder.pause), and that state is kept for the next part. `stopped` is always
+ * true for a format whose caller writes the end (FormatEncoder.closing).
  */
 function pausing(encoder: Encoder<string | Uint8Array>, stopped: () => boolean) {
   let paused: EncoderCarry | null = null;
@@ -243,7 +249,8 @@ export async function openExportPart(
   const continued =
     resume === undefined ? undefined : { rows: resume.rows, ...(carried === undefined ? {} : { carried }) };
   const until = pagesUntil(table.pages, full);
-  const part = pausing(encoderFor(query, table.columns, continued), until.stopped);
+  const closing = closingFor(query, table.columns);
+  const part = pausing(encoderFor(query, table.columns, continued), closing ? () => true : until.stopped);
   const progress = { rows: 0, chars: 0 };
   const encoded = encodeTable({ ...table, pages: until.pages }, part.encoder, progress);
   // A file too big for its format is refused from its first page, before a byte is stored.
@@ -257,6 +264,7 @@ export async function openExportPart(
     ended: until.ended,
     resumeAt: () => table.resumeAt(),
     carried: part.carried,
+    ...(closing === undefined ? {} : { closing }),
     columns: table.columns,
   };
 }

@@ -2,9 +2,9 @@ import type { Column } from "../rows/types.ts";
 import type { FormatName, FormatOptions, Output } from "../query/formats.ts";
 import { csvEncoder, headerText } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
-import { parquetEncoder } from "./parquet.ts";
+import { footerEntriesRefusal, parquetEncoder, parquetEnd } from "./parquet.ts";
 import type { DeflateState } from "./deflate.ts";
-import type { Continued, Encoder } from "./types.ts";
+import type { Continued, Encoder, EncoderCarry } from "./types.ts";
 import type { DeflatedZip } from "./zip-stream.ts";
 import { xlsxEncoder, xlsxPackage, xlsxZip } from "./xlsx.ts";
 import { ZIP_ENTRY_LIMIT } from "./zip.ts";
@@ -17,9 +17,24 @@ export interface FormatEncoder<Options> {
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;
   /** The same container made in pieces, for a file written in steps (a snapshot's): each step's from the deflater's state the last left. */
   steppedPackage?: (from?: DeflateState) => DeflatedZip;
+  /**
+   * For a format whose end needs what every part of a file written in parts paused with (Parquet's
+   * footer needs every row group's entry): each part pauses, even the last, and its caller keeps the
+   * paused states and writes the end from all of them. `refusal`: their JSON's bytes are more than
+   * the last part can hold (undefined while they fit).
+   */
+  closing?: {
+    end(columns: Column[], options: Options, paused: EncoderCarry[]): Uint8Array;
+    refusal(bytes: number): Error | undefined;
+  };
   /** The most encoded bytes the format holds, and what a file past it would be told. */
   maxBytes?: { limit: number; refusal: (estimate: number) => string };
 }
+
+const parquetOptions = (columns: Column[], options: FormatOptions["parquet"]) => ({
+  names: headerText(columns, options.header),
+  numeric: options.numeric,
+});
 
 /** One renderer per format of query/formats.ts, each taking that format's own options. */
 export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = {
@@ -42,10 +57,13 @@ export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = 
     },
   },
   parquet: {
-    // Its row groups' footer entries are carried (Encoder.pause).
+    // Each part's row groups' footer entries are kept till the footer (Encoder.pause, closing).
     resumable: true,
-    encoder: (columns, options, continued) =>
-      parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }, continued),
+    encoder: (columns, options, continued) => parquetEncoder(columns, parquetOptions(columns, options), continued),
+    closing: {
+      end: (columns, options, paused) => parquetEnd(columns, parquetOptions(columns, options), paused),
+      refusal: footerEntriesRefusal,
+    },
   },
 };
 
@@ -54,4 +72,17 @@ export function encoderFor(output: Output, columns: Column[], continued?: Contin
   // The format names both the entry and its options' type: one pair, looked up together.
   const entry = ENCODERS[output.format] as FormatEncoder<Output["options"]>;
   return entry.encoder(columns, output.options, continued);
+}
+
+/** A file's end from every part's paused state, and whether those states (their JSON's bytes) are too many to end it. */
+export interface Closing {
+  end(paused: EncoderCarry[]): Uint8Array;
+  refusal(bytes: number): Error | undefined;
+}
+
+/** How a file of the export's format written in parts ends, if its caller writes the end (FormatEncoder.closing). */
+export function closingFor(output: Output, columns: Column[]): Closing | undefined {
+  const closing = (ENCODERS[output.format] as FormatEncoder<Output["options"]>).closing;
+  if (closing === undefined) return undefined;
+  return { end: (paused) => closing.end(columns, output.options, paused), refusal: closing.refusal };
 }

@@ -3,9 +3,9 @@ import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { describe, expect, it } from "vitest";
 import { FormatSizeExceeded } from "../errors.ts";
 import type { Column, Row } from "../rows/types.ts";
-import { parquetEncoder } from "./parquet.ts";
+import { footerEntriesRefusal, MAX_FOOTER_ENTRIES, parquetEncoder, parquetEnd } from "./parquet.ts";
 import { textUtf8 } from "./parquet-text.ts";
-import type { Continued } from "./types.ts";
+import type { Continued, EncoderCarry } from "./types.ts";
 
 // The Parquet encoder's files read back by an independent reader (hyparquet): every value as CKAN
 // wrote it, each row group's statistics, and a file written over several invocations.
@@ -125,23 +125,26 @@ describe("a Parquet file from CKAN's rows", () => {
     expect(stats(1, 11)).toMatchObject({ min_value: Math.fround(1001 / 3), max_value: Math.fround(1000) });
   });
 
-  it("is the same file when written over several invocations, each carrying the row groups' entries", async () => {
-    let carried: Continued | undefined;
+  it("is the same file when written over several invocations, each pausing with its own row groups' entries only", async () => {
+    let continued: Continued | undefined;
     const parts: (string | Uint8Array)[] = [];
+    const paused: EncoderCarry[] = [];
     for (const [from, to] of [
       [0, 1500],
       [1500, 1600],
       [1600, 4000],
     ] as const) {
-      const encoder = parquetEncoder(COLUMNS, options, carried);
+      const encoder = parquetEncoder(COLUMNS, options, continued);
       parts.push(encoder.begin(), ...pages(from, to, 700).map((p) => encoder.page(p)));
-      if (to < 4000) {
-        const paused = encoder.pause();
-        parts.push(paused.chunk);
-        // Carried as a run record carries it: through JSON.
-        carried = JSON.parse(JSON.stringify({ rows: to, carried: paused.carried }));
-      } else parts.push(encoder.end());
+      const pause = encoder.pause();
+      parts.push(pause.chunk);
+      // Kept as a snapshot keeps it: through JSON.
+      paused.push(JSON.parse(JSON.stringify(pause.carried)));
+      continued = { rows: to };
     }
+    // Each invocation hands on its own groups' entries: the first page's and 800 rows, 100, 2,400.
+    expect(paused.map((p) => (p as { groups: unknown[] }).groups.length)).toEqual([2, 1, 1]);
+    parts.push(parquetEnd(COLUMNS, options, paused));
     const buffer = joined(parts);
     const rows = await read(buffer);
     expect(rows.length).toBe(4000);
@@ -151,16 +154,19 @@ describe("a Parquet file from CKAN's rows", () => {
     expect(groups[1]!.columns[0]!.meta_data!.statistics).toMatchObject({ min_value: 700, max_value: 1499 });
   });
 
-  it("refuses to pause a file whose row groups' entries would outgrow a snapshot step's state", () => {
-    const encoder = parquetEncoder(COLUMNS, options);
-    encoder.begin();
-    encoder.page(pages(0, 100, 100)[0]!);
-    const { carried } = encoder.pause();
-    const many = { groups: Array.from({ length: 3000 }, () => (carried as { groups: unknown[] }).groups[0]) };
-    const later = parquetEncoder(COLUMNS, options, { rows: 100, carried: many });
-    later.page(pages(100, 200, 100)[0]!);
-    expect(() => later.pause()).toThrow(FormatSizeExceeded);
-    expect(() => later.pause()).toThrow(/3001 row groups.*Snapshot it as CSV, or with a smaller limit/);
+  it("refuses a file written in parts whose footer entries would pass what its last part holds", () => {
+    expect(footerEntriesRefusal(MAX_FOOTER_ENTRIES)).toBeUndefined();
+    const refusal = footerEntriesRefusal(MAX_FOOTER_ENTRIES + 1);
+    expect(refusal).toBeInstanceOf(FormatSizeExceeded);
+    expect(refusal?.message).toMatch(
+      /more than the 8 MiB its last step can hold.*Snapshot it as CSV, or with a smaller limit/,
+    );
+  });
+
+  it("ends a file written in parts only with parquetEnd: its own end would lack the earlier groups", () => {
+    const encoder = parquetEncoder(COLUMNS, options, { rows: 100 });
+    encoder.page(pages(100, 200, 100)[0]!);
+    expect(() => encoder.end()).toThrow(/parquetEnd/);
   });
 
   it("writes a file with no rows: the schema alone", async () => {

@@ -3,10 +3,10 @@ import { FormatSizeExceeded } from "../errors.ts";
 import type { NumericMode } from "../query/formats.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
-import { type ParquetCarry, packGroup, parquetFooter, unpackGroup } from "./parquet-footer.ts";
+import { type ParquetCarry, packGroup, parquetFooter } from "./parquet-footer.ts";
 import type { ColumnValues } from "./parquet-chunk.ts";
 import { columnValues } from "./parquet-values.ts";
-import type { Continued, Encoder } from "./types.ts";
+import type { Continued, Encoder, EncoderCarry } from "./types.ts";
 
 // Written by our own column writer (parquet-values.ts, parquet-chunk.ts: typed buffers filled
 // straight from CKAN's text, one data page per column chunk, Snappy by snappy.ts), with
@@ -18,7 +18,7 @@ import type { Continued, Encoder } from "./types.ts";
 /**
  * A row group ends at this many rows, or once its values' JSON text passes GROUP_CHARS characters
  * (wide rows make short groups): its buffers stay near 16 MiB of ArrayBuffers for the bench table
- * (bench:memory), and a snapshot step carries about 600 bytes per group (twice the rows: 6 MiB more).
+ * (bench:memory), and its footer entry is about 600 bytes of JSON (50-60 a column) kept till the file's end.
  */
 const GROUP_ROWS = 16_384;
 const GROUP_CHARS = 2 * 2 ** 20;
@@ -49,13 +49,11 @@ export function uniqueNames(columns: Column[], names: string[]): string[] {
 }
 
 /** The file's schema (its root first) and a value buffer per column. */
-function layout(columns: Column[], options: ParquetOptions): { schema: SchemaElement[]; values: ColumnValues[] } {
+function layout(columns: Column[], options: ParquetOptions) {
   const names = uniqueNames(columns, options.names);
   const mapped = columns.map((c, i) => parquetColumn(c, names[i]!, options.numeric));
-  return {
-    schema: [{ name: "root", num_children: mapped.length }, ...mapped.map((m) => m.element)],
-    values: mapped.map(columnValues),
-  };
+  const schema: SchemaElement[] = [{ name: "root", num_children: mapped.length }, ...mapped.map((m) => m.element)];
+  return { schema, values: (): ColumnValues[] => mapped.map(columnValues) };
 }
 
 function joined(...parts: Uint8Array[]): Uint8Array {
@@ -113,17 +111,31 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
   };
 }
 
-/** A Workflow step's result holds 1 MiB; the rest of a step's state is a few KB. */
-const MAX_CARRIED = 900 * 1024;
+/**
+ * The most footer entries (their JSON, about 50-60 bytes a column chunk) a file written in parts may
+ * gather: its last part holds them all at once to write the footer, with the export's own buffers.
+ * Measured in Node (bench/footer-memory.ts): 8 MiB of entries, 142,000 column chunks (11,800 groups
+ * of 12 columns, about 190 million rows of the bench table; about 45 million with 50 columns), make a
+ * 9.8 MiB footer (72 bytes a column chunk) in 1.5 s of CPU, and fit a 48 MB heap cap (4.8 s of CPU
+ * there, collecting; 16 MiB do not fit).
+ */
+export const MAX_FOOTER_ENTRIES = 8 * 2 ** 20;
 
-/** What a paused file hands on (a copy), refused once it would outgrow a step's result: no later try would fit. */
-function handedOn(carry: ParquetCarry): ParquetCarry {
-  const json = JSON.stringify(carry);
-  if (json.length > MAX_CARRIED)
-    throw new FormatSizeExceeded(
-      `This Parquet file has ${carry.groups.length} row groups so far; the footer entries a snapshot step carries of them (${Math.round(json.length / 1024)} KB) would outgrow a step's state. Snapshot it as CSV, or with a smaller limit.`,
-    );
-  return JSON.parse(json) as ParquetCarry;
+/** A file written in parts refused once its row groups' entries pass MAX_FOOTER_ENTRIES: no later try would fit. */
+export function footerEntriesRefusal(bytes: number): FormatSizeExceeded | undefined {
+  if (bytes <= MAX_FOOTER_ENTRIES) return undefined;
+  return new FormatSizeExceeded(
+    `This Parquet file's row groups so far need ${Math.round(bytes / 2 ** 20)} MiB of footer entries, more than the ${MAX_FOOTER_ENTRIES / 2 ** 20} MiB its last step can hold to write the footer. Snapshot it as CSV, or with a smaller limit or fewer fields.`,
+  );
+}
+
+/**
+ * The end of a file written in parts (each paused, see parquetEncoder): the footer, from every
+ * part's entries in order. The only step whose memory grows with the file's row groups.
+ */
+export function parquetEnd(columns: Column[], options: ParquetOptions, paused: EncoderCarry[]): Uint8Array {
+  const groups = paused.flatMap((p) => (p as ParquetCarry).groups);
+  return parquetFooter(layout(columns, options).schema, groups, CREATED_BY);
 }
 
 /**
@@ -131,15 +143,17 @@ function handedOn(carry: ParquetCarry): ParquetCarry {
  * first page is a row group of its own, sent at once (its size tells how large the whole file will
  * be, as a first page of CSV does); later pages gather into groups of up to GROUP_ROWS rows.
  * Snappy-compressed, with each column's min/max statistics, so readers skip row groups by filter.
- * `continued` goes on with a file an earlier invocation began and paused.
+ *
+ * A file written in parts (a snapshot's steps) pauses each part: its rows so far as a row group, and
+ * the footer entries of the groups this part wrote, only those (its state does not grow with the
+ * file); `continued` goes on with it, and parquetEnd writes its footer from every part's entries.
  *
  * A failure ends nothing: without its footer, the file is one no Parquet reader opens.
  */
 export function parquetEncoder(columns: Column[], options: ParquetOptions, continued?: Continued): ParquetEncoder {
   const { schema, values } = layout(columns, options);
-  const carried = continued?.carried as ParquetCarry | undefined;
-  const carry: ParquetCarry = structuredClone(carried) ?? { groups: [] };
-  const groups = rowGroups(values, carry);
+  const carry: ParquetCarry = { groups: [] };
+  const groups = rowGroups(values(), carry);
   let firstSent = continued !== undefined;
   return {
     begin: () => (continued === undefined ? PAR1.slice() : ""),
@@ -150,8 +164,11 @@ export function parquetEncoder(columns: Column[], options: ParquetOptions, conti
       return written.length === 0 ? "" : written.length === 1 ? written[0]! : joined(...written);
     },
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
-    end: () => joined(groups.flush(), parquetFooter(schema, carry.groups.map(unpackGroup), CREATED_BY)),
+    end() {
+      if (continued !== undefined) throw new Error("a Parquet file written in parts ends with parquetEnd");
+      return joined(groups.flush(), parquetFooter(schema, carry.groups, CREATED_BY));
+    },
     failure: () => "",
-    pause: () => ({ chunk: groups.flush(), carried: handedOn(carry) }),
+    pause: () => ({ chunk: groups.flush(), carried: { groups: carry.groups.splice(0) } }),
   };
 }

@@ -12,10 +12,12 @@ import { own, release } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
 import { GzipFile, storedEncoding } from "./compress.ts";
 import { writeDatapackage } from "./datapackage.ts";
+import type { ExportPart } from "../export/pipeline.ts";
 import { ColumnsChanged, RunCancelled } from "./errors.ts";
 import type { SnapshotJob } from "./jobs.ts";
 import { datedKey } from "./keys.ts";
 import { updateManifest, type SnapshotEntry } from "./manifest.ts";
+import { appendPaused, type PausedLog, readPaused, writtenKey } from "./paused-log.ts";
 import { updateRunRecord, type FormatState, type RunRecord, type StepCarry, type UploadState } from "./run-record.ts";
 import { SnapshotUpload, type Target } from "./upload.ts";
 
@@ -179,6 +181,8 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
   if (!held) {
     // Cancelled while this step wrote: what the cancel cleaned up must not come back.
     if (state.upload.carry !== null) await deps.bucket.delete(state.upload.carry.key);
+    const log = pausedLog(state.carried);
+    if (log !== null) await deps.bucket.delete(writtenKey(target(run), log));
     throw new RunCancelled();
   }
   return state;
@@ -206,12 +210,13 @@ async function writePart(
   // groups, see Encoder.pause); any other file its step encoder's (a deflater's).
   const inExport = steps === AS_IS;
   const encoder = steps(inExport ? null : prev.carried);
+  const log = pausedLog(prev.carried);
   let produced = 0;
   let stored = 0;
   const full = (): boolean => produced >= config.snapshotStepBytes;
   const site = siteFor(config, deps.upstreamFetch);
   const query = run.job.queries[run.format]!;
-  const exportCarried = inExport ? (prev.carried ?? undefined) : undefined;
+  const exportCarried = inExport && log === null ? (prev.carried ?? undefined) : undefined;
   const part = await openQueryPart(
     query,
     config,
@@ -236,6 +241,8 @@ async function writePart(
   const ended = part.ended();
   const last = encoder.stop(ended);
   stored += await store(upload, last.bytes);
+  const closed = part.closing === undefined ? undefined : await logOrEnd(run, prev.step + 1, log, part, upload, deps);
+  stored += closed?.stored ?? 0;
   return {
     rows: prev.rows + part.progress.rows,
     bytes: prev.bytes + stored,
@@ -243,9 +250,38 @@ async function writePart(
     total: prev.total ?? part.resumeAt().total ?? null,
     columns: prev.step > 0 ? prev.columns : part.columns,
     resume: ended ? null : part.resumeAt(),
-    carried: inExport ? (part.carried() as StepCarry | null) : last.carried,
+    carried: closed !== undefined ? closed.carried : inExport ? (part.carried() as StepCarry | null) : last.carried,
     ended,
   };
+}
+
+/** The paused log a step result carries (see paused-log.ts), or null for any other state. */
+const pausedLog = (carried: StepCarry | null): PausedLog | null =>
+  carried !== null && "paused" in carried ? (carried.paused as unknown as PausedLog) : null;
+
+/**
+ * For a format whose end needs what every step paused with (Parquet's footer entries): this step's
+ * added to the log in R2, so the step result carries only the log's reference; or, at the export's
+ * end, all of them read back and the file's end stored. Refused for good once they are too many.
+ */
+async function logOrEnd(
+  run: FormatRun,
+  step: number,
+  log: PausedLog | null,
+  part: ExportPart,
+  upload: SnapshotUpload,
+  deps: SnapshotDeps,
+): Promise<{ stored: number; carried: StepCarry | null }> {
+  const closing = part.closing!;
+  const paused = part.carried() ?? {};
+  const refusal = closing.refusal((log?.bytes ?? 0) + JSON.stringify(paused).length + 1);
+  if (refusal !== undefined) throw refusal;
+  if (!part.ended()) {
+    const next = await appendPaused(deps.bucket, target(run), log, step, paused);
+    return { stored: 0, carried: { paused: next as unknown as StepCarry } };
+  }
+  const end = closing.end(await readPaused(deps.bucket, target(run), log, paused));
+  return { stored: await store(upload, own(end)), carried: null };
 }
 
 /** The whole file in this one step, for a format that cannot stop at a step's end. */
