@@ -52,6 +52,7 @@ export async function appendPaused(
   log: PausedLog | null,
   step: number,
   paused: EncoderCarry,
+  segmentBytes = SEGMENT_BYTES,
 ): Promise<PausedLog> {
   const line = utf8.encode(`${JSON.stringify(paused)}\n`);
   const before = log?.tail ? await read(bucket, log.tail.key, log.tail.bytes) : new Uint8Array(0);
@@ -60,7 +61,7 @@ export async function appendPaused(
   const bytes = (log?.bytes ?? 0) + line.byteLength;
   // The tail two steps back is read by nobody any more (this step's retry reads the last one's).
   if (step > 2) await bucket.delete(tailKey(target, step - 2));
-  if (lines.byteLength >= SEGMENT_BYTES) {
+  if (lines.byteLength >= segmentBytes) {
     await bucket.put(segmentKey(target, segments), lines);
     return { segments: segments + 1, tail: null, bytes };
   }
