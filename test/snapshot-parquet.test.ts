@@ -2,7 +2,8 @@ import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { beforeEach, describe, expect, it } from "vitest";
 import { beginFormat, type FormatRun, sealFormat, writeStep } from "../src/snapshot/format-steps.ts";
 import { snapshotJobs } from "../src/snapshot/jobs.ts";
-import { claimJob, type FormatState, type UploadState } from "../src/snapshot/run-record.ts";
+import { type PausedLog, readPaused } from "../src/snapshot/paused-log.ts";
+import { claimJob, type FormatState, type Json, type UploadState } from "../src/snapshot/run-record.ts";
 import { activeWorker } from "./active-worker.ts";
 import { bucket, runsHarness } from "./snapshot-helpers.ts";
 
@@ -20,8 +21,17 @@ beforeEach(async () => {
   if (all.objects.length > 0) await bucket.delete(all.objects.map((o) => o.key));
 });
 
-/** The job's Parquet file written step by step (1 MiB steps); each step's state and the file's bytes. `retried`: steps run twice from the same state, as after a failure once their writes were done. */
-async function stepped(name: string, job: Record<string, unknown>, retried: number[] = []) {
+/**
+ * The job's Parquet file written step by step (1 MiB steps); each step's state and the file's bytes.
+ * `retried`: steps run twice from the same state, as after a failure once their writes were done.
+ * `change`: a step's state changed before the next step goes on.
+ */
+async function stepped(
+  name: string,
+  job: Record<string, unknown>,
+  retried: number[] = [],
+  change: (state: FormatState) => Promise<FormatState> = async (state) => state,
+) {
   const { h, deps } = runsHarness({ name, formats: ["parquet"], ...job }, undefined, { inline: true });
   const now = new Date().toISOString();
   const instance = `${name}-instance`;
@@ -45,7 +55,7 @@ async function stepped(name: string, job: Record<string, unknown>, retried: numb
   const parts: UploadState["newParts"] = [];
   while (!state.ended) {
     if (retried.includes(state.step + 1)) await writeStep(run, state, stepDeps);
-    state = await writeStep(run, state, stepDeps);
+    state = await change(await writeStep(run, state, stepDeps));
     steps.push(state);
     parts.push(...state.upload.newParts);
   }
@@ -89,5 +99,28 @@ describe("a Parquet snapshot written in steps", () => {
     expect(JSON.stringify(carried[1]).length).toBeLessThan(200);
     expect(carried[3]!.paused.tail.bytes).toBeGreaterThan(carried[1]!.paused.tail.bytes);
     expect(steps.at(-1)!.carried).toBeNull();
+  });
+
+  it("goes on with a run begun before the entries' log, whose step result held every entry so far", async () => {
+    const limit = 100_000;
+    const target = { job: "old", stamp: STAMP, format: "parquet" as const };
+    // After its first step, the state as a run begun before the log carried it: the entries themselves.
+    const before = async (state: FormatState): Promise<FormatState> => {
+      if (state.step !== 1) return state;
+      const log = (state.carried as unknown as { paused: PausedLog }).paused;
+      const paused = await readPaused(bucket, target, log, { groups: [] });
+      await bucket.delete(
+        (await bucket.list({ prefix: "old/.staging/" })).objects.map((o) => o.key).filter((k) => k.includes("paused")),
+      );
+      return { ...state, carried: { groups: paused.flatMap((p) => p["groups"] as Json[]) } };
+    };
+    const { h, steps, file } = await stepped("old", { resource: "big", limit }, [], before);
+    expect(steps.length).toBeGreaterThanOrEqual(3);
+    const live = await (await h.get(`/export.parquet?resource=big&limit=${limit}`)).arrayBuffer();
+    const [got, want] = await Promise.all([parquetReadObjects({ file }), parquetReadObjects({ file: live })]);
+    expect(got.length).toBe(limit);
+    expect(JSON.stringify(got, (_, v) => (typeof v === "bigint" ? String(v) : v))).toBe(
+      JSON.stringify(want, (_, v) => (typeof v === "bigint" ? String(v) : v)),
+    );
   });
 });

@@ -11,7 +11,7 @@ import { ZIP_ENTRY_LIMIT } from "./zip.ts";
 
 export interface FormatEncoder<Options> {
   encoder(columns: Column[], options: Options, continued?: Continued): Encoder<string | Uint8Array>;
-  /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP is its package's; Parquet's row groups are carried). */
+  /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP is its package's; Parquet's footer is written from every part's entries, see closing). */
   resumable: boolean;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;

@@ -22,7 +22,8 @@ export interface Encoder<Chunk extends string | Uint8Array = string> {
   /**
    * For an encoder that keeps state between pages (Parquet's row groups), a file that goes on in a
    * later invocation: what it holds written out without the file's end, and what that invocation's
-   * encoder goes on from (Continued's `carried`).
+   * encoder goes on from (Continued's `carried`), or for a format whose caller writes the end
+   * (FormatEncoder.closing: Parquet) what the end needs of this invocation (its groups' entries).
    */
   pause?(): { chunk: Chunk; carried: EncoderCarry };
 }

@@ -13,6 +13,7 @@ import type { Column } from "../rows/types.ts";
 import { GzipFile, storedEncoding } from "./compress.ts";
 import { writeDatapackage } from "./datapackage.ts";
 import type { ExportPart } from "../export/pipeline.ts";
+import type { EncoderCarry } from "../format/types.ts";
 import { ColumnsChanged, RunCancelled } from "./errors.ts";
 import type { SnapshotJob } from "./jobs.ts";
 import { datedKey } from "./keys.ts";
@@ -206,17 +207,16 @@ async function writePart(
   deps: SnapshotDeps,
 ): Promise<Written> {
   const { config } = deps;
-  // A file stored as the export writes it carries the export encoder's own state (Parquet's row
-  // groups, see Encoder.pause); any other file its step encoder's (a deflater's).
+  // A file stored as the export writes it carries what its export encoder paused with (Parquet's:
+  // the reference to its footer entries' log, see logOrEnd); any other file its step encoder's state.
   const inExport = steps === AS_IS;
   const encoder = steps(inExport ? null : prev.carried);
-  const log = pausedLog(prev.carried);
   let produced = 0;
   let stored = 0;
   const full = (): boolean => produced >= config.snapshotStepBytes;
   const site = siteFor(config, deps.upstreamFetch);
   const query = run.job.queries[run.format]!;
-  const exportCarried = inExport && log === null ? (prev.carried ?? undefined) : undefined;
+  const exportCarried = inExport && pausedLog(prev.carried) === null ? (prev.carried ?? undefined) : undefined;
   const part = await openQueryPart(
     query,
     config,
@@ -241,7 +241,7 @@ async function writePart(
   const ended = part.ended();
   const last = encoder.stop(ended);
   stored += await store(upload, last.bytes);
-  const closed = part.closing === undefined ? undefined : await logOrEnd(run, prev.step + 1, log, part, upload, deps);
+  const closed = part.closing === undefined ? undefined : await logOrEnd(run, prev, part, upload, deps);
   stored += closed?.stored ?? 0;
   return {
     rows: prev.rows + part.progress.rows,
@@ -266,22 +266,26 @@ const pausedLog = (carried: StepCarry | null): PausedLog | null =>
  */
 async function logOrEnd(
   run: FormatRun,
-  step: number,
-  log: PausedLog | null,
+  prev: FormatState,
   part: ExportPart,
   upload: SnapshotUpload,
   deps: SnapshotDeps,
 ): Promise<{ stored: number; carried: StepCarry | null }> {
   const closing = part.closing!;
+  const log = pausedLog(prev.carried);
+  // A run begun before the log, whose step result held every entry so far: those come first.
+  const earlier = log === null && prev.carried !== null ? [prev.carried as EncoderCarry] : [];
   const paused = part.carried() ?? {};
-  const refusal = closing.refusal((log?.bytes ?? 0) + JSON.stringify(paused).length + 1);
+  const bytes = [...earlier, paused].reduce((n, p) => n + JSON.stringify(p).length + 1, log?.bytes ?? 0);
+  const refusal = closing.refusal(bytes);
   if (refusal !== undefined) throw refusal;
   if (!part.ended()) {
-    const next = await appendPaused(deps.bucket, target(run), log, step, paused);
+    let next = log;
+    for (const p of [...earlier, paused]) next = await appendPaused(deps.bucket, target(run), next, prev.step + 1, p);
     return { stored: 0, carried: { paused: next as unknown as StepCarry } };
   }
-  const end = closing.end(await readPaused(deps.bucket, target(run), log, paused));
-  return { stored: await store(upload, own(end)), carried: null };
+  const all = [...earlier, ...(await readPaused(deps.bucket, target(run), log, paused))];
+  return { stored: await store(upload, own(closing.end(all))), carried: null };
 }
 
 /** The whole file in this one step, for a format that cannot stop at a step's end. */
