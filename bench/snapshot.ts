@@ -1,5 +1,5 @@
-// `npm run bench:snapshot [-- --rows N] [--format csv|xlsx] [--compress gzip]`: one snapshot run (CSV
-// unless --format says XLSX; --compress gzip stores CSV gzipped) of an N-row table (20,000,000 by
+// `npm run bench:snapshot [-- --rows N] [--format csv|xlsx|parquet] [--compress gzip]`: one snapshot run (CSV
+// unless --format says XLSX or Parquet; --compress gzip stores CSV gzipped) of an N-row table (20,000,000 by
 // default) as a Workflow (README, "Runs as Workflows"), against the bench's zero-cost synthetic CKAN
 // 2.12 (bench/upstream.ts) on loopback, the worker bundled once and run by `wrangler dev` under the
 // 128 MB heap cap of `npm run bench`. The run is started by POST /snapshots/<name>/run and followed by
@@ -7,7 +7,7 @@
 // of the workerd that runs the worker (the Workflow engine and wrangler dev's local R2, JavaScript in
 // that process, included) and split at the times the run record says each step ended. At the end the
 // stored file is read back through GET /snapshots/<name>/latest.<ext>, hashed and its rows counted
-// against the manifest by an independent reader (Node's gunzip for gzip, Info-ZIP's unzip for XLSX). Writes its section of bench/RESULTS.md ("Snapshot runs as Workflows"), or
+// against the manifest by an independent reader (Node's gunzip for gzip, Info-ZIP's unzip for XLSX, DuckDB for Parquet). Writes its section of bench/RESULTS.md ("Snapshot runs as Workflows"), or
 // bench/tmp/RESULTS-snapshot.partial.md for a run of another size. Every child is killed at the end.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -43,11 +43,12 @@ const { values } = parseArgs({
   },
 });
 const FORMAT = values.format;
-if (FORMAT !== "csv" && FORMAT !== "xlsx") throw new Error(`--format must be csv or xlsx, not ${FORMAT}`);
+if (FORMAT !== "csv" && FORMAT !== "xlsx" && FORMAT !== "parquet")
+  throw new Error(`--format must be csv, xlsx or parquet, not ${FORMAT}`);
 const GZIP = values.compress === "gzip";
 if (GZIP && FORMAT !== "csv") throw new Error("--compress gzip applies to CSV");
 /** What the report calls the file: CSV, CSV gzipped, XLSX. */
-const KIND = FORMAT === "xlsx" ? "XLSX" : GZIP ? "CSV (gzip)" : "CSV";
+const KIND = FORMAT === "xlsx" ? "XLSX" : FORMAT === "parquet" ? "Parquet" : GZIP ? "CSV (gzip)" : "CSV";
 /** The run the default settings make writes bench/RESULTS.md; any other goes to bench/tmp. */
 const STANDARD = FORMAT === "csv" && !GZIP;
 const ROWS = Number(values.rows);
@@ -473,19 +474,41 @@ async function main(): Promise<void> {
 async function readBack(url: string): Promise<{ d: Download; sha256: string; dataLines: number }> {
   const hash = createHash("sha256");
   const lines = lineCounter(GZIP);
-  const file = join(scratch, "latest.xlsx");
+  const file = join(scratch, `latest.${FORMAT}`);
   const parts: Buffer[] = [];
   const d = await download(url, GZIP ? { "accept-encoding": "gzip" } : {}, () => (chunk) => {
     hash.update(chunk);
-    if (FORMAT === "xlsx") parts.push(chunk);
+    if (FORMAT !== "csv") parts.push(chunk);
     else lines.write(chunk);
   });
-  if (FORMAT !== "xlsx") return { d, sha256: hash.digest("hex"), dataLines: (await lines.count()) - 1 };
+  if (FORMAT === "csv") return { d, sha256: hash.digest("hex"), dataLines: (await lines.count()) - 1 };
+  if (FORMAT === "parquet") {
+    writeFileSync(file, Buffer.concat(parts));
+    const rows = await parquetRows(file);
+    rmSync(file);
+    return { d, sha256: hash.digest("hex"), dataLines: rows };
+  }
   writeFileSync(file, Buffer.concat(parts));
   execFileSync("unzip", ["-tq", file]);
   const rows = await sheetRows(file);
   rmSync(file);
   return { d, sha256: hash.digest("hex"), dataLines: rows - 1 };
+}
+
+/** A Parquet file's rows as DuckDB reads them: its first column's values and nulls in every row group, not the footer's count. */
+async function parquetRows(file: string): Promise<number> {
+  const { DuckDBInstance } = await import("@duckdb/node-api");
+  const db = await (await DuckDBInstance.create(":memory:")).connect();
+  try {
+    const first = String((await db.runAndReadAll(`DESCRIBE FROM read_parquet('${file}')`)).getRows()[0]![0]);
+    const column = `"${first.replaceAll('"', '""')}"`;
+    const counted = await db.runAndReadAll(
+      `SELECT count(${column}) + count(*) FILTER (WHERE ${column} IS NULL) FROM read_parquet('${file}')`,
+    );
+    return Number(counted.getRows()[0]![0]);
+  } finally {
+    db.closeSync();
+  }
 }
 
 /** The `<row` elements of the workbook's sheet as `unzip -p` inflates it, counted as it streams. */

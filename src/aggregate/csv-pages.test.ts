@@ -1,20 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { csvPages, stringEnd } from "./csv-pages.ts";
+import { csvPages } from "./csv-pages.ts";
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 describe("CKAN's CSV records read for an aggregate", () => {
-  it("finds the end of the records string past escaped quotes and backslashes", () => {
-    for (const value of ['a"b', "a\\", 'a\\"', "", '\\\\"', "x".repeat(1000)]) {
-      const json = `${JSON.stringify(value)},"next":1`;
-      expect(stringEnd(bytes(json), 0)).toBe(JSON.stringify(value).length);
-    }
-  });
-
   it("gives each cell as CKAN's lists records write it: text quoted, null apart from empty, NaN quoted, booleans spelled out", () => {
     const rows: (string | undefined)[][] = [];
-    // The row array is reused: each row is copied as it comes.
-    const { passthrough } = csvPages((row) => rows.push([...row]));
+    // The row object is reused: each row's cells are written out as it comes.
+    const { passthrough } = csvPages((row) => rows.push(Array.from({ length: row.width }, (_, c) => row.cell(c))));
     const columns = [
       { id: "name", type: "text" },
       { id: "amount", type: "numeric" },
@@ -34,5 +27,41 @@ describe("CKAN's CSV records read for an aggregate", () => {
       ['"He said \\"x\\", then\\nleft"', undefined, '"-Infinity"', "false", "null"],
       ['""', "-0.5", "1e-07", undefined, "[]"],
     ]);
+  });
+});
+
+describe("a CSV page asked again", () => {
+  const columns = [
+    { id: "category", type: "text" },
+    { id: "_id", type: "int" },
+  ];
+  const page = (from: number, to: number) =>
+    Array.from({ length: to - from + 1 }, (_, k) => `c${(from + k) % 3},${from + k}\n`).join("");
+  const answer = (csv: string) => bytes(`{"result":{"records":${JSON.stringify(csv)}}}`);
+  const at = '{"result":{"records":'.length;
+  const ids = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, k) => String(from + k));
+
+  it("folds each row once when the answer broke off after some rows and the page is read again, streamed or whole", () => {
+    const folded: string[] = [];
+    const { passthrough } = csvPages((row) => folded.push(row.textOf(1)));
+    const reader = passthrough(columns, 1);
+    // 60,000 rows of about 10 bytes: a stream reads the first ones once a segment of them arrived.
+    const whole = answer(page(1, 60_000));
+    const broken = reader.stream!();
+    broken.push(whole.subarray(at + 1, at + 300_000));
+    expect(broken.ended).toBe(false);
+    const before = folded.length;
+    expect(before).toBeGreaterThan(0);
+    // The paging loop asks the page again: a second answer, then (had that one broken too) a whole read.
+    const again = reader.stream!();
+    again.push(whole.subarray(at + 1, at + 200_000));
+    again.push(whole.subarray(at + 200_000));
+    expect(again.ended).toBe(true);
+    expect(folded).toEqual(ids(1, 60_000));
+    reader.read(whole, at);
+    expect(folded).toEqual(ids(1, 60_000));
+    // The next page is a page of its own.
+    reader.read(answer(page(60_001, 60_002)), at);
+    expect(folded).toEqual(ids(1, 60_002));
   });
 });

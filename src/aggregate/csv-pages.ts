@@ -1,140 +1,165 @@
-import type { CopiedRecords, PassthroughFactory } from "../rows/batch.ts";
+import { CsvRecordsStream, endOfCell, readCell, scanned } from "../format/csv-records.ts";
+import type { CopiedRecords, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
-import type { Column, Row } from "../rows/types.ts";
-import { kindOf, type Kind } from "./values.ts";
+import type { Column } from "../rows/types.ts";
+import { CsvRow } from "./csv-row.ts";
+import { kindOf } from "./values.ts";
 
-// Pages after the first asked as CKAN's CSV records (`records_format: "csv"`): one JSON string that
-// JSON.parse reads natively, cut here into the cells an aggregate reads, each written as CKAN writes
-// the value in `lists` records, so the groups and measures see the same cells either way. Far
-// cheaper than walking a page of JSON lists value by value, and the pages are smaller on the wire.
-// Each page's rows are folded as the page is read (the paging loop reads a page when it reaches it,
-// in table order), one reused row at a time: no array per row, no page of rows held.
+// Pages after the first asked as CKAN's CSV records (`records_format: "csv"`): one JSON string,
+// read as its answer arrives (csv-records.ts's CsvRecordsStream hands over whole rows a segment at a
+// time) and cell by cell straight from its bytes, as the CSV export reads them; each row folded as it
+// is read, each cell a stretch of those bytes (csv-row.ts): no string, no array, no object per row,
+// no page held. Far cheaper than walking a page of JSON lists value by value, the pages are smaller
+// on the wire, and an aggregate allocates next to nothing while it reads (a heap that does not grow
+// with the rows read). A page is read when the paging loop reaches it: rows fold in table order.
 
 const EMPTY = new Uint8Array(0);
-const utf8 = new TextDecoder();
-const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
-
-/** A CSV cell (its text, and whether CKAN quoted it) as CKAN's JSON text of the value, undefined for null. */
-type Cell = (text: string, quoted: boolean) => string | undefined;
-
-function cellOf(kind: Kind): Cell {
-  switch (kind) {
-    case "int":
-    case "bigint":
-    case "numeric":
-    case "float":
-      // NaN and the infinities are quoted in JSON (to_json): only they end in a letter.
-      return (text, quoted) => {
-        if (text === "" && !quoted) return undefined;
-        const last = text.charCodeAt(text.length - 1);
-        return last === 78 || last === 121 ? `"${text}"` : text;
-      };
-    case "bool":
-      return (text) => (text === "t" ? "true" : text === "f" ? "false" : undefined);
-    // Dates and timestamps hold digits, dashes, colons, a T or a space and a dot: nothing to escape.
-    case "date":
-    case "timestamp":
-      return (text, quoted) => (text === "" && !quoted ? undefined : `"${text}"`);
-    // Arrays come as their JSON text in CSV too (a null array as `null`).
-    case "array":
-      return (text, quoted) => (text === "" && !quoted ? undefined : text);
-    default:
-      return (text, quoted) =>
-        text === "" && !quoted ? undefined : NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
-  }
-}
 
 /**
- * PostgreSQL's CSV (LF rows, quotes doubled, null an empty unquoted cell) handed to `onRow` row by
- * row in one reused array of `cells.length` cells; those from `keepFrom` on (keyset paging's `_id`)
- * only in the last row, whose cells are returned (they name the page's last `_id`). Returns the rows read too.
+ * Reads the records string at `at` of `b` (a whole page's, or a segment's of whole rows: CKAN's CSV
+ * as a JSON string, LF rows, quotes doubled, null an empty unquoted cell) into `row` a row at a time,
+ * each cell's escapes undone in place (a cell never grows; the bytes are not read again), and hands
+ * `fold` each row in turn. Returns the rows read, where the string ends, and the text of the last
+ * row's cell `idAt` (keyset paging's `_id`: the page's last), if asked.
  */
 export function csvRows(
-  csv: string,
-  cells: Cell[],
-  onRow: (row: Row) => void,
-  keepFrom = cells.length,
-): { rows: number; last: Row } {
-  const width = cells.length;
-  const n = csv.length;
-  let i = 0;
-  let count = 0;
-  const row: Row = new Array<string | undefined>(width);
-  while (i < n) {
+  b: Uint8Array,
+  at: number,
+  row: CsvRow,
+  fold: (row: CsvRow) => void,
+  idAt = -1,
+): { rows: number; end: number; lastId: string | undefined } {
+  if (b[at] !== 34) throw new NotTheJson("expected the records string");
+  const width = row.width;
+  const last = width - 1;
+  row.bytes = b;
+  let i = at + 1;
+  let rows = 0;
+  while (b[i] !== 34) {
+    if (i >= b.length) throw new NotTheJson("unterminated string");
     for (let c = 0; c < width; c++) {
-      let text: string;
-      let quoted = false;
-      if (csv.charCodeAt(i) === 34) {
-        quoted = true;
-        text = "";
-        let from = i + 1;
-        for (;;) {
-          const quote = csv.indexOf('"', from);
-          if (quote < 0) throw new NotTheJson("unterminated quoted cell");
-          if (csv.charCodeAt(quote + 1) === 34) {
-            text += csv.slice(from, quote + 1);
-            from = quote + 2;
-            continue;
-          }
-          text += csv.slice(from, quote);
-          i = quote + 1;
-          break;
-        }
-      } else {
-        // PostgreSQL quotes a cell holding a comma or a line break: an unquoted one ends at the next
-        // comma, or the last one at the line's end (found by the runtime's own search).
-        let j = c < width - 1 ? csv.indexOf(",", i) : csv.indexOf("\n", i);
-        if (j < 0) j = n;
-        text = csv.slice(i, j);
-        i = j;
-      }
-      const after = csv.charCodeAt(i);
-      if (c < width - 1 ? after !== 44 : after !== 10 && i < n) throw new NotTheJson("a CSV row of another width");
-      if (c < keepFrom || i + 1 >= n) row[c] = cells[c]!(text, quoted);
-      i++;
+      i = cutCell(b, i, row, c);
+      if (scanned.ended !== (c === last)) throw new NotTheJson("a CSV row of another width");
     }
-    onRow(row);
-    count++;
+    fold(row);
+    rows++;
   }
-  return { rows: count, last: row };
+  return { rows, end: i + 1, lastId: rows === 0 || idAt < 0 ? undefined : row.textOf(idAt) };
 }
 
 /**
- * Past the JSON string at `at`: its closing quote found by the runtime's own byte search, a quote
- * escaped by an odd run of backslashes skipped (a page is megabytes; walking it byte by byte in
- * JavaScript cost more than reading its cells).
+ * Cell `c` of `row` at b[i]: most cells (unquoted, no escape) are taken where they are; a quoted one,
+ * or one with an escape, is written over itself with its escapes undone. Returns where the next
+ * cell starts; `scanned.ended` says whether the row ended.
  */
-export function stringEnd(b: Uint8Array, at: number): number {
-  let from = at + 1;
+function cutCell(b: Uint8Array, i: number, row: CsvRow, c: number): number {
+  let end = i;
   for (;;) {
-    const quote = b.indexOf(34, from);
-    if (quote < 0) throw new NotTheJson("unterminated string");
-    let backslashes = 0;
-    while (b[quote - 1 - backslashes] === 92) backslashes++;
-    if (backslashes % 2 === 0) return quote + 1;
-    from = quote + 1;
+    const byte = b[end];
+    if (byte === 44 || byte === 92 || byte === 34 || byte === undefined) break;
+    end++;
   }
+  if (b[end] !== 92 || b[end + 1] === 110) {
+    row.starts[c] = i;
+    row.ends[c] = end;
+    row.quoted[c] = 0;
+    return endOfCell(b, end);
+  }
+  readCell(b, i, b, i, false, false);
+  row.starts[c] = i;
+  row.ends[c] = scanned.o;
+  row.quoted[c] = scanned.quoted ? 1 : 0;
+  return scanned.i;
+}
+
+/** Row ends of a page that has no bytes (its rows were folded): zeros, never written, shared. */
+let ZEROS = new Uint32Array(4096);
+function zeros(rows: number): Uint32Array {
+  if (rows > ZEROS.length) ZEROS = new Uint32Array(Math.max(rows, ZEROS.length * 2));
+  return ZEROS.subarray(0, rows);
 }
 
 /**
- * The pass-through that asks later pages as CSV and hands their rows to `onRow` as each page is
- * read (in table order: a page is read when the paging loop reaches it). Each page's last `_id`
- * (keyset paging) is its last row's `_id` cell.
+ * The pass-through that asks later pages as CSV and hands their rows to `onRow`, each page as its
+ * answer arrives (or whole, where an answer cannot be read so). Each page's last `_id` (keyset
+ * paging) is its last row's `_id` cell.
  */
-export function csvPages(onRow: (row: Row) => void): { passthrough: PassthroughFactory } {
-  const passthrough: PassthroughFactory = (incoming: Column[], dropFrom: number) => {
-    const cells = incoming.map((c) => cellOf(kindOf(c.type)));
+export function csvPages(onRow: (row: CsvRow) => void): { passthrough: PassthroughFactory } {
+  const passthrough: PassthroughFactory = (incoming: Column[]) => {
+    const row = new CsvRow(incoming.map((c) => kindOf(c.type)));
     const idAt = incoming.findIndex((c) => c.id === "_id");
-    return {
-      recordsFormat: "csv",
-      read(answer: Uint8Array, at: number): CopiedRecords {
-        if (answer[at] !== 34) throw new NotTheJson("expected the records string");
-        const end = stringEnd(answer, at);
-        const read = csvRows(JSON.parse(utf8.decode(answer.subarray(at, end))) as string, cells, onRow, dropFrom);
-        const lastId = idAt < 0 || read.rows === 0 ? undefined : read.last[idAt];
-        return { page: { bytes: EMPTY, rows: read.rows, ends: new Uint32Array(read.rows) }, end, lastId };
-      },
+    const pages = new PageAttempts(idAt);
+    /** The JSON string at `at` of `answer` (a whole page's, or a segment's of whole rows). */
+    const readString = (answer: Uint8Array, at: number, fold: (row: CsvRow) => void): CopiedRecords => {
+      const read = csvRows(answer, at, row, fold, idAt);
+      return { page: { bytes: EMPTY, rows: read.rows, ends: zeros(read.rows) }, end: read.end, lastId: read.lastId };
     };
+    const read: RecordsReader = (answer, at) => {
+      const fold = pages.begin(onRow);
+      try {
+        return readString(answer, at, fold);
+      } finally {
+        pages.end();
+      }
+    };
+    const stream = (): RecordsStream => {
+      const fold = pages.begin(onRow);
+      const segments = new CsvRecordsStream((answer, at) => readString(answer, at, fold));
+      return {
+        push(chunk) {
+          const pushed = segments.push(chunk);
+          if (segments.ended) pages.end();
+          return pushed;
+        },
+        get ended() {
+          return segments.ended;
+        },
+      };
+    };
+    return { recordsFormat: "csv", read, stream };
   };
   return { passthrough };
+}
+
+/**
+ * Each answer read for a page, so a row is folded once however often its page is asked: the paging
+ * loop asks a page again when its answer broke off (skipping the rows it handed on), and the fold
+ * happens as rows are read. An answer whose first `_id` is the page's, or that follows one that
+ * did not end, is the same page again: its rows already folded are skipped.
+ */
+class PageAttempts {
+  private readonly idAt: number;
+  /** Whether the last answer read its records to the end. */
+  private ended = true;
+  private firstId: string | undefined;
+  /** Rows of the page folded so far. */
+  private folded = 0;
+
+  constructor(idAt: number) {
+    this.idAt = idAt;
+  }
+
+  /** A new answer: the fold of its rows, those of its page folded already left out. */
+  begin(onRow: (row: CsvRow) => void): (row: CsvRow) => void {
+    let seen = -1;
+    let skip = 0;
+    return (row) => {
+      if (seen < 0) {
+        const id = this.idAt < 0 ? undefined : row.textOf(this.idAt);
+        const again = !this.ended || (id !== undefined && id === this.firstId);
+        if (!again) this.folded = 0;
+        skip = this.folded;
+        this.firstId = id;
+        this.ended = false;
+        seen = 0;
+      }
+      if (seen++ < skip) return;
+      this.folded = seen;
+      onRow(row);
+    };
+  }
+
+  end(): void {
+    this.ended = true;
+  }
 }

@@ -1,5 +1,7 @@
 import { HttpError } from "../errors.ts";
 import type { Row } from "../rows/types.ts";
+import { CsvRow } from "./csv-row.ts";
+import { KeyIds } from "./keys.ts";
 import type { Accumulator } from "./measures.ts";
 import type { AggregatePlan } from "./plan.ts";
 import { detached, isNull } from "./values.ts";
@@ -13,14 +15,14 @@ interface Group {
   accumulators: Accumulator[];
 }
 
-const NULL_KEY = "\u0002";
-
-/** Groups by their first key, then their second, ...: no key is built by joining a row's parts. */
-type Level = Map<string, Level | Group>;
+/** Groups by their first key's number, then their second's, ...: no key is built by joining a row's parts. */
+type Level = Map<number, Level | Group>;
 
 export class GroupTable {
   private readonly root: Level = new Map();
   private readonly groups: Group[] = [];
+  /** Each group column's key numbers. */
+  private readonly ids: KeyIds[];
   rows = 0;
   private readonly plan: AggregatePlan;
   private readonly maxGroups: number;
@@ -28,39 +30,50 @@ export class GroupTable {
   constructor(plan: AggregatePlan, maxGroups: number) {
     this.plan = plan;
     this.maxGroups = maxGroups;
+    this.ids = plan.groups.map(() => new KeyIds());
   }
 
-  /** Folds one row (its cells are read, never kept: a caller may reuse the array). */
+  /** Folds one row of CKAN's JSON text cells (read, never kept: a caller may reuse the array). */
   addRow(row: Row): void {
-    const { groups: planned, measures } = this.plan;
-    const last = planned.length - 1;
+    const planned = this.plan.groups;
     let level = this.root;
-    let group: Group | undefined;
-    if (last < 0) {
-      group = level.get("") as Group | undefined;
-      if (group === undefined) group = this.open(level, "", row);
-    } else {
-      for (let g = 0; g < last; g++) {
-        const cell = row[planned[g]!.index];
-        const key = isNull(cell) ? NULL_KEY : planned[g]!.key(cell);
-        let next = level.get(key) as Level | undefined;
-        if (next === undefined) {
-          next = new Map();
-          level.set(detached(key), next);
-        }
-        level = next;
-      }
-      const cell = row[planned[last]!.index];
-      const key = isNull(cell) ? NULL_KEY : planned[last]!.key(cell);
-      group = level.get(key) as Group | undefined;
-      if (group === undefined) group = this.open(level, key, row);
+    let key = 0;
+    for (let g = 0; g < planned.length; g++) {
+      if (g > 0) level = this.next(level, key);
+      key = planned[g]!.keyer.ofCell(row[planned[g]!.index], this.ids[g]!);
     }
-    const accumulators = group.accumulators;
+    const group = (level.get(key) as Group | undefined) ?? this.open(level, key, row);
+    const { measures } = this.plan;
     for (let m = 0; m < measures.length; m++) {
       const index = measures[m]!.index;
-      accumulators[m]!.add(index === undefined ? undefined : row[index]);
+      group.accumulators[m]!.add(index === undefined ? undefined : row[index]);
     }
     this.rows++;
+  }
+
+  /** Folds one row of a CSV page (its cells are read, never kept: the row object is reused). */
+  addCsvRow(row: CsvRow): void {
+    const planned = this.plan.groups;
+    let level = this.root;
+    let key = 0;
+    for (let g = 0; g < planned.length; g++) {
+      if (g > 0) level = this.next(level, key);
+      key = planned[g]!.keyer.ofCsv(row, planned[g]!.index, this.ids[g]!);
+    }
+    const group = (level.get(key) as Group | undefined) ?? this.open(level, key, row);
+    const { measures } = this.plan;
+    for (let m = 0; m < measures.length; m++) group.accumulators[m]!.addCsv(row, measures[m]!.index ?? -1);
+    this.rows++;
+  }
+
+  /** The level under `key`, made when first met. */
+  private next(level: Level, key: number): Level {
+    let next = level.get(key) as Level | undefined;
+    if (next === undefined) {
+      next = new Map();
+      level.set(key, next);
+    }
+    return next;
   }
 
   /** Folds a page of rows, then lets go of it. */
@@ -69,7 +82,7 @@ export class GroupTable {
     this.endPage();
   }
 
-  /** After a page: no group or extreme keeps a cell that holds the page's text alive. */
+  /** After a page: no extreme keeps a cell that holds the page's text alive. */
   endPage(): void {
     if (this.settling)
       for (const group of this.groups) for (const accumulator of group.accumulators) accumulator.settle?.();
@@ -80,7 +93,8 @@ export class GroupTable {
     return this.plan.measures.some((m) => m.measure.fn === "min" || m.measure.fn === "max");
   }
 
-  private open(level: Level, key: string, row: Row): Group {
+  /** A new group for the row's key: its output cells are the row's group values. */
+  private open(level: Level, key: number, row: Row | CsvRow): Group {
     if (this.groups.length >= this.maxGroups) {
       throw new HttpError(
         400,
@@ -90,12 +104,12 @@ export class GroupTable {
     }
     const group: Group = {
       cells: this.plan.groups.map((g) => {
-        const cell = row[g.index];
+        const cell = row instanceof CsvRow ? row.cell(g.index) : row[g.index];
         return isNull(cell) ? "null" : detached(g.value(cell));
       }),
       accumulators: this.plan.measures.map((m) => m.make()),
     };
-    level.set(detached(key), group);
+    level.set(key, group);
     this.groups.push(group);
     return group;
   }

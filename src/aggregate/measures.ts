@@ -1,4 +1,6 @@
+import type { CsvRow } from "./csv-row.ts";
 import { addDecimal, decimalText, divideDecimal, wholeDecimal, type Decimal } from "./decimal.ts";
+import { floatRead, readFloat } from "./float-read.ts";
 import { float8Text } from "./float-text.ts";
 import { cellComparator, detached, isNull, numberValue, unquoted, type Kind } from "./values.ts";
 import type { MeasureFunction } from "./spec.ts";
@@ -9,6 +11,8 @@ import type { MeasureFunction } from "./spec.ts";
 
 export interface Accumulator {
   add(cell: string | undefined): void;
+  /** The same for cell `c` of a CSV row (-1 for `count` of rows): what `add` of its JSON text would do. */
+  addCsv(row: CsvRow, c: number): void;
   result(): string;
   /** After a page: let go of what still points into it. */
   settle?(): void;
@@ -41,6 +45,9 @@ class CountRows implements Accumulator {
   add(): void {
     this.n++;
   }
+  addCsv(): void {
+    this.n++;
+  }
   result(): string {
     return String(this.n);
   }
@@ -50,6 +57,9 @@ class CountValues implements Accumulator {
   n = 0;
   add(cell: string | undefined): void {
     if (!isNull(cell)) this.n++;
+  }
+  addCsv(row: CsvRow, c: number): void {
+    if (!row.isNull(c)) this.n++;
   }
   result(): string {
     return String(this.n);
@@ -62,13 +72,20 @@ class CountValues implements Accumulator {
  */
 const fastValue = { units: 0, scale: 0 };
 function readFast(cell: string): boolean {
-  let i = cell.charCodeAt(0) === 45 ? 1 : 0;
-  const negative = i === 1;
+  const b = encoder.encode(cell);
+  return readFastBytes(b, 0, b.length);
+}
+const encoder = new TextEncoder();
+
+/** The same for the bytes b[start, end). */
+function readFastBytes(b: Uint8Array, start: number, end: number): boolean {
+  let i = b[start] === 45 ? start + 1 : start;
+  const negative = i > start;
   let units = 0;
   let digits = 0;
   let scale = -1;
-  for (; i < cell.length; i++) {
-    const c = cell.charCodeAt(i);
+  for (; i < end; i++) {
+    const c = b[i]!;
     if (c >= 48 && c <= 57) {
       units = units * 10 + (c - 48);
       digits++;
@@ -87,14 +104,15 @@ function readFast(cell: string): boolean {
 
 /**
  * The running sum of numbers of any kind but float, exact, with PostgreSQL's NaN and infinities.
- * Most values are short decimals of one scale: they add as whole units in a double while that is
- * exact (below 2^53), and go into the BigInt sum when it would not be, or when the scale changes.
+ * Most values are short decimals: they add as whole units in a double per scale while that is exact
+ * (below 2^53), and go into the BigInt sum when it would not be, and at the end.
  */
 class ExactSum {
   n = 0;
-  /** Whole units at `fastScale`, exact. */
-  fast = 0;
-  fastScale = -1;
+  /** Whole units of the values of each scale (up to 15 decimals) added so far, each exact below 2^53. */
+  readonly fast = new Float64Array(16);
+  /** Which scales were met (bit n: scale n): a sum keeps the most decimals met, `0.10` + `0.20` is `0.30`. */
+  scales = 0;
   sum: Decimal = { units: 0n, scale: 0 };
   nan = false;
   plusInfinity = false;
@@ -106,14 +124,29 @@ class ExactSum {
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
     this.n++;
-    if (readFast(cell)) {
-      if (fastValue.scale !== this.fastScale || Math.abs(this.fast) > 2 ** 52) {
-        this.flush();
-        this.fastScale = fastValue.scale;
-      }
-      this.fast += fastValue.units;
-      return;
+    if (readFast(cell)) this.addFast();
+    else this.addOther(cell);
+  }
+  addCsv(row: CsvRow, c: number): void {
+    const start = row.starts[c]!;
+    const end = row.ends[c]!;
+    if (start === end && row.quoted[c] === 0) return;
+    this.n++;
+    if (readFastBytes(row.bytes, start, end)) this.addFast();
+    else this.addOther(row.textOf(c));
+  }
+  private addFast(): void {
+    const scale = fastValue.scale;
+    const units = this.fast[scale]! + fastValue.units;
+    this.scales |= 1 << scale;
+    if (Math.abs(units) <= 2 ** 52) this.fast[scale] = units;
+    else {
+      this.sum = addDecimal(this.sum, { units: BigInt(units), scale });
+      this.fast[scale] = 0;
     }
+  }
+  /** A value of more digits, or NaN and the infinities (`cell` quoted or not). */
+  private addOther(cell: string): void {
     const value = numberValue(cell, this.column);
     if ("special" in value) {
       if (value.special === "NaN") this.nan = true;
@@ -124,8 +157,11 @@ class ExactSum {
     this.sum = addDecimal(this.sum, value.finite);
   }
   private flush(): void {
-    if (this.fastScale >= 0) this.sum = addDecimal(this.sum, { units: BigInt(this.fast), scale: this.fastScale });
-    this.fast = 0;
+    for (let scale = 0; scale < 16; scale++) {
+      if ((this.scales & (1 << scale)) === 0) continue;
+      this.sum = addDecimal(this.sum, { units: BigInt(this.fast[scale]!), scale });
+      this.fast[scale] = 0;
+    }
   }
   /** The special value the sum is, if any (numeric's rules: NaN wins, both infinities are NaN). */
   specialResult(): string | undefined {
@@ -148,6 +184,9 @@ class Sum implements Accumulator {
   add(cell: string | undefined): void {
     this.exact.add(cell);
   }
+  addCsv(row: CsvRow, c: number): void {
+    this.exact.addCsv(row, c);
+  }
   result(): string {
     if (this.exact.n === 0) return "null";
     const other = this.exact.specialResult();
@@ -162,6 +201,9 @@ class Avg implements Accumulator {
   }
   add(cell: string | undefined): void {
     this.exact.add(cell);
+  }
+  addCsv(row: CsvRow, c: number): void {
+    this.exact.addCsv(row, c);
   }
   result(): string {
     if (this.exact.n === 0) return "null";
@@ -185,9 +227,21 @@ class FloatSum implements Accumulator {
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
     this.n++;
-    const text = unquoted(cell);
+    this.addText(unquoted(cell));
+  }
+  addCsv(row: CsvRow, c: number): void {
+    const start = row.starts[c]!;
+    const end = row.ends[c]!;
+    if (start === end && row.quoted[c] === 0) return;
+    this.n++;
+    // Most cells are read from their bytes exactly as Number() reads their text (float-read.ts).
+    const value = readFloat(row.bytes, start, end);
+    if (floatRead.ok) this.sum += value;
+    else this.addText(row.textOf(c));
+  }
+  private addText(text: string): void {
     const value = Number(text);
-    if (Number.isNaN(value) && text !== "NaN") numberValue(cell, this.column);
+    if (Number.isNaN(value) && text !== "NaN") numberValue(text, this.column);
     this.sum += value;
   }
   result(): string {
@@ -208,6 +262,9 @@ class Extreme implements Accumulator {
   constructor(compare: (a: string, b: string) => number, sign: 1 | -1) {
     this.compare = compare;
     this.sign = sign;
+  }
+  addCsv(row: CsvRow, c: number): void {
+    this.add(row.cell(c));
   }
   add(cell: string | undefined): void {
     if (isNull(cell)) return;

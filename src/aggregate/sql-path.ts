@@ -28,7 +28,8 @@ export async function aggregateInSql(
   columns: Column[],
   config: Config,
   site: CkanSite,
-  fetcher: UpstreamFetch,
+  // Unused since the statement goes through the site's client; kept while run.ts passes it.
+  _fetcher: UpstreamFetch,
   signal: AbortSignal,
 ): Promise<SqlOutcome> {
   const statement = aggregateStatement(query, plan, {
@@ -38,7 +39,8 @@ export async function aggregateInSql(
   });
   if (statement === undefined)
     return { rows: undefined, why: "not expressible in SQL exactly as the worker computes it" };
-  const answer = await searchSql(site.facts, config, fetcher, statement.sql, signal);
+  // Its requests (retries included) come out of the budget the worker's own pages would use.
+  const answer = await searchSql(site, statement.sql, signal, config.subrequestLimit);
   if (!answer.ok) return { rows: undefined, why: answer.why };
   if (answer.truncated || answer.records.length > SQL_ROWS_MAX)
     return { rows: undefined, why: "more groups than one datastore_search_sql answer holds" };

@@ -114,6 +114,70 @@ function cellWriter(kind: Kind, bucket: boolean, before212: boolean): (text: str
   }
 }
 
+/** The WHERE conditions: the link's filters and `q`, or undefined where one cannot be written as CKAN applies it. */
+function whereOf(query: AggregateQuery, columns: Column[]): string[] | undefined {
+  const where = conditions(query.filters, columns);
+  if (where === undefined || query.q === undefined) return where;
+  const q = quoteLiteral(query.q);
+  if (q === undefined) return undefined;
+  where.push(`"_full_text" @@ plainto_tsquery('english', ${q})`);
+  return where;
+}
+
+/** The output columns as SQL: each expression, how ORDER BY names it, and how its text answer is written. */
+interface Selected {
+  expressions: string[];
+  sortable: string[];
+  writers: ((text: string) => string)[];
+}
+
+/** The group columns and buckets, or false for a kind the worker alone groups by. */
+function selectGroups(plan: AggregatePlan, columns: Column[], before212: boolean, out: Selected): boolean {
+  for (const group of plan.groups) {
+    const column = columns.find((c) => c.id === group.item.column)!;
+    const kind = kindOf(column.type);
+    if (!SQL_KINDS.has(kind)) return false;
+    const name = quoteIdentifier(column.id);
+    const expression =
+      group.item.bucket === undefined
+        ? name
+        : `date_trunc('${group.item.bucket}', ${kind === "date" ? `${name}::timestamp` : name})`;
+    out.expressions.push(expression);
+    out.sortable.push(kind === "text" ? `${expression} COLLATE "C"` : expression);
+    out.writers.push(cellWriter(kind, group.item.bucket !== undefined, before212));
+  }
+  return true;
+}
+
+/** The measures, after the group columns. */
+function selectMeasures(plan: AggregatePlan, columns: Column[], before212: boolean, out: Selected): void {
+  const groupCount = plan.groups.length;
+  for (const [i, planned] of plan.measures.entries()) {
+    const { fn, column: field } = planned.measure;
+    const column = field === undefined ? undefined : columns.find((c) => c.id === field)!;
+    const kind = column === undefined ? undefined : kindOf(column.type);
+    const argument = column === undefined ? "*" : quoteIdentifier(column.id);
+    const collated = kind === "text" && (fn === "min" || fn === "max") ? `${argument} COLLATE "C"` : argument;
+    // Floats add up differently in another order: in `_id` order, as the worker reads the pages
+    // (PostgreSQL would otherwise add in whatever order its plan meets the rows, sorted for a GroupAggregate).
+    const ordered = kind === "float" && (fn === "sum" || fn === "avg") ? `${collated} ORDER BY "_id"` : collated;
+    const expression = `${fn}(${ordered})`;
+    out.expressions.push(expression);
+    out.sortable.push(expression);
+    out.writers.push(cellWriter(plan.kinds[groupCount + i]!, false, before212));
+  }
+}
+
+/** ORDER BY's keys: the link's sort, then the group columns ascending. */
+function orderOf(query: AggregateQuery, plan: AggregatePlan, sortable: string[]): string[] {
+  return outputOrder(plan, query.aggregate.sort).map((o) => {
+    const at = plan.columns.findIndex((c) => c.id === o.name);
+    // PostgreSQL's own place for nulls needs no clause (and the statement stays as it always was).
+    const nulls = o.nulls === (o.descending ? "first" : "last") ? "" : ` NULLS ${o.nulls.toUpperCase()}`;
+    return `${sortable[at]} ${o.descending ? "DESC" : "ASC"}${nulls}`;
+  });
+}
+
 /**
  * The statement for an aggregate, or undefined when it cannot be written as exactly what the worker
  * computes (a filter on an array or json column, a group by one, a value holding NUL): the worker
@@ -125,57 +189,19 @@ export function aggregateStatement(
   options: StatementOptions,
 ): AggregateStatement | undefined {
   const { columns, before212 } = options;
-  const where = conditions(query.filters, columns);
+  const where = whereOf(query, columns);
   if (where === undefined) return undefined;
-  if (query.q !== undefined) {
-    const q = quoteLiteral(query.q);
-    if (q === undefined) return undefined;
-    where.push(`"_full_text" @@ plainto_tsquery('english', ${q})`);
-  }
-  const expressions: string[] = [];
-  const sortable: string[] = [];
-  const writers: ((text: string) => string)[] = [];
-  for (const group of plan.groups) {
-    const column = columns.find((c) => c.id === group.item.column)!;
-    const kind = kindOf(column.type);
-    if (!SQL_KINDS.has(kind)) return undefined;
-    const name = quoteIdentifier(column.id);
-    const expression =
-      group.item.bucket === undefined
-        ? name
-        : `date_trunc('${group.item.bucket}', ${kind === "date" ? `${name}::timestamp` : name})`;
-    expressions.push(expression);
-    sortable.push(kind === "text" ? `${expression} COLLATE "C"` : expression);
-    writers.push(cellWriter(kind, group.item.bucket !== undefined, before212));
-  }
-  const groupCount = expressions.length;
-  for (const [i, planned] of plan.measures.entries()) {
-    const { fn, column: field } = planned.measure;
-    const column = field === undefined ? undefined : columns.find((c) => c.id === field)!;
-    const kind = column === undefined ? undefined : kindOf(column.type);
-    const argument = column === undefined ? "*" : quoteIdentifier(column.id);
-    const collated = kind === "text" && (fn === "min" || fn === "max") ? `${argument} COLLATE "C"` : argument;
-    // Floats add up differently in another order: in `_id` order, as the worker reads the pages
-    // (PostgreSQL would otherwise add in whatever order its plan meets the rows, sorted for a GroupAggregate).
-    const ordered = kind === "float" && (fn === "sum" || fn === "avg") ? `${collated} ORDER BY "_id"` : collated;
-    const expression = `${fn}(${ordered})`;
-    expressions.push(expression);
-    sortable.push(expression);
-    writers.push(cellWriter(plan.kinds[groupCount + i]!, false, before212));
-  }
-  const select = expressions.map((e, i) => `(${e})::text AS "c${i}"`).join(", ");
-  const order = outputOrder(plan, query.aggregate.sort).map((o) => {
-    const at = plan.columns.findIndex((c) => c.id === o.name);
-    // PostgreSQL's own place for nulls needs no clause (and the statement stays as it always was).
-    const nulls = o.nulls === (o.descending ? "first" : "last") ? "" : ` NULLS ${o.nulls.toUpperCase()}`;
-    return `${sortable[at]} ${o.descending ? "DESC" : "ASC"}${nulls}`;
-  });
+  const selected: Selected = { expressions: [], sortable: [], writers: [] };
+  if (!selectGroups(plan, columns, before212, selected)) return undefined;
+  selectMeasures(plan, columns, before212, selected);
+  const { expressions, writers } = selected;
+  const order = orderOf(query, plan, selected.sortable);
   const { limit, offset } = query.aggregate;
   const parts = [
-    `SELECT ${select}`,
+    `SELECT ${expressions.map((e, i) => `(${e})::text AS "c${i}"`).join(", ")}`,
     `FROM ${quoteIdentifier(query.resourceId)}`,
     ...(where.length > 0 ? [`WHERE ${where.join(" AND ")}`] : []),
-    ...(groupCount > 0 ? [`GROUP BY ${expressions.slice(0, groupCount).join(", ")}`] : []),
+    ...(plan.groups.length > 0 ? [`GROUP BY ${expressions.slice(0, plan.groups.length).join(", ")}`] : []),
     ...(order.length > 0 ? [`ORDER BY ${order.join(", ")}`] : []),
     `LIMIT ${limit ?? options.maxGroups + 1}`,
     ...(offset > 0 ? [`OFFSET ${offset}`] : []),

@@ -1,4 +1,4 @@
-import { HttpError, clip } from "../errors.ts";
+import { type HttpError, UpstreamFailure, clip } from "../errors.ts";
 import { compareDecimal, parseDecimal, type Decimal } from "./decimal.ts";
 
 // What an aggregate needs to know of a column's values: which kind they are, how two compare as
@@ -78,8 +78,9 @@ export function numberValue(cell: string, column: string): NumberValue {
   throw notA(cell, column, "a number");
 }
 
+// An UpstreamFailure: the portal's answer was wrong this time, so a snapshot step tries again.
 export const notA = (cell: string, column: string, what: string): HttpError =>
-  new HttpError(
+  new UpstreamFailure(
     502,
     `CKAN sent ${clip(cell)} in column "${clip(column)}", which is not ${what}: the aggregate stopped.`,
   );
@@ -131,20 +132,4 @@ export function cellComparator(kind: Kind, column: string): (a: string, b: strin
     default:
       return (a, b) => compareText(unquoted(a), unquoted(b));
   }
-}
-
-/**
- * The text that tells groups apart: values PostgreSQL holds equal group together even when CKAN
- * wrote them differently (`1.0` and `1.00` in a numeric column, `-0` and `0` in a float one).
- */
-export function groupKeyOf(kind: Kind): (cell: string) => string {
-  if (kind === "numeric") {
-    return (cell) => {
-      if (!cell.includes(".")) return cell === "-0" ? "0" : cell;
-      const trimmed = cell.replace(/\.?0+$/, "");
-      return trimmed === "-0" || trimmed === "" ? "0" : trimmed;
-    };
-  }
-  if (kind === "float") return (cell) => (cell === "-0" ? "0" : cell);
-  return (cell) => cell;
 }

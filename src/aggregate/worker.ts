@@ -44,7 +44,7 @@ export async function aggregateInWorker(
   // `count` alone reads only `_id`: the smallest column there is.
   const fields = plan.read.length === 0 ? ["_id"] : plan.read.map((c) => c.id);
   const groups = new GroupTable(plan, config.maxGroups);
-  const pages = csvPages((row) => groups.addRow(row));
+  const pages = csvPages((row) => groups.addCsvRow(row));
   try {
     // The rows read count against MAX_ROWS whatever the format: only the groups are written.
     const table = await openTable(
@@ -61,7 +61,8 @@ export async function aggregateInWorker(
       {
         pageSize: config.pageSize,
         rowLimit: rowLimitOf("csv", config.maxRows),
-        subrequestLimit: config.subrequestLimit,
+        // The requests made already (the columns, a statement tried through SQL) come out of the same budget.
+        subrequestLimit: config.subrequestLimit - site.client.stats.requests,
         concurrency: config.upstreamConcurrency,
         signal,
         ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}),

@@ -35,70 +35,82 @@ export function readCell(
   oneLine: boolean,
 ): void {
   const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
+  if (!quoted) {
+    o = readPlain(b, i, out, o);
+    scanned.i = endOfCell(b, scanned.i);
+    scanned.o = o;
+    scanned.quoted = false;
+    return;
+  }
   let bom = false;
-  // Two loops, quoted and not: each tight, since most of a page's time is spent in them.
-  if (quoted) {
-    i += 2;
-    if (quotes) out[o++] = QUOTE;
-    for (;;) {
-      const c = b[i]!;
-      if (c > QUOTE && c !== BACKSLASH && c < 0xef) {
-        out[o++] = c;
-        i++;
-        continue;
-      }
-      if (c === BACKSLASH) {
-        if (b[i + 1] === QUOTE) {
-          if (!doubledQuote(b, i)) {
-            i += 2;
-            if (quotes) out[o++] = QUOTE;
-            break;
-          }
-          out[o++] = QUOTE;
+  i += 2;
+  if (quotes) out[o++] = QUOTE;
+  // A tight loop: most of a page's time is spent in this one and readPlain's.
+  for (;;) {
+    const c = b[i]!;
+    if (c > QUOTE && c !== BACKSLASH && c < 0xef) {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (c === BACKSLASH) {
+      if (b[i + 1] === QUOTE) {
+        if (!doubledQuote(b, i)) {
+          i += 2;
           if (quotes) out[o++] = QUOTE;
-          i += 4;
-          continue;
+          break;
         }
-        const written = writeEscape(b, i, out, o);
-        if (written & BOM_SEEN) bom = true;
-        else if (oneLine && (written & 7) === 1 && (out[o] === LF || out[o] === CR)) out[o] = SPACE;
-        i += written >> 8;
-        o += written & 7;
+        out[o++] = QUOTE;
+        if (quotes) out[o++] = QUOTE;
+        i += 4;
         continue;
       }
-      if (c === undefined || c === QUOTE) throw new NotTheJson("unterminated quoted cell");
-      if (c === 0xef) bom = true;
-      out[o++] = c;
-      i++;
+      const written = writeEscape(b, i, out, o);
+      if (written & BOM_SEEN) bom = true;
+      else if (oneLine && (written & 7) === 1 && (out[o] === LF || out[o] === CR)) out[o] = SPACE;
+      i += written >> 8;
+      o += written & 7;
+      continue;
     }
-  } else {
-    for (;;) {
-      const c = b[i]!;
-      // Most bytes are none of the few that mean something here: one test, and copied.
-      if (c > QUOTE && c !== COMMA && c !== BACKSLASH && c < 0xef) {
-        out[o++] = c;
-        i++;
-        continue;
-      }
-      if (c === COMMA || c === QUOTE) break;
-      if (c === BACKSLASH) {
-        if (b[i + 1] === 0x6e) break;
-        const written = writeEscape(b, i, out, o);
-        if (written & BOM_SEEN) bom = true;
-        i += written >> 8;
-        o += written & 7;
-        continue;
-      }
-      if (c === undefined) throw new NotTheJson("unterminated string");
-      if (c === 0xef) bom = true;
-      out[o++] = c;
-      i++;
-    }
+    if (c === undefined || c === QUOTE) throw new NotTheJson("unterminated quoted cell");
+    if (c === 0xef) bom = true;
+    out[o++] = c;
+    i++;
   }
   scanned.i = endOfCell(b, i);
   scanned.o = o;
-  scanned.quoted = quoted;
+  scanned.quoted = true;
   scanned.bom = bom;
+}
+
+/** An unquoted cell's text from `i` into `out` at `o`: returns its end in `out`; sets scanned.i (its delimiter) and bom. */
+function readPlain(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
+  let bom = false;
+  for (;;) {
+    const c = b[i]!;
+    // Most bytes are none of the few that mean something here: one test, and copied.
+    if (c > QUOTE && c !== COMMA && c !== BACKSLASH && c < 0xef) {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    if (c === COMMA || c === QUOTE) break;
+    if (c === BACKSLASH) {
+      if (b[i + 1] === 0x6e) break;
+      const written = writeEscape(b, i, out, o);
+      if (written & BOM_SEEN) bom = true;
+      i += written >> 8;
+      o += written & 7;
+      continue;
+    }
+    if (c === undefined) throw new NotTheJson("unterminated string");
+    if (c === 0xef) bom = true;
+    out[o++] = c;
+    i++;
+  }
+  scanned.i = i;
+  scanned.bom = bom;
+  return o;
 }
 
 /** In a quoted cell, the `\"` at `at` is CSV's doubled quote (another follows), not the closing one. */

@@ -11,7 +11,7 @@ import { ZIP_ENTRY_LIMIT } from "./zip.ts";
 
 export interface FormatEncoder<Options> {
   encoder(columns: Column[], options: Options, continued?: Continued): Encoder<string | Uint8Array>;
-  /** Whether `continued` works: all its state fits in `Continued` (Parquet's row groups do not; XLSX's ZIP is its package's). */
+  /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP is its package's; Parquet's row groups are carried). */
   resumable: boolean;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;
@@ -42,9 +42,10 @@ export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = 
     },
   },
   parquet: {
-    resumable: false,
-    encoder: (columns, options) =>
-      parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }),
+    // Its row groups' footer entries are carried (Encoder.pause).
+    resumable: true,
+    encoder: (columns, options, continued) =>
+      parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }, continued),
   },
 };
 

@@ -95,7 +95,7 @@ const AS_IS: StepFormat = () => ({ write: (chunk) => chunk, stop: () => ({ bytes
 
 /**
  * How a job stores a format in steps; undefined for a format written whole in one step (its encoder
- * cannot go on from a carried state yet: Parquet).
+ * cannot go on from a carried state).
  */
 export function stepFormat(job: SnapshotJob, format: FormatName): StepFormat | undefined {
   const entry = ENCODERS[format];
@@ -164,9 +164,7 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
   const upload = await SnapshotUpload.open(deps.bucket, target(run), prev.upload, deps.config.snapshotPartBytes);
   const steps = stepFormat(run.job, run.format);
   const next =
-    steps === undefined
-      ? await writeWhole(run, upload, deps)
-      : await writePart(run, prev, steps(prev.carried), upload, deps);
+    steps === undefined ? await writeWhole(run, upload, deps) : await writePart(run, prev, steps, upload, deps);
   const step = prev.step + 1;
   const state: FormatState = {
     ...next,
@@ -199,17 +197,30 @@ async function store(upload: SnapshotUpload, bytes: Uint8Array): Promise<number>
 async function writePart(
   run: FormatRun,
   prev: FormatState,
-  encoder: StepEncoder,
+  steps: StepFormat,
   upload: SnapshotUpload,
   deps: SnapshotDeps,
 ): Promise<Written> {
   const { config } = deps;
+  // A file stored as the export writes it carries the export encoder's own state (Parquet's row
+  // groups, see Encoder.pause); any other file its step encoder's (a deflater's).
+  const inExport = steps === AS_IS;
+  const encoder = steps(inExport ? null : prev.carried);
   let produced = 0;
   let stored = 0;
   const full = (): boolean => produced >= config.snapshotStepBytes;
   const site = siteFor(config, deps.upstreamFetch);
   const query = run.job.queries[run.format]!;
-  const part = await openQueryPart(query, config, site, prev.resume ?? undefined, full, deps.upstreamFetch);
+  const exportCarried = inExport ? (prev.carried ?? undefined) : undefined;
+  const part = await openQueryPart(
+    query,
+    config,
+    site,
+    prev.resume ?? undefined,
+    full,
+    deps.upstreamFetch,
+    exportCarried,
+  );
   if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
     await part.chunks.return();
     throw new ColumnsChanged();
@@ -232,7 +243,7 @@ async function writePart(
     total: prev.total ?? part.resumeAt().total ?? null,
     columns: prev.step > 0 ? prev.columns : part.columns,
     resume: ended ? null : part.resumeAt(),
-    carried: last.carried,
+    carried: inExport ? (part.carried() as StepCarry | null) : last.carried,
     ended,
   };
 }

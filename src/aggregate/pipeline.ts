@@ -103,7 +103,7 @@ export function resultTable(result: AggregateResult): Table {
  * byte (a group is final only after the last row), so any failure is an error status, never a
  * cut-off file. Counts as one of the isolate's exports while it runs.
  */
-export async function runAggregate(
+export async function openAggregate(
   query: AggregateQuery,
   config: Config,
   site: CkanSite,
@@ -119,8 +119,8 @@ export async function runAggregate(
     admission.release();
     throw error;
   }
-  const run = await streamTable(query, config, resultTable(result), admission, abort, site.client.redact, onDone);
-  return { ...run, headers: { "x-aggregated-by": result.by } };
+  const opened = await streamTable(query, config, resultTable(result), admission, abort, site.client.redact, onDone);
+  return { ...opened, headers: { "x-aggregated-by": result.by } };
 }
 
 /**
