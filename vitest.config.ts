@@ -26,6 +26,12 @@ export default defineConfig({
       {
         plugins: [
           cloudflareTest({
+            // workerd's INFO log, which the pool turns on by default, prints every rejection that
+            // crosses an RPC boundary, even one the caller handles: a snapshot run that fails for good
+            // must reject its Workflow run() (the only way its instance ends as errored), and the engine
+            // catches it, yet each printed `uncaught exception; source = Uncaught (in promise)`.
+            // Warnings and errors still print; a spec's own console output is vitest's.
+            verbose: false,
             wrangler: { configPath: DEMO_CONFIG },
             // src/index.ts, its snapshot Workflow wired to the harness (see test/worker.ts).
             main: "./test/worker.ts",

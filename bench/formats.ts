@@ -1,7 +1,12 @@
 // `npm run bench:formats`: Parquet against CSV, and gzip, for 1,000,000 rows of the bench's "base"
 // table (bench/ckan/tables.ts) from a zero-cost upstream, each export in a fresh `wrangler dev`
 // (the bundle built once, the 128 MB heap cap of `npm run bench`):
-//   exports   /export.csv and /export.parquet: CPU and peak RSS of the worker's workerd, bytes, wall
+//   exports   /export.csv, /export.xlsx and /export.parquet: CPU and peak RSS of the worker's workerd,
+//             bytes, wall
+//   deflate   XLSX's deflate, its share and the choices: the sheet XML of the XLSX export (read back
+//             with Info-ZIP's unzip) deflated in this Node process (the same zlib as workerd's) by
+//             CompressionStream (zlib's default level, the only one it has), by node:zlib in 64 KiB
+//             pieces at levels 1, 2, 4 and 6 (format/deflate.ts), and stored (CRC-32 alone)
 //   gzip      what CompressionStream("gzip") costs in workerd: a second worker (bench/gzip-worker.ts)
 //             reads the CSV, TSV, JSON and NDJSON exports through it and without it; the CPU
 //             difference is gzip's own, the output its size
@@ -9,11 +14,15 @@
 //             and gzipped (the job's CPU is mostly wrangler dev's local R2, written in JavaScript)
 //   node      CompressionStream("gzip") over the CSV export's bytes in this Node process, a check
 // Writes bench/RESULTS-formats.md. Loopback only; every child is killed at the end.
-//   FORMATS_ROWS (1000000)  FORMATS_REPEAT (2)
+//   FORMATS_ROWS (1000000)  FORMATS_REPEAT (2)  FORMATS_EXPORTS (csv,xlsx,parquet)
+//   FORMATS_ONLY=exports: the exports and deflate sections alone (no gzip or snapshot jobs)
+import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import zlib from "node:zlib";
+import { BlockDeflater, LEVEL } from "../src/format/deflate.ts";
 import { BASE } from "./ckan/tables.ts";
 import { download, sleep } from "./http.ts";
 import { startUpstream, type Upstream } from "./upstream.ts";
@@ -21,6 +30,8 @@ import { buildWorker, killAllNow, sample, startWrangler, type Wrangler } from ".
 
 const ROWS = Number(process.env.FORMATS_ROWS ?? 1_000_000);
 const REPEAT = Number(process.env.FORMATS_REPEAT ?? 2);
+const EXPORTS = (process.env.FORMATS_EXPORTS ?? "csv,xlsx,parquet").split(",");
+const ONLY_EXPORTS = process.env.FORMATS_ONLY === "exports";
 const HEAP_CAP = "--max-old-space-size=128";
 const ADMIN = "bench-admin-token";
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -95,13 +106,19 @@ async function exportRun(up: Upstream, format: string, n: number, retry = true):
   }
 }
 
+/** The last XLSX export's bytes, for the deflate section. */
+let workbook: Buffer[] = [];
+
 async function exportOnce(up: Upstream, format: string, n: number): Promise<ExportRow> {
   const worker = await fresh(up);
   try {
     await settle(worker.workerPid);
     const baselineMb = sample(worker.workerPid).rssMb;
     const before = sample(worker.workerPid).cpuSeconds;
-    const d = await download(`${worker.url}/export.${format}?resource=base&limit=${ROWS}`, {}, () => () => {});
+    const kept: Buffer[] = [];
+    const keep = format === "xlsx" ? (chunk: Buffer) => void kept.push(chunk) : () => {};
+    const d = await download(`${worker.url}/export.${format}?resource=base&limit=${ROWS}`, {}, () => keep);
+    if (format === "xlsx") workbook = kept;
     if (d.status !== 200 || d.cutOff)
       throw new Error(
         `${format}: HTTP ${d.status} ${d.cutOff ?? ""} after ${d.bytes} bytes; worker: ${lastWords(worker)}`,
@@ -279,9 +296,10 @@ const mb = (n: number): string => fixed(n / MB, 1);
 
 function report(
   exports: ExportRow[],
+  deflate: Awaited<ReturnType<typeof deflateWays>> | undefined,
   gzip: GzipRow[],
   snaps: Awaited<ReturnType<typeof snapshotRuns>>,
-  node: Awaited<ReturnType<typeof nodeGzip>>,
+  node: Awaited<ReturnType<typeof nodeGzip>> | undefined,
   seconds: number,
 ): string {
   const per = ROWS / 1_000_000;
@@ -312,8 +330,17 @@ function report(
         `| /export.${r.format} | ${r.n} | ${fixed(r.wallS)} | ${fixed(r.ttfbMs, 0)} | ${mb(r.bytes)} | ${fixed(r.bytes / csvBytes)}x | ${fixed(r.cpuS)} | ${fixed(r.peakMb, 0)} | ${fixed(r.peakMb - r.baselineMb, 0)} |`,
     ),
     "",
-    `Parquet costs ${fixed(median("parquet", (r) => r.cpuS) / median("csv", (r) => r.cpuS), 1)}x CSV's CPU (medians) and sends ${fixed((median("parquet", (r) => r.bytes) / csvBytes) * 100, 0)}% of its bytes.`,
+    ...EXPORTS.filter((f) => f !== "csv").map(
+      (f) =>
+        `${f === "xlsx" ? "XLSX" : "Parquet"} costs ${fixed(median(f, (r) => r.cpuS) / median("csv", (r) => r.cpuS), 1)}x CSV's CPU (medians) and sends ${fixed((median(f, (r) => r.bytes) / csvBytes) * 100, 0)}% of its bytes.`,
+    ),
     "",
+    ...(deflate === undefined
+      ? []
+      : deflateSection(
+          deflate,
+          median("csv", (r) => r.cpuS),
+        )),
     "## Snapshots, plain and gzipped",
     "",
     "Stored sizes from `GET /snapshots` (for gzip: `bytes` stored, `decoded_bytes` the export). A job's CPU here is mostly wrangler dev's local R2 (JavaScript in the same workerd process, storing and copying every byte), not the export or gzip: see the next table for gzip's own cost.",
@@ -337,11 +364,86 @@ function report(
         `| /export.${g.format} | ${mb(g.input)} | ${mb(g.output)} | ${fixed((g.output / g.input) * 100, 0)}% | ${fixed(g.plainCpuS)} | ${fixed(g.gzipCpuS)} | ${fixed((g.gzipCpuS - g.plainCpuS) / per)} | ${fixed(((g.gzipCpuS - g.plainCpuS) / (g.input / MB)) * 1000, 1)} |`,
     ),
     "",
-    `- In Node, CompressionStream("gzip") alone over the same ${mb(node.inBytes)} MB of CSV: ${fixed(node.cpuS)} s CPU (${fixed(node.cpuS / per)} s per million rows), ${mb(node.outBytes)} MB out (${fixed((node.outBytes / node.inBytes) * 100, 0)}%).`,
+    node === undefined
+      ? "- (gzip in Node not measured in this run)"
+      : `- In Node, CompressionStream("gzip") alone over the same ${mb(node.inBytes)} MB of CSV: ${fixed(node.cpuS)} s CPU (${fixed(node.cpuS / per)} s per million rows), ${mb(node.outBytes)} MB out (${fixed((node.outBytes / node.inBytes) * 100, 0)}%).`,
     "- At Cloudflare's edge (a Compression Rule for text/csv, text/tab-separated-values, application/x-ndjson; JSON is compressed by default): none of the worker's CPU; it cannot be measured here.",
     "",
   ];
   return lines.join("\n");
+}
+
+interface DeflateRow {
+  way: string;
+  cpuS: number;
+  bytes: number;
+}
+
+/** The sheet XML of the last XLSX export, as Info-ZIP's unzip reads it (its CRC-32 checked). */
+function sheetXml(): Buffer {
+  const file = join(scratch, "export.xlsx");
+  writeFileSync(file, Buffer.concat(workbook));
+  execFileSync("unzip", ["-tq", file]);
+  return execFileSync("unzip", ["-p", file, "xl/worksheets/sheet1.xml"], { maxBuffer: 2 ** 31 });
+}
+
+/** CPU seconds of `run` (best of two) and what it gave. */
+function timed(way: string, run: () => number): DeflateRow {
+  let best = { way, cpuS: Number.POSITIVE_INFINITY, bytes: 0 };
+  for (let i = 0; i < 2; i++) {
+    const start = process.cpuUsage();
+    const bytes = run();
+    const used = process.cpuUsage(start);
+    best = { way, cpuS: Math.min(best.cpuS, (used.user + used.system) / 1e6), bytes };
+  }
+  return best;
+}
+
+/** XLSX's deflate by each way it could be done, over the same sheet XML. */
+async function deflateWays(): Promise<{ xmlBytes: number; rows: DeflateRow[] }> {
+  const xml = sheetXml();
+  const rows: DeflateRow[] = [];
+  for (const level of [1, 2, 4, 6])
+    rows.push(
+      timed(`node:zlib, 64 KiB pieces, level ${level}${level === LEVEL.fast ? " (XLSX's)" : ""}`, () => {
+        const deflater = new BlockDeflater(level);
+        let out = 0;
+        for (let at = 0; at < xml.length; at += MB) out += deflater.write(xml.subarray(at, at + MB)).byteLength;
+        return out + deflater.end().byteLength;
+      }),
+    );
+  rows.push(timed("stored: CRC-32 alone (zlib.crc32)", () => (zlib.crc32(xml), xml.length)));
+  let best = { way: 'CompressionStream("deflate-raw"), zlib level 6', cpuS: Number.POSITIVE_INFINITY, bytes: 0 };
+  for (let i = 0; i < 2; i++) {
+    const start = process.cpuUsage();
+    let bytes = 0;
+    const reader = new Blob([new Uint8Array(xml)])
+      .stream()
+      .pipeThrough(new CompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>)
+      .getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) bytes += next.value.byteLength;
+    const used = process.cpuUsage(start);
+    best = { ...best, cpuS: Math.min(best.cpuS, (used.user + used.system) / 1e6), bytes };
+  }
+  rows.unshift(best);
+  return { xmlBytes: xml.length, rows };
+}
+
+/** The deflate section: each way's CPU against the CSV export's, and its size. */
+function deflateSection(d: Awaited<ReturnType<typeof deflateWays>>, csvCpuS: number): string[] {
+  return [
+    "## XLSX's deflate",
+    "",
+    `The XLSX export's sheet XML (${mb(d.xmlBytes)} MB, read back from the workbook with Info-ZIP's unzip) deflated in this Node process, which has workerd's zlib; best of two. "vs CSV" divides by the CSV export's CPU in workerd (median above).`,
+    "",
+    "| way | CPU s | vs CSV export | MB | of the XML |",
+    "| --- | --- | --- | --- | --- |",
+    ...d.rows.map(
+      (r) =>
+        `| ${r.way} | ${fixed(r.cpuS)} | ${fixed(r.cpuS / csvCpuS)}x | ${mb(r.bytes)} | ${fixed((r.bytes / d.xmlBytes) * 100, 1)}% |`,
+    ),
+    "",
+  ];
 }
 
 const started = performance.now();
@@ -352,12 +454,12 @@ const up = await startUpstream({ resources: [{ id, shape: BASE, rows: ROWS }], v
 try {
   console.log(`bench:formats, ${ROWS} rows`);
   const exports: ExportRow[] = [];
-  for (let n = 1; n <= REPEAT; n++)
-    for (const format of ["csv", "parquet"]) exports.push(await exportRun(up, format, n));
-  const gzip = await workerGzip(up);
-  const snaps = await snapshotRuns(up);
-  const node = await nodeGzip(up);
-  const text = report(exports, gzip, snaps, node, (performance.now() - started) / 1000);
+  for (let n = 1; n <= REPEAT; n++) for (const format of EXPORTS) exports.push(await exportRun(up, format, n));
+  const deflate = EXPORTS.includes("xlsx") ? await deflateWays() : undefined;
+  const gzip = ONLY_EXPORTS ? [] : await workerGzip(up);
+  const snaps = ONLY_EXPORTS ? { sizes: {}, cpu: {} } : await snapshotRuns(up);
+  const node = ONLY_EXPORTS ? undefined : await nodeGzip(up);
+  const text = report(exports, deflate, gzip, snaps, node, (performance.now() - started) / 1000);
   writeFileSync(join(root, "bench", "RESULTS-formats.md"), text);
   console.log(`\nwrote bench/RESULTS-formats.md`);
 } finally {

@@ -43,6 +43,11 @@ export interface ExportResult {
   /** Where CKAN's modelled work went, and seconds its CPU had any work in progress. */
   upstreamParts: CostParts;
   upstreamBusyS: number;
+  /** Of it, seconds with work enough for all of CKAN's cores. */
+  upstreamFullS: number;
+  /** Seconds from the export's start until CKAN began its first work, and from its last work's end to the export's end. */
+  ckanFirstS: number;
+  ckanAfterS: number;
   /** The cost model's CKAN CPU and added latency (0 at zero cost). */
   cores: number;
   latencyMs: number;
@@ -246,7 +251,20 @@ function whereTimeGoes(report: Report): string {
       const work = p.fixed + p.rows + p.skipped + p.counted;
       const share = (x: number): string => `${fixed((100 * x) / work, 0)}%`;
       const dump = dumpFor(report, e);
-      return `- CKAN ${e.mode}, ${e.cores} cores, ${e.format.toUpperCase()}: ${fixed(e.wallMs / 1000, 2)} s${dump ? ` (the dump ${fixed(dump.wallMs / 1000, 2)} s)` : ""}. CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests: rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}. CKAN had a request in service for ${fixed(e.upstreamBusyS, 2)} s and none for ${fixed(e.wallMs / 1000 - e.upstreamBusyS, 2)} s (the first page, the worker's CPU, ${fixed(e.cpuSeconds, 2)} s here, and gaps between pages).`;
+      const wall = e.wallMs / 1000;
+      const floor = work / Math.min(e.cores, 3);
+      const spare = Math.max(0, e.upstreamBusyS - e.upstreamFullS);
+      const gaps = Math.max(0, wall - e.ckanFirstS - e.upstreamBusyS - e.ckanAfterS);
+      const ratio = (s: number): string => (dump ? ` (${fixed(s / (dump.wallMs / 1000), 2)}x the dump)` : "");
+      return (
+        `- CKAN ${e.mode}, ${e.cores} cores, ${e.format.toUpperCase()}: ${fixed(wall, 2)} s${ratio(wall)}${dump ? `, the dump ${fixed(dump.wallMs / 1000, 2)} s` : ""}. ` +
+        `CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests (rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}): ` +
+        `${fixed(floor, 2)} s on ${e.cores} cores however it is asked${ratio(floor)}, the floor for these requests. ` +
+        `The export's ${fixed(wall, 2)} s: ${fixed(e.ckanFirstS, 2)} s before CKAN began (the request reaching the worker, the first page asked), ` +
+        `${fixed(e.upstreamFullS, 2)} s with all of CKAN's cores busy, ${fixed(spare, 2)} s with requests in service but cores to spare (fewer asked than CKAN has cores: the first page and its probe, answers waiting for the worker to read them, the last pages), ` +
+        `${fixed(gaps, 2)} s with none in service between requests (the worker writing pages, none asked), ${fixed(e.ckanAfterS, 2)} s after CKAN's last answer (the worker writing the last page). ` +
+        `The worker's CPU, ${fixed(e.cpuSeconds, 2)} s, runs beside CKAN's.`
+      );
     });
   return lines.length
     ? `Where the time goes, ${thousands(Math.max(...report.exports.map((x) => x.rows)))} rows:\n\n${lines.join("\n")}`

@@ -175,6 +175,7 @@ async function measure(
   const proxyBefore = sample(worker.proxyPid);
   const query = c.alias !== undefined ? `resource=${c.alias}` : `resource=${c.table}&limit=${c.rows}`;
   let lines = lineCounter(false);
+  const begun = performance.now();
   const d = await download(
     `${worker.url}/export.${c.format}?${query}`,
     c.gzip ? { "accept-encoding": "gzip" } : {},
@@ -214,6 +215,9 @@ async function measure(
     upstreamLateMs: s.lateMs,
     upstreamParts: { ...s.modelParts },
     upstreamBusyS: s.busySeconds,
+    upstreamFullS: s.fullSeconds,
+    ckanFirstS: s.firstWorkAt === undefined ? 0 : (s.firstWorkAt - begun) / 1000,
+    ckanAfterS: s.lastWorkAt === undefined ? 0 : Math.max(0, (begun + d.wallMs - s.lastWorkAt) / 1000),
     cores: up.model?.cores ?? 0,
     latencyMs: up.model?.latencyMs ?? 0,
     peakMb: after.peakMb,

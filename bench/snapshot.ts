@@ -1,14 +1,15 @@
-// `npm run bench:snapshot [-- --rows N]`: one CSV snapshot run of an N-row table (20,000,000 by
+// `npm run bench:snapshot [-- --rows N] [--format csv|xlsx|parquet] [--compress gzip]`: one snapshot run (CSV
+// unless --format says XLSX or Parquet; --compress gzip stores CSV gzipped) of an N-row table (20,000,000 by
 // default) as a Workflow (README, "Runs as Workflows"), against the bench's zero-cost synthetic CKAN
 // 2.12 (bench/upstream.ts) on loopback, the worker bundled once and run by `wrangler dev` under the
 // 128 MB heap cap of `npm run bench`. The run is started by POST /snapshots/<name>/run and followed by
 // GET on the same path every second (each step's rows, bytes and time). CPU is sampled from /proc
 // of the workerd that runs the worker (the Workflow engine and wrangler dev's local R2, JavaScript in
 // that process, included) and split at the times the run record says each step ended. At the end the
-// stored file is read back through GET /snapshots/<name>/latest.csv, hashed and its lines counted
-// against the manifest. Writes its section of bench/RESULTS.md ("Snapshot runs as Workflows"), or
+// stored file is read back through GET /snapshots/<name>/latest.<ext>, hashed and its rows counted
+// against the manifest by an independent reader (Node's gunzip for gzip, Info-ZIP's unzip for XLSX, DuckDB for Parquet). Writes its section of bench/RESULTS.md ("Snapshot runs as Workflows"), or
 // bench/tmp/RESULTS-snapshot.partial.md for a run of another size. Every child is killed at the end.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
@@ -27,15 +28,29 @@ import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import type { RunView } from "../src/snapshot/runs.ts";
 import { BASE } from "./ckan/tables.ts";
-import { download, lineCounter, sleep } from "./http.ts";
+import { type Download, download, lineCounter, sleep } from "./http.ts";
 import { SNAPSHOT_SECTION, withSection } from "./report.ts";
 import { startUpstream, type Upstream } from "./upstream.ts";
 import { buildWorker, killAllNow, sample, startWrangler, type Wrangler } from "./workerd.ts";
 
 const DEFAULT_ROWS = 20_000_000;
 const { values } = parseArgs({
-  options: { rows: { type: "string", default: String(DEFAULT_ROWS) }, "heap-cap": { type: "string", default: "none" } },
+  options: {
+    rows: { type: "string", default: String(DEFAULT_ROWS) },
+    "heap-cap": { type: "string", default: "none" },
+    format: { type: "string", default: "csv" },
+    compress: { type: "string", default: "none" },
+  },
 });
+const FORMAT = values.format;
+if (FORMAT !== "csv" && FORMAT !== "xlsx" && FORMAT !== "parquet")
+  throw new Error(`--format must be csv, xlsx or parquet, not ${FORMAT}`);
+const GZIP = values.compress === "gzip";
+if (GZIP && FORMAT !== "csv") throw new Error("--compress gzip applies to CSV");
+/** What the report calls the file: CSV, CSV gzipped, XLSX. */
+const KIND = FORMAT === "xlsx" ? "XLSX" : FORMAT === "parquet" ? "Parquet" : GZIP ? "CSV (gzip)" : "CSV";
+/** The run the default settings make writes bench/RESULTS.md; any other goes to bench/tmp. */
+const STANDARD = FORMAT === "csv" && !GZIP;
 const ROWS = Number(values.rows);
 if (!Number.isSafeInteger(ROWS) || ROWS < 1) throw new Error(`--rows must be a positive integer, not ${values.rows}`);
 
@@ -280,7 +295,9 @@ async function main(): Promise<void> {
     MAX_ROWS: String(ROWS),
     CACHE_TTL_SECONDS: "0",
     ADMIN_TOKEN: ADMIN,
-    SNAPSHOT_JOBS: JSON.stringify([{ name: JOB, resource: "big", formats: ["csv"], keep: 1 }]),
+    SNAPSHOT_JOBS: JSON.stringify([
+      { name: JOB, resource: "big", formats: [FORMAT], keep: 1, ...(GZIP ? { compress: "gzip" } : {}) },
+    ]),
   };
   const worker = await startWrangler({ root, ...built, vars, persistTo: join(scratch, "state"), v8Flags: HEAP_CAP });
   workerRef = worker;
@@ -301,7 +318,7 @@ async function main(): Promise<void> {
     );
   const instance = (started.body as { instance: string; stamp: string }).instance;
   const stamp = (started.body as { stamp: string }).stamp;
-  console.log(`bench:snapshot: ${thousands(ROWS)} rows, CSV, run ${instance} started`);
+  console.log(`bench:snapshot: ${thousands(ROWS)} rows, ${KIND}, run ${instance} started`);
 
   const seen: RunView[] = [];
   let lastPrint = 0;
@@ -376,19 +393,12 @@ async function main(): Promise<void> {
   const manifest = (await call(`${base}/manifest.json`)).body as {
     snapshots: { key: string; format: string; rows: number; bytes: number; sha256: string; stamp: string }[];
   };
-  const entry = manifest.snapshots.find((s) => s.stamp === stamp && s.format === "csv");
+  const entry = manifest.snapshots.find((s) => s.stamp === stamp && s.format === FORMAT);
   if (entry === undefined)
-    throw new Error(`the manifest has no CSV snapshot of ${stamp}: ${JSON.stringify(manifest).slice(0, 400)}`);
-  const hash = createHash("sha256");
-  const lines = lineCounter(false);
+    throw new Error(`the manifest has no ${KIND} snapshot of ${stamp}: ${JSON.stringify(manifest).slice(0, 400)}`);
   const readCpu0 = sample(worker.workerPid).cpuSeconds;
-  const d = await download(`${base}/latest.csv`, {}, () => (chunk) => {
-    hash.update(chunk);
-    lines.write(chunk);
-  });
+  const { d, sha256, dataLines } = await readBack(`${base}/latest.${FORMAT}`);
   const readCpu = sample(worker.workerPid).cpuSeconds - readCpu0;
-  const sha256 = hash.digest("hex");
-  const dataLines = (await lines.count()) - 1;
   const checks = {
     status: d.status === 200 && d.cutOff === undefined,
     bytes: d.bytes === entry.bytes,
@@ -397,7 +407,7 @@ async function main(): Promise<void> {
   };
   const whole = Object.values(checks).every(Boolean);
   console.log(
-    `bench:snapshot: latest.csv read back: HTTP ${d.status}, ${thousands(d.bytes)} bytes, ${thousands(dataLines)} rows, sha256 ${sha256} (${whole ? "matches the manifest" : `MISMATCH ${JSON.stringify(checks)}`}) in ${(d.wallMs / 1000).toFixed(1)} s`,
+    `bench:snapshot: latest.${FORMAT} read back: HTTP ${d.status}, ${thousands(d.bytes)} bytes, ${thousands(dataLines)} rows, sha256 ${sha256} (${whole ? "matches the manifest" : `MISMATCH ${JSON.stringify(checks)}`}) in ${(d.wallMs / 1000).toFixed(1)} s`,
   );
 
   const largest = writeSegments
@@ -442,10 +452,10 @@ async function main(): Promise<void> {
   console.log(JSON.stringify(report, null, 2));
   const text = render(report, config, segments);
   const out =
-    ROWS === DEFAULT_ROWS
+    ROWS === DEFAULT_ROWS && STANDARD
       ? join(root, "bench", "RESULTS.md")
-      : join(root, "bench", "tmp", "RESULTS-snapshot.partial.md");
-  if (ROWS === DEFAULT_ROWS) {
+      : join(root, "bench", "tmp", `RESULTS-snapshot-${FORMAT}${GZIP ? "-gzip" : ""}.partial.md`);
+  if (ROWS === DEFAULT_ROWS && STANDARD) {
     writeFileSync(out, withSection(readFileSync(out, "utf8"), text));
   } else {
     mkdirSync(join(root, "bench", "tmp"), { recursive: true });
@@ -454,6 +464,65 @@ async function main(): Promise<void> {
   console.log(`bench:snapshot: wrote ${out.slice(root.length)}`);
   console.log(`bench:snapshot: ${((Date.now() - begun) / 1000).toFixed(0)} s in all`);
   if (!whole || lastRun.status !== "ok") process.exitCode = 1;
+}
+
+/**
+ * The stored file as a client that takes gzip gets it (the stored bytes, hashed as the manifest
+ * hashes them), its data rows counted by a reader of our own making neither: Node's gunzip for a
+ * gzipped CSV, Info-ZIP's unzip (which checks every entry's CRC-32) for XLSX.
+ */
+async function readBack(url: string): Promise<{ d: Download; sha256: string; dataLines: number }> {
+  const hash = createHash("sha256");
+  const lines = lineCounter(GZIP);
+  const file = join(scratch, `latest.${FORMAT}`);
+  const parts: Buffer[] = [];
+  const d = await download(url, GZIP ? { "accept-encoding": "gzip" } : {}, () => (chunk) => {
+    hash.update(chunk);
+    if (FORMAT !== "csv") parts.push(chunk);
+    else lines.write(chunk);
+  });
+  if (FORMAT === "csv") return { d, sha256: hash.digest("hex"), dataLines: (await lines.count()) - 1 };
+  if (FORMAT === "parquet") {
+    writeFileSync(file, Buffer.concat(parts));
+    const rows = await parquetRows(file);
+    rmSync(file);
+    return { d, sha256: hash.digest("hex"), dataLines: rows };
+  }
+  writeFileSync(file, Buffer.concat(parts));
+  execFileSync("unzip", ["-tq", file]);
+  const rows = await sheetRows(file);
+  rmSync(file);
+  return { d, sha256: hash.digest("hex"), dataLines: rows - 1 };
+}
+
+/** A Parquet file's rows as DuckDB reads them: its first column's values and nulls in every row group, not the footer's count. */
+async function parquetRows(file: string): Promise<number> {
+  const { DuckDBInstance } = await import("@duckdb/node-api");
+  const db = await (await DuckDBInstance.create(":memory:")).connect();
+  try {
+    const first = String((await db.runAndReadAll(`DESCRIBE FROM read_parquet('${file}')`)).getRows()[0]![0]);
+    const column = `"${first.replaceAll('"', '""')}"`;
+    const counted = await db.runAndReadAll(
+      `SELECT count(${column}) + count(*) FILTER (WHERE ${column} IS NULL) FROM read_parquet('${file}')`,
+    );
+    return Number(counted.getRows()[0]![0]);
+  } finally {
+    db.closeSync();
+  }
+}
+
+/** The `<row` elements of the workbook's sheet as `unzip -p` inflates it, counted as it streams. */
+async function sheetRows(file: string): Promise<number> {
+  const child = spawn("unzip", ["-p", file, "xl/worksheets/sheet1.xml"], { stdio: ["ignore", "pipe", "inherit"] });
+  const mark = Buffer.from("<row");
+  let rows = 0;
+  let tail = Buffer.alloc(0);
+  for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+    const text = Buffer.concat([tail, chunk]);
+    for (let at = text.indexOf(mark); at !== -1; at = text.indexOf(mark, at + mark.length)) rows++;
+    tail = text.subarray(Math.max(0, text.length - mark.length + 1));
+  }
+  return rows;
 }
 
 /** Which step was running at time `t` (ms), as the engine logged them. */
@@ -468,7 +537,7 @@ function fromEngine(logged: EngineStep[], trace: CpuTrace): Segment[] {
   let rows = 0;
   let bytes = 0;
   return logged.map((step) => {
-    const write = step.rows !== undefined && /^csv step \d+$/.test(step.name);
+    const write = step.rows !== undefined && new RegExp(`^${FORMAT} step \\d+$`).test(step.name);
     const segment: Segment = {
       label: step.name,
       steps: write ? 1 : 0,
@@ -514,8 +583,8 @@ function fromPolls(seen: RunView[], lastRun: { started: string }, tEnd: number, 
         view.bytes,
       );
       prevStep = view.step;
-    } else if (view.format === null && view.done.length > 0 && segments.at(-1)?.label !== "csv seal + publish") {
-      cut("csv seal + publish", 0, Date.parse(view.updated), view.done[0]!.rows, view.done[0]!.bytes);
+    } else if (view.format === null && view.done.length > 0 && segments.at(-1)?.label !== `${FORMAT} seal + publish`) {
+      cut(`${FORMAT} seal + publish`, 0, Date.parse(view.updated), view.done[0]!.rows, view.done[0]!.bytes);
     }
   }
   cut("record", 0, tEnd, prevRows, prevBytes);
@@ -564,7 +633,7 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
     "",
     `\`npm run bench:snapshot -- --rows ${r.rows}${HEAP_CAP === "" ? "" : ` --heap-cap ${values["heap-cap"]}`}\`, ${date}. Machine: ${cpus.length} shared cores (${cpus[0]?.model.trim() ?? "unknown CPU"}), ${(os.totalmem() / 1024 ** 3).toFixed(1)} GB memory, Node ${process.version}; code ${code}.`,
     "",
-    `One CSV snapshot job of the "base" table (12 columns) at ${thousands(r.rows)} rows, run as a Workflow instance in \`wrangler dev\``,
+    `One ${KIND} snapshot job of the "base" table (12 columns) at ${thousands(r.rows)} rows, run as a Workflow instance in \`wrangler dev\``,
     `(POST /snapshots/<name>/run) against the zero-cost synthetic CKAN 2.12 (keyset paging), \`SNAPSHOT_STEP_BYTES\` ${config.stepBytes / MB} MiB,`,
     `\`SNAPSHOT_PART_BYTES\` ${config.partBytes / MB} MiB, ${HEAP_CAP === "" ? "no V8 heap cap (the worker's own heap is read over the inspector)" : `V8 flag \`${HEAP_CAP}\``}. CPU is that of the workerd process running the worker, which here also`,
     "runs the Workflow engine and wrangler dev's local R2 (JavaScript writing every part to disk; Cloudflare's R2 does that",
@@ -585,7 +654,7 @@ function render(r: Report, config: { partBytes: number; stepBytes: number }, seg
     `| rows | ${thousands(r.rows)} |`,
     `| bytes (R2 object) | ${thousands(r.bytes)} (${gib(r.bytes)} GiB) |`,
     `| sha256 (manifest) | \`${r.sha256}\` |`,
-    `| read back (GET latest.csv) | ${thousands(r.readBack.bytes)} bytes, ${thousands(r.readBack.rows)} rows, sha256 ${r.readBack.whole ? "equal to the manifest's: the file is whole" : `\`${r.readBack.sha256}\`: NOT the manifest's`} |`,
+    `| read back (GET latest.${FORMAT}) | ${thousands(r.readBack.bytes)} bytes, ${thousands(r.readBack.rows)} rows, sha256 ${r.readBack.whole ? "equal to the manifest's: the file is whole" : `\`${r.readBack.sha256}\`: NOT the manifest's`} |`,
     `| steps | ${r.steps} write steps, ${r.finishing.length} others (claim, begin, seal, publish, record, retention, release) |`,
     `| every other step within 2x the largest write step's CPU (${(2 * p.cpuMax).toFixed(2)} s) | ${r.finishing.every((f) => f.cpuS <= 2 * p.cpuMax) ? "yes" : "NO"}: the heaviest, "${r.finishing.reduce((x, y) => (y.cpuS > x.cpuS ? y : x)).label}", ${Math.max(...r.finishing.map((f) => f.cpuS)).toFixed(2)} s |`,
     `| wall time of the run | ${clock(r.wallS)} |`,

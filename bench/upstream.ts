@@ -31,8 +31,12 @@ export interface UpstreamStats {
   /** Most requests in service or queued at once, and seconds spent queued for a CKAN worker. */
   peakRequests: number;
   queuedSeconds: number;
-  /** Seconds CKAN's CPU had work in progress (requests or dump pages). */
+  /** Seconds CKAN's CPU had work in progress (requests or dump pages), and of them with no core to spare. */
   busySeconds: number;
+  fullSeconds: number;
+  /** When CKAN's first work since the reset began and its last ended (performance.now(), ms). */
+  firstWorkAt: number | undefined;
+  lastWorkAt: number | undefined;
 }
 
 export interface Upstream {
@@ -61,6 +65,9 @@ const freshStats = (): UpstreamStats => ({
   peakRequests: 0,
   queuedSeconds: 0,
   busySeconds: 0,
+  fullSeconds: 0,
+  firstWorkAt: undefined,
+  lastWorkAt: undefined,
 });
 
 export async function startUpstream(options: {
@@ -196,12 +203,21 @@ export async function startUpstream(options: {
     stats,
     resetStats() {
       const before = { ...stats };
-      const { generated: _g, peakRequests: _p, queuedSeconds: _q, busySeconds: _b, ...plain } = freshStats();
+      const {
+        generated: _g,
+        peakRequests: _p,
+        queuedSeconds: _q,
+        busySeconds: _b,
+        fullSeconds: _f,
+        firstWorkAt: _s,
+        lastWorkAt: _e,
+        ...plain
+      } = freshStats();
       Object.assign(stats, plain);
       store.generated = 0;
       pool.peak = 0;
       pool.queuedSeconds = 0;
-      cpu.busySeconds = 0;
+      cpu.reset();
       return before;
     },
     close: () =>
@@ -216,6 +232,9 @@ export async function startUpstream(options: {
     peakRequests: { get: () => pool.peak, enumerable: true, configurable: true },
     queuedSeconds: { get: () => pool.queuedSeconds, enumerable: true, configurable: true },
     busySeconds: { get: () => cpu.busySeconds, enumerable: true, configurable: true },
+    fullSeconds: { get: () => cpu.fullSeconds, enumerable: true, configurable: true },
+    firstWorkAt: { get: () => cpu.firstAt, enumerable: true, configurable: true },
+    lastWorkAt: { get: () => cpu.lastAt, enumerable: true, configurable: true },
   });
   return upstream;
 }

@@ -67,6 +67,30 @@ export class UpstreamFailure extends HttpError {
   }
 }
 
+/** 429: too many requests from this client or for this link; Retry-After says when to come back. */
+export class TooManyRequests extends HttpError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, message, { headers: { "retry-after": String(retryAfterSeconds) } });
+    this.name = "TooManyRequests";
+  }
+}
+
+/** 408: the client stopped reading its download, or read it slower than the minimum rate, so it was stopped. */
+export class ClientTooSlow extends HttpError {
+  constructor(message: string) {
+    super(408, message);
+    this.name = "ClientTooSlow";
+  }
+}
+
+/** 500: a fault of the worker itself (a bug, an unexpected error), told without its message. */
+export class InternalFault extends HttpError {
+  constructor(cause: unknown) {
+    super(500, "Internal error while exporting; the failure was logged.", { cause });
+    this.name = "InternalFault";
+  }
+}
+
 /**
  * A 503 that names the setting an operator must fix and where, never its value: the worker cannot
  * serve until it is set, and every route says so the same way.
@@ -117,7 +141,7 @@ export function errorBody(error: HttpError, docs?: string): string {
  */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
-  return new HttpError(500, "Internal error while exporting; the failure was logged.", { cause: error });
+  return new InternalFault(error);
 }
 
 export function errorResponse(error: HttpError, redact: (text: string) => string = (t) => t, docs?: string): Response {

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { CkanClient } from "../src/ckan/client.ts";
 import { CkanQueryRefused } from "../src/ckan/error-answers.ts";
+import { searchSql } from "../src/ckan/sql-search.ts";
 import { parseConfig } from "../src/config/config.ts";
 import { HttpError } from "../src/errors.ts";
 import { FIXTURES as fixtures } from "./fixtures/ckan-2.10.ts";
+import { harness } from "./harness.ts";
 
 const TOKEN = "tok-SECRET-client-5150";
 const config = parseConfig({
@@ -140,5 +142,122 @@ describe("what the client tells the page sizer", () => {
     const { client } = replay(200, "application/json", answer);
     const result = await client.search({ resource_id: "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2", limit: 2 });
     expect(result.responseBytes).toBe(JSON.stringify(answer).length);
+  });
+});
+
+describe("datastore_search_sql through the one client", () => {
+  const SQL = 'SELECT (count(*))::text AS "c0" FROM "t"';
+  const rows = () =>
+    Response.json({
+      success: true,
+      result: { sql: SQL, records: [{ c0: "3" }], fields: [{ id: "c0", type: "text" }] },
+    });
+  /** A site whose client answers each statement with the next of `answers` (the last one from then on). */
+  function sqlSite(answers: (() => Response | Promise<Response>)[], env: Record<string, string> = {}) {
+    const seen: Request[] = [];
+    const settings = parseConfig({ CKAN_BASE_URL: "https://portal.example/data/en", CKAN_API_TOKEN: TOKEN, ...env });
+    const client = new CkanClient({ ...settings, retryBaseMs: 1 }, async (request) => {
+      seen.push(request);
+      return answers[Math.min(seen.length, answers.length) - 1]!();
+    });
+    return { site: { client, facts: { sqlSearch: undefined as boolean | undefined } }, seen };
+  }
+
+  it("is retried on a 503 and on a connection reset, as a page is, then answers with the rows", async () => {
+    const { site, seen } = sqlSite([
+      () => new Response("busy", { status: 503 }),
+      () => Promise.reject(new TypeError("connection reset")),
+      rows,
+    ]);
+    expect(await searchSql(site, SQL)).toEqual({
+      ok: true,
+      records: [{ c0: "3" }],
+      fields: [{ id: "c0", type: "text" }],
+      truncated: false,
+    });
+    expect(site.facts.sqlSearch).toBe(true);
+    expect(site.client.stats.requests).toBe(3);
+    for (const request of seen) {
+      expect(request.url).toBe("https://portal.example/data/en/api/action/datastore_search_sql");
+      expect(request.headers.get("authorization")).toBe(TOKEN);
+      expect(request.redirect).toBe("manual");
+      expect(await request.json()).toEqual({ sql: SQL });
+    }
+  });
+
+  it("counts every attempt against SUBREQUEST_LIMIT: no retry past it, and the worker is told why", async () => {
+    const { site, seen } = sqlSite([() => new Response("busy", { status: 503 })], { UPSTREAM_RETRIES: "5" });
+    const answer = await searchSql(site, SQL, undefined, 2);
+    expect(seen).toHaveLength(2);
+    expect(answer).toEqual({ ok: false, why: expect.stringContaining("SUBREQUEST_LIMIT") });
+    // Nothing learnt of the site from a statement that never got an answer.
+    expect(site.facts.sqlSearch).toBeUndefined();
+  });
+
+  it("refuses a redirect, and learns that a site answering 400 with a bare string has SQL search off", async () => {
+    const moved = sqlSite([
+      () => new Response(null, { status: 302, headers: { location: "https://elsewhere.example/x" } }),
+    ]);
+    expect(await searchSql(moved.site, SQL)).toEqual({
+      ok: false,
+      why: expect.stringMatching(/redirect to https:\/\/elsewhere\.example, which this worker does not follow/),
+    });
+    expect(moved.seen).toHaveLength(1);
+    const off = sqlSite([
+      () => Response.json("Bad request - Action name not known: datastore_search_sql", { status: 400 }),
+    ]);
+    expect(await searchSql(off.site, SQL)).toEqual({ ok: false, why: "datastore_search_sql is off on this site" });
+    expect(off.site.facts.sqlSearch).toBe(false);
+    // Not asked again.
+    await searchSql(off.site, SQL);
+    expect(off.seen).toHaveLength(1);
+  });
+
+  it("never lets a token the upstream echoes out: not in why a statement failed, nor in its columns", async () => {
+    const echoes = [
+      () =>
+        Response.json(
+          { success: false, error: { __type: `Validation Error ${TOKEN}`, query: [`syntax error near ${TOKEN}`] } },
+          { status: 409 },
+        ),
+      () => new Response(`<p>${TOKEN}</p>`, { status: 500 }),
+      () => new Response(null, { status: 301, headers: { location: `https://${TOKEN}.example/` } }),
+      () =>
+        Response.json({
+          success: true,
+          result: { records: [{ c0: "1" }], fields: [{ id: `c0${TOKEN}`, type: `text ${TOKEN.slice(2)}` }] },
+        }),
+    ];
+    for (const echo of echoes) {
+      const { site } = sqlSite([echo], { UPSTREAM_RETRIES: "0" });
+      const answer = JSON.stringify(await searchSql(site, SQL));
+      expect(answer).not.toContain(TOKEN);
+      expect(answer).not.toContain(TOKEN.slice(2, 12));
+    }
+  });
+});
+
+describe("an aggregate's statement and the Workers subrequest limit", () => {
+  it("counts the statement and its retries against SUBREQUEST_LIMIT before the worker reads the rows itself", async () => {
+    const link = "/aggregate.csv?resource=sample&group_by=category&filter.id[lte]=3000";
+    const off = () => Response.json("Bad request - Action name not known: datastore_search_sql", { status: 400 });
+    const busy = () => new Response("busy", { status: 503 });
+    const within = async (limit: number, sql: () => Response): Promise<Response> =>
+      harness({
+        env: { PAGE_SIZE: "500", SUBREQUEST_LIMIT: String(limit) },
+        emulator: { version: "2.12" },
+        fault: (_n, body) => (typeof body.sql === "string" ? sql() : undefined),
+      }).get(link);
+    // The least budget that holds one statement (SQL search off) and the worker's own pages.
+    let needed = 30;
+    expect((await within(needed, off)).status).toBe(200);
+    while ((await within(needed - 1, off)).status === 200) needed--;
+    // A statement answered 503 four times (UPSTREAM_RETRIES 3) takes three requests more.
+    const refused = await within(needed + 2, busy);
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain("SUBREQUEST_LIMIT");
+    const fits = await within(needed + 3, busy);
+    expect(fits.status).toBe(200);
+    expect(fits.headers.get("x-aggregated-by")).toBe("worker");
   });
 });

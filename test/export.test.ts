@@ -1,7 +1,16 @@
 import { parquetMetadata } from "hyparquet";
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { asCsvText, exactJson, type ExactNumber, harness, isProbe, pageCalls, readAll } from "./harness.ts";
+import {
+  asCsvText,
+  exactJson,
+  type ExactNumber,
+  harness,
+  isProbe,
+  pageCalls,
+  readAll,
+  type UpstreamCall,
+} from "./harness.ts";
 import { readWorkbook } from "./xlsx-reader.ts";
 
 const SAMPLE = "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2";
@@ -312,6 +321,24 @@ describe("keyset paging", () => {
     const before = calls.length;
     await (await get("/export.csv?resource=sample&limit=10")).text();
     expect(calls.length).toBe(before + 1);
+  });
+
+  it("asks the first page one way only once /health has read the site's version", async () => {
+    for (const [version, keyset] of [
+      ["2.12", true],
+      ["2.10", undefined],
+    ] as const) {
+      const { get, calls } = harness({ warm: false, emulator: { version }, env: { PAGE_SIZE: "500" } });
+      expect((await get("/health")).status).toBe(200);
+      const searches = (): UpstreamCall[] => calls.filter((c) => c.url.endsWith("/datastore_search"));
+      const before = searches().length;
+      const text = await (await get("/export.csv?resource=sample&limit=1200&fields=id")).text();
+      expect(text.trimEnd().split("\r\n")).toHaveLength(1201);
+      const first = searches().slice(before);
+      expect(first[0]!.body.include_next_page).toBe(keyset);
+      // No second first page: the next request is a later page (or, on 2.12, the probe for the largest _id).
+      expect(first[1]!.body.offset === 0 && first[1]!.body.limit === 500).toBe(false);
+    }
   });
 });
 

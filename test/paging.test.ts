@@ -10,7 +10,8 @@ describe("paging", () => {
     const { get, calls } = harness({ emulator: { version: "2.12" }, env: { PAGE_SIZE: "32000" } });
     const text = await (await get("/export.csv?resource=sample&limit=40000&fields=id")).text();
     expect(ids(text)).toEqual(range(1, 40000));
-    expect(pageCalls(calls).map((c) => c.body.limit)).toEqual([1000, 32000, 7000]);
+    // Pages that large start with a range of half a page: it comes back before the ranges asked beside it.
+    expect(pageCalls(calls).map((c) => c.body.limit)).toEqual([1000, 16000, 23000]);
   });
 
   it("keeps UPSTREAM_CONCURRENCY offset pages in flight when the total is known, and writes them in order", async () => {

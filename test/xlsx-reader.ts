@@ -79,8 +79,9 @@ export async function readWorkbook(bytes: Uint8Array): Promise<Workbook> {
   if (/<f[ >]/.test(sheet)) throw new Error("the sheet holds a formula");
   const rows: Cell[][] = [];
   const rowNumbers: number[] = [];
-  for (const [, r, body] of sheet.matchAll(/<row r="(\d+)"[^>]*>(.*?)<\/row>/gs)) {
-    rowNumbers.push(Number(r));
+  // A row without its number (`r` is optional) follows the one before.
+  for (const [, r, body] of sheet.matchAll(/<row(?: r="(\d+)")?[^>]*>(.*?)<\/row>/gs)) {
+    rowNumbers.push(r === undefined ? (rowNumbers.at(-1) ?? 0) + 1 : Number(r));
     const cells: Cell[] = [];
     for (const [, attributes = "", content = ""] of (body ?? "").matchAll(
       /<c((?: [a-zA-Z]+="[^"]*")*)(?:\/>|>(.*?)<\/c>)/gs,

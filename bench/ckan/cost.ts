@@ -275,6 +275,11 @@ export class SharedCpu {
   cores: number;
   /** Seconds some work was in progress (for "CKAN busy"), since the last reset. */
   busySeconds = 0;
+  /** Of those, seconds with work enough for every core (none to spare). */
+  fullSeconds = 0;
+  /** When the first work since the last reset began and the last one ended (performance.now(), ms). */
+  firstAt: number | undefined;
+  lastAt: number | undefined;
 
   constructor(cores: number) {
     this.cores = cores;
@@ -288,9 +293,18 @@ export class SharedCpu {
     const now = performance.now();
     const elapsed = (now - this.#at) / 1000;
     if (this.#jobs.size > 0) this.busySeconds += elapsed;
+    if (this.#jobs.size >= this.cores) this.fullSeconds += elapsed;
     const done = elapsed * this.#rate();
     for (const job of this.#jobs) job.left -= done;
     this.#at = now;
+  }
+
+  /** Starts counting busy, full, first and last afresh. */
+  reset(): void {
+    this.busySeconds = 0;
+    this.fullSeconds = 0;
+    this.firstAt = undefined;
+    this.lastAt = undefined;
   }
 
   #settle(): void {
@@ -299,6 +313,7 @@ export class SharedCpu {
     for (const job of [...this.#jobs]) {
       if (job.left > 1e-6) continue;
       this.#jobs.delete(job);
+      this.lastAt = performance.now();
       job.done((-job.left / rate) * 1000);
     }
     clearTimeout(this.#timer);
@@ -311,6 +326,7 @@ export class SharedCpu {
 
   run(seconds: number): Promise<number> {
     this.#advance();
+    this.firstAt ??= performance.now();
     return new Promise((resolve) => {
       this.#jobs.add({ left: seconds, done: resolve });
       this.#settle();

@@ -5,6 +5,7 @@ import type { Config } from "../config/config.ts";
 import { encodeTable } from "../export/byte-stream.ts";
 import { openExport, openExportPart, type ExportPart, type OpenExport } from "../export/pipeline.ts";
 import { encoderFor } from "../format/index.ts";
+import type { EncoderCarry } from "../format/types.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 import type { AggregateQuery } from "./query.ts";
 import { computeAggregate, resultTable, openAggregate } from "./pipeline.ts";
@@ -34,11 +35,19 @@ export async function openQueryPart(
   resume: Resume | undefined,
   full: () => boolean,
   fetcher?: UpstreamFetch,
+  carried?: EncoderCarry,
 ): Promise<ExportPart> {
-  if (!isAggregate(query)) return openExportPart(query, config, site, resume, full);
+  if (!isAggregate(query)) return openExportPart(query, config, site, resume, full, carried);
   const result = await computeAggregate(query, config, site, new AbortController().signal, fetcher);
   const table = resultTable(result);
   const progress = { rows: 0, chars: 0 };
   const chunks = encodeTable(table, encoderFor(query, table.columns), progress);
-  return { chunks, progress, ended: () => true, resumeAt: () => table.resumeAt(), columns: table.columns };
+  return {
+    chunks,
+    progress,
+    ended: () => true,
+    resumeAt: () => table.resumeAt(),
+    carried: () => null,
+    columns: table.columns,
+  };
 }

@@ -38,7 +38,8 @@ export async function aggregateInSql(
   columns: Column[],
   config: Config,
   site: CkanSite,
-  fetcher: UpstreamFetch,
+  // Unused since the statement goes through the site's client; kept while pipeline.ts passes it.
+  _fetcher: UpstreamFetch,
   signal: AbortSignal,
 ): Promise<SqlOutcome> {
   const ask: Ask = async (asked) => {
@@ -48,7 +49,8 @@ export async function aggregateInSql(
       maxGroups: config.maxGroups,
     });
     if (statement === undefined) return undefined;
-    return { statement, answer: await searchSql(site.facts, config, fetcher, statement.sql, signal) };
+    // Its requests (retries included) come out of the budget the worker's own pages would use.
+    return { statement, answer: await searchSql(site, statement.sql, signal, config.subrequestLimit) };
   };
   const asked = await ask(query);
   if (asked === undefined) return { rows: undefined, why: "not expressible in SQL exactly as the worker computes it" };

@@ -1,4 +1,4 @@
-import { HttpError, clip } from "../errors.ts";
+import { type HttpError, UpstreamFailure, clip } from "../errors.ts";
 import { compareDecimal, parseDecimal, type Decimal } from "./decimal.ts";
 
 // What an aggregate needs to know of a column's values: which kind they are, how two compare as
@@ -78,8 +78,9 @@ export function numberValue(cell: string, column: string): NumberValue {
   throw notA(cell, column, "a number");
 }
 
+// An UpstreamFailure: the portal's answer was wrong this time, so a snapshot step tries again.
 export const notA = (cell: string, column: string, what: string): HttpError =>
-  new HttpError(
+  new UpstreamFailure(
     502,
     `CKAN sent ${clip(cell)} in column "${clip(column)}", which is not ${what}: the aggregate stopped.`,
   );

@@ -61,7 +61,8 @@ export async function aggregateInWorker(
       {
         pageSize: config.pageSize,
         rowLimit: rowLimitOf("csv", config.maxRows),
-        subrequestLimit: config.subrequestLimit,
+        // The requests made already (the columns, a statement tried through SQL) come out of the same budget.
+        subrequestLimit: config.subrequestLimit - site.client.stats.requests,
         concurrency: config.upstreamConcurrency,
         signal,
         ...(config.csvPassthrough ? { passthrough: pages.passthrough } : {}),

@@ -1,11 +1,11 @@
-import type { Config } from "../config/config.ts";
-import { configError, type HttpError, UpstreamFailure } from "../errors.ts";
+import { configError, type HttpError, SubrequestBudgetExceeded, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
 import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import { ckanError } from "./error-answers.ts";
 import { parseAnswer } from "./raw-json.ts";
+import { readSqlAnswer, type SqlReply } from "./sql-search.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 
 const utf8 = new TextDecoder();
@@ -118,19 +118,59 @@ const retryable = (status: number): boolean => status === 429 || status >= 500;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Calls `datastore_search`: POST with a JSON body and the raw token in `Authorization`, a time-out on
- * every attempt, bounded retries with jittered backoff on network errors, 429 and 5xx, none on 4xx.
- * Every failure becomes an HttpError whose message never holds the token.
+ * What the client needs of the worker's settings (a `Config` is one): where CKAN is, the token it
+ * sends, the secrets no upstream text may echo, and how long and how often it tries.
+ */
+export interface ClientSettings {
+  /** `{base}/api/action/datastore_search`; the SQL action sits beside it. */
+  datastoreSearchUrl: string;
+  /** Sent raw in `Authorization`, and redacted from everything upstream says. */
+  apiToken: string | undefined;
+  /** Never sent; redacted from everything upstream says, as the token is. */
+  adminToken: string | undefined;
+  linkSigningKey: string | undefined;
+  upstreamTimeoutMs: number;
+  upstreamRetries: number;
+  retryBaseMs: number;
+}
+
+/** One POST to a CKAN action, and how its answer is read. */
+interface Call<T> {
+  url: string;
+  body: unknown;
+  /** Reads an answer that is neither a redirect nor worth retrying, from its whole bytes (theirs to release). */
+  read: (response: Response, bytes: Uint8Array) => T;
+  /** A 200 is handed back unread, to be read as it arrives (`open`). */
+  streamed?: boolean;
+  /** The most requests this client may have made once the call ends, retries included. */
+  maxRequests?: number;
+}
+
+type Outcome<T> = { result: T } | { response: Response } | { retry: true; error: HttpError; retryAfterMs?: number };
+
+/**
+ * Calls CKAN's actions (`datastore_search`, `datastore_search_sql`): POST with a JSON body and the
+ * raw token in `Authorization`, a time-out on every attempt, bounded retries with jittered backoff
+ * on network errors, 429 and 5xx, none on 4xx, redirects refused, every attempt counted. Every
+ * failure becomes an HttpError whose message never holds a secret.
  */
 export class CkanClient {
   readonly stats: UpstreamStats = { requests: 0, bytes: 0, milliseconds: 0 };
-  readonly #config: Config;
+  readonly #settings: ClientSettings;
   readonly #fetch: UpstreamFetch;
 
-  constructor(config: Config, fetcher: UpstreamFetch) {
-    this.#config = config;
+  constructor(settings: ClientSettings, fetcher: UpstreamFetch) {
+    this.#settings = {
+      datastoreSearchUrl: settings.datastoreSearchUrl,
+      apiToken: settings.apiToken,
+      adminToken: settings.adminToken,
+      linkSigningKey: settings.linkSigningKey,
+      upstreamTimeoutMs: settings.upstreamTimeoutMs,
+      upstreamRetries: settings.upstreamRetries,
+      retryBaseMs: settings.retryBaseMs,
+    };
     this.#fetch = fetcher;
-    this.redact = redactorOf([config.apiToken, config.adminToken, config.linkSigningKey]);
+    this.redact = redactorOf([settings.apiToken, settings.adminToken, settings.linkSigningKey]);
   }
 
   /**
@@ -145,7 +185,9 @@ export class CkanClient {
    * as usual.
    */
   async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
-    return (await this.#retrying(body, signal, reader, false)) as SearchResult;
+    const url = this.#settings.datastoreSearchUrl;
+    const read = (response: Response, bytes: Uint8Array) => this.#readSearch(response, bytes, reader);
+    return (await this.#retrying({ url, body, read }, signal)) as SearchResult;
   }
 
   /**
@@ -154,7 +196,28 @@ export class CkanClient {
    * and `signal` still end its reading). `finished` makes the result once the body is read.
    */
   async open(body: SearchRequest, signal?: AbortSignal): Promise<Response> {
-    return (await this.#retrying(body, signal, undefined, true)) as Response;
+    const url = this.#settings.datastoreSearchUrl;
+    const read = (response: Response, bytes: Uint8Array) => this.#readSearch(response, bytes, undefined);
+    return (await this.#retrying({ url, body, read, streamed: true }, signal)) as Response;
+  }
+
+  /**
+   * One statement through `datastore_search_sql` (see sql-search.ts), retried, counted and refused
+   * as `search` is. A statement CKAN refuses, or a site with SQL search off, is an answer saying so;
+   * `maxRequests` caps this client's requests, this one's retries included (SUBREQUEST_LIMIT).
+   */
+  async searchSql(sql: string, signal?: AbortSignal, maxRequests?: number): Promise<SqlReply> {
+    const url = `${this.#settings.datastoreSearchUrl}_sql`;
+    const read = (response: Response, bytes: Uint8Array): SqlReply => {
+      try {
+        return readSqlAnswer(response.status, utf8.decode(bytes), this.redact);
+      } finally {
+        release(bytes);
+      }
+    };
+    const call: Call<SqlReply> = { url, body: { sql }, read };
+    if (maxRequests !== undefined) call.maxRequests = maxRequests;
+    return (await this.#retrying(call, signal)) as SqlReply;
   }
 
   /** The result of an answer `open` gave, read to its end: its envelope (records null), or its whole bytes. */
@@ -170,30 +233,18 @@ export class CkanClient {
       result.responseBytes = bytes;
       return result;
     }
-    const whole = own(answer.whole);
-    const deferred = reader !== undefined ? deferRecords(whole, reader) : undefined;
-    let result: SearchResult;
-    try {
-      result = this.#unwrap(response, () =>
-        deferred === undefined ? parseAnswer(whole) : JSON.parse(deferred.envelope),
-      );
-    } finally {
-      if (deferred === undefined) release(whole);
-    }
-    if (deferred !== undefined) result.copy = deferred.copy;
-    result.responseBytes = bytes;
-    return result;
+    return this.#readSearch(response, own(answer.whole), reader, bytes);
   }
 
-  async #retrying(
-    body: SearchRequest,
-    signal: AbortSignal | undefined,
-    reader: RecordsReader | undefined,
-    streamed: boolean,
-  ): Promise<SearchResult | Response> {
-    const { upstreamRetries, retryBaseMs } = this.#config;
+  async #retrying<T>(call: Call<T>, signal: AbortSignal | undefined): Promise<T | Response> {
+    const { upstreamRetries, retryBaseMs } = this.#settings;
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.#attempt(body, signal, reader, streamed);
+      if (call.maxRequests !== undefined && this.stats.requests >= call.maxRequests) {
+        throw new SubrequestBudgetExceeded(
+          `Asking CKAN again would pass the ${call.maxRequests} requests one request to this worker may make (SUBREQUEST_LIMIT).`,
+        );
+      }
+      const outcome = await this.#attempt(call, signal);
       if ("response" in outcome) return outcome.response;
       if (!("retry" in outcome)) return outcome.result;
       const backoff = retryBaseMs * 2 ** attempt * (0.5 + Math.random());
@@ -204,21 +255,15 @@ export class CkanClient {
     }
   }
 
-  async #attempt(
-    body: SearchRequest,
-    signal: AbortSignal | undefined,
-    reader: RecordsReader | undefined,
-    streamed = false,
-  ): Promise<
-    { result: SearchResult } | { response: Response } | { retry: true; error: HttpError; retryAfterMs?: number }
-  > {
+  /** One attempt: the request sent, its answer received (and read whole, unless streamed), then judged. */
+  async #attempt<T>(call: Call<T>, signal: AbortSignal | undefined): Promise<Outcome<T>> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
-    if (this.#config.apiToken !== undefined) headers.authorization = this.#config.apiToken;
-    const timeout = AbortSignal.timeout(this.#config.upstreamTimeoutMs);
-    const request = new Request(this.#config.datastoreSearchUrl, {
+    if (this.#settings.apiToken !== undefined) headers.authorization = this.#settings.apiToken;
+    const timeout = AbortSignal.timeout(this.#settings.upstreamTimeoutMs);
+    const request = new Request(call.url, {
       method: "POST",
       headers,
-      body: JSON.stringify(body),
+      body: JSON.stringify(call.body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       // A redirect would re-send the query (and the token) to wherever the upstream points: never followed.
       redirect: "manual",
@@ -232,53 +277,60 @@ export class CkanClient {
       const aborted = abortion(request.signal);
       response = await Promise.race([this.#fetch(request), aborted]);
       // Read as it arrives, by the caller: only an answer to read as before is read here.
-      if (streamed && response.status === 200) return { response };
+      if (call.streamed && response.status === 200) return { response };
       bytes = own(new Uint8Array(await Promise.race([response.arrayBuffer(), aborted])));
     } catch (error) {
       signal?.throwIfAborted();
-      if (timeout.aborted) {
-        throw new UpstreamFailure(504, `CKAN did not answer within ${this.#config.upstreamTimeoutMs / 1000} s.`, {
-          cause: error,
-        });
-      }
-      const { host, hostname } = new URL(this.#config.datastoreSearchUrl);
-      if (isLoopback(hostname) && servedLocally) {
-        return {
-          retry: true,
-          error: new UpstreamFailure(
-            502,
-            `CKAN could not be reached at ${host}: nothing answers there yet (CKAN_BASE_URL points at this machine). Start the local CKAN or the emulator (npm start), then try again.`,
-            {
-              cause: error,
-              headers: { "retry-after": "5" },
-            },
-          ),
-        };
-      }
-      // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
-      if (isLoopback(hostname))
-        throw configError(
-          "CKAN_BASE_URL",
-          `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`,
-        );
-      return {
-        retry: true,
-        error: new UpstreamFailure(
-          502,
-          `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`,
-          { cause: error },
-        ),
-      };
+      return this.#unanswered(error, timeout);
     } finally {
       this.stats.milliseconds += Date.now() - started;
     }
     this.stats.bytes += bytes.byteLength;
+    return this.#judged(call, response, bytes);
+  }
 
+  /** No answer (or none read whole): a time-out, or an upstream not reached, said for who can fix it. */
+  #unanswered(error: unknown, timeout: AbortSignal): Outcome<never> {
+    if (timeout.aborted) {
+      throw new UpstreamFailure(504, `CKAN did not answer within ${this.#settings.upstreamTimeoutMs / 1000} s.`, {
+        cause: error,
+      });
+    }
+    const { host, hostname } = new URL(this.#settings.datastoreSearchUrl);
+    if (isLoopback(hostname) && servedLocally) {
+      return {
+        retry: true,
+        error: new UpstreamFailure(
+          502,
+          `CKAN could not be reached at ${host}: nothing answers there yet (CKAN_BASE_URL points at this machine). Start the local CKAN or the emulator (npm start), then try again.`,
+          { cause: error, headers: { "retry-after": "5" } },
+        ),
+      };
+    }
+    // A deployed worker cannot reach the machine it was configured on: that is the setting's fault, not CKAN's.
+    if (isLoopback(hostname))
+      throw configError(
+        "CKAN_BASE_URL",
+        `points at ${host}, this machine's own address, where no CKAN answers (the demo's emulator is not deployed with the worker)`,
+      );
+    return {
+      retry: true,
+      error: new UpstreamFailure(
+        502,
+        `CKAN could not be reached at ${host} (network error). If this lasts, an operator should check CKAN_BASE_URL.`,
+        { cause: error },
+      ),
+    };
+  }
+
+  /** An answer read whole: a redirect refused, a 429 or 5xx to retry, anything else read by the call. */
+  #judged<T>(call: Call<T>, response: Response, bytes: Uint8Array): Outcome<T> {
     if (response.status >= 300 && response.status < 400) {
       release(bytes);
-      throw redirectRefused(response, this.#config.datastoreSearchUrl, this.redact);
+      throw redirectRefused(response, call.url, this.redact);
     }
     if (retryable(response.status)) {
+      release(bytes);
       const wait = retryAfterMs(response.headers.get("retry-after"));
       const error =
         response.status === 429
@@ -288,9 +340,20 @@ export class CkanClient {
           : new UpstreamFailure(response.status === 504 ? 504 : 502, `CKAN answered HTTP ${response.status}.`);
       return wait === undefined ? { retry: true, error } : { retry: true, error, retryAfterMs: wait };
     }
+    return { result: call.read(response, bytes) };
+  }
+
+  /**
+   * A `datastore_search` answer read from its whole bytes; with `reader`, a success's records are
+   * left in the bytes for `copy()` to read when the page's turn comes.
+   */
+  #readSearch(
+    response: Response,
+    bytes: Uint8Array,
+    reader: RecordsReader | undefined,
+    size = bytes.byteLength,
+  ): SearchResult {
     const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
-    // Read before the bytes are released: a detached buffer's length is 0.
-    const size = bytes.byteLength;
     let result: SearchResult;
     try {
       // A reader's envelope holds `null` for the records: nothing in it to keep exact.
@@ -304,7 +367,7 @@ export class CkanClient {
     }
     if (deferred !== undefined) result.copy = deferred.copy;
     result.responseBytes = size;
-    return { result };
+    return result;
   }
 
   #unwrap(response: Response, parse: () => unknown): SearchResult {
@@ -344,6 +407,6 @@ export class CkanClient {
     if (envelope === undefined || envelope.error === undefined) {
       throw new UpstreamFailure(502, `CKAN answered HTTP ${response.status} without a usable result.`);
     }
-    throw ckanError(response.status, envelope.error, this.redact, this.#config.apiToken !== undefined);
+    throw ckanError(response.status, envelope.error, this.redact, this.#settings.apiToken !== undefined);
   }
 }

@@ -12,6 +12,17 @@ export class CkanValidationError extends HttpError {
   }
 }
 
+/**
+ * A validation answer the worker cannot lay on the request (502: it names no parameter of ours) or
+ * that is CKAN running out of time (504): CKAN's side as far as the worker can tell, so a later try
+ * may pass (a snapshot step tries it again).
+ */
+export class CkanValidationFault extends CkanValidationError {
+  constructor(status: 502 | 504, message: string, fields: CkanErrorFields) {
+    super(status, message, fields);
+  }
+}
+
 /** CKAN's "Invalid query": PostgreSQL refused the SQL CKAN built from the request (a value, an order). */
 export class CkanQueryRefused extends CkanValidationError {
   constructor(fields: CkanErrorFields) {
@@ -66,7 +77,7 @@ export function ckanError(
     }
     const query = fields.query ?? [];
     if (query.some((m) => /too long/i.test(m))) {
-      return new CkanValidationError(
+      return new CkanValidationFault(
         504,
         "The CKAN search took too long. Narrow the export with filters or a limit.",
         fields,
@@ -77,7 +88,7 @@ export function ckanError(
     const [key, messages] = Object.entries(fields)[0] ?? ["", []];
     const parameter = OUR_NAME[key];
     if (parameter === undefined) {
-      return new CkanValidationError(502, `CKAN rejected the request (${key}: ${messages.join("; ")}).`, fields);
+      return new CkanValidationFault(502, `CKAN rejected the request (${key}: ${messages.join("; ")}).`, fields);
     }
     return new CkanValidationError(
       400,

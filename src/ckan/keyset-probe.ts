@@ -29,6 +29,13 @@ export async function fetchFirstPage(
   const { client, facts } = site;
   if (keysetBody === undefined) return { result: await client.search(plainBody, signal), keyset: false };
   if (facts.keyset === true) return { result: await client.search(keysetBody, signal), keyset: true };
+  // A site whose version /health has read is asked one way only.
+  const byVersion = keysetByVersion(facts.version);
+  if (byVersion === false) {
+    facts.keyset = false;
+    return { result: await client.search(plainBody, signal), keyset: false };
+  }
+  if (byVersion === true) return await keysetFirst(site, keysetBody, plainBody, signal);
 
   const giveUp = new AbortController();
   const asked = client.search(keysetBody, signal);
@@ -46,5 +53,31 @@ export async function fetchFirstPage(
     }
     facts.keyset = false;
     return { result: await plain, keyset: false };
+  }
+}
+
+/** What CKAN's version (status_show's, read by /health) says of keyset paging, which came with 2.12; undefined when unknown. */
+export function keysetByVersion(version: string | undefined): boolean | undefined {
+  const parts = version === undefined ? null : /^(\d+)\.(\d+)/.exec(version);
+  if (parts === null) return undefined;
+  const [major, minor] = [Number(parts[1]), Number(parts[2])];
+  return major > 2 || (major === 2 && minor >= 12);
+}
+
+/** Asked by keyset alone (the version says the site has it); should it refuse all the same, asked the plain way. */
+async function keysetFirst(
+  site: CkanSite,
+  keysetBody: SearchRequest,
+  plainBody: SearchRequest,
+  signal: AbortSignal,
+): Promise<FirstPage> {
+  try {
+    const result = await site.client.search(keysetBody, signal);
+    site.facts.keyset = true;
+    return { result, keyset: true };
+  } catch (error) {
+    if (!rejectsKeyset(error)) throw error;
+    site.facts.keyset = false;
+    return { result: await site.client.search(plainBody, signal), keyset: false };
   }
 }

@@ -1,4 +1,4 @@
-import { HttpError } from "../errors.ts";
+import { HttpError, TooManyRequests } from "../errors.ts";
 
 /** Rows of the first page: small, so the first byte leaves early and its size calibrates the rest. */
 export const FIRST_PAGE_ROWS = 1000;
@@ -146,14 +146,11 @@ export function admitExport(): Admission {
 export const MAX_EXPORTS_PER_CLIENT = 3;
 
 /** The 429 of a client already running as many exports as one client may. */
-export class ClientBusy extends HttpError {
+export class ClientBusy extends TooManyRequests {
   constructor(running: number) {
     super(
-      429,
       `This address is already running ${running} exports at once, as many as one client may; try again when one has finished (in ${BUSY_RETRY_SECONDS} seconds).`,
-      {
-        headers: { "retry-after": String(BUSY_RETRY_SECONDS) },
-      },
+      BUSY_RETRY_SECONDS,
     );
     this.name = "ClientBusy";
   }

@@ -176,11 +176,18 @@ export function offsetStretches(offset: number, counted: number, wanted: number,
 }
 
 /**
+ * Pages of fewer rows than this are written faster than CKAN's fixed cost of one more request
+ * (7-16 ms measured): staggering the first ranges is worth a request only for pages this large.
+ */
+export const STAGGER_MIN_ROWS = 10_000;
+
+/**
  * `_id` ranges after `after` (the first page's last `_id`) up to `largest` (the largest `_id`
  * matching, from one probe), each sized to hold about a page at the table's `_id` density, the last
  * one open-ended so rows past the probe (or past CKAN's count) are still read. Correctness never
  * depends on the density: a range with more rows than a page continues, one with fewer costs a
- * short request.
+ * short request. `firstShare`: the first range's share of a page, when pages are large enough
+ * (STAGGER_MIN_ROWS) for the time the worker takes to write one to matter.
  */
 export function idStretches(
   after: number,
@@ -189,13 +196,15 @@ export function idStretches(
   wanted: number,
   sizer: PageSizer,
   maxRanges: number,
+  firstShare = 1,
 ): StretchPlanner {
   let next = after;
   let open = false;
   let ranges = 0;
   return (planned, inflight) => {
     if (open) return undefined;
-    const rows = Math.min(sizer.rows, wanted - planned);
+    const page = ranges === 0 && sizer.rows >= STAGGER_MIN_ROWS ? Math.ceil(sizer.rows * firstShare) : sizer.rows;
+    const rows = Math.min(page, wanted - planned);
     // Ranges enough for the rows wanted are out: more only if they come back emptier than foreseen.
     if (rows <= 0 && inflight > 0) return undefined;
     const span = Math.max(1, Math.ceil(rows / Math.max(density, 1e-9)));
@@ -232,121 +241,159 @@ function windowNow(own: number, pageCost: number): number {
 }
 
 /**
- * The one paging loop: stretches planned ahead, `window` of them in flight, yielded strictly in
- * table order; what is left of a stretch is fetched next, ahead of the others. The end is found by
- * counting rows, never by trusting `_links`, a page's size or CKAN's count.
+ * The one paging loop's state: stretches planned ahead, `window` of them in flight, the rows handed
+ * on so far. `readPages` drives it page by page.
  */
-export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, undefined> {
-  const { first, firstRows, sizer, wanted } = plan;
-  const firstCount = batchRows(firstRows);
-  const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, plan.firstLimit) : plan.firstLimit;
-  if (firstApplied < plan.firstLimit) sizer.capAt(firstApplied);
-  sizer.observe(first.responseBytes, firstCount);
-  let current: Fetched | Streaming = {
-    page: { batch: firstRows, lastId: plan.firstLastId },
-    result: first,
-    ended: firstCount < firstApplied,
-    rest: undefined,
-  };
-  let planned = firstCount;
-  let seen = 0;
-  const inflight: Promise<Pending>[] = [];
-  const start = (stretch: Stretch): Promise<Pending> => {
-    const fetching = fetchStretch(plan, stretch);
+class Pager {
+  readonly plan: PagePlan;
+  /** Rows asked for so far (the first page's included). */
+  planned: number;
+  /** Rows handed on so far. */
+  seen = 0;
+  readonly inflight: Promise<Pending>[] = [];
+  planner: StretchPlanner | undefined;
+  /** A page read as it arrives holds a batch of rows at a time, not its answer. */
+  readonly pageCost: number;
+
+  constructor(plan: PagePlan, firstCount: number) {
+    this.plan = plan;
+    this.planned = firstCount;
+    this.planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
+    this.pageCost = plan.stream !== undefined && plan.reader !== undefined ? STREAMED_PAGE_COST : WHOLE_PAGE_COST;
+  }
+
+  start(stretch: Stretch): Promise<Pending> {
+    const fetching = fetchStretch(this.plan, stretch);
     // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
     fetching.catch(() => {});
     return fetching;
-  };
-  // A page read as it arrives holds a batch of rows at a time, not its answer.
-  const pageCost = plan.stream !== undefined && plan.reader !== undefined ? STREAMED_PAGE_COST : WHOLE_PAGE_COST;
-  let planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
+  }
+
   /**
    * `arriving`: the page being written is still arriving. Its request counts as one of the window (a
    * window of one still asks for the next page meanwhile, as it would for a page read whole), and
    * to the planner as one in flight (a page past CKAN's count waits until this one came back full).
    */
-  const fill = (arriving = 0): void => {
+  fill(arriving = 0): void {
     for (;;) {
-      const window = windowNow(plan.window, pageCost);
-      if (planner === undefined || inflight.length + (window > 1 ? arriving : 0) >= window) break;
-      const stretch = planner(planned, inflight.length + arriving);
+      const window = windowNow(this.plan.window, this.pageCost);
+      if (this.planner === undefined || this.inflight.length + (window > 1 ? arriving : 0) >= window) break;
+      const stretch = this.planner(this.planned, this.inflight.length + arriving);
       if (stretch === undefined) break;
-      inflight.push(start(stretch));
-      planned += stretch.count;
+      this.inflight.push(this.start(stretch));
+      this.planned += stretch.count;
     }
-  };
+  }
+
   /** What the loop does once a page's size is known: the rest of its stretch next, more pages asked for. */
-  const following = (page: Fetched, count: number): boolean => {
-    const last = page.ended || seen + count >= wanted;
+  following(page: Fetched, count: number): boolean {
+    const last = page.ended || this.seen + count >= this.plan.wanted;
     if (!last && page.rest !== undefined) {
       // The rest of this stretch comes right after it, ahead of the stretches already in flight.
-      inflight.unshift(start(page.rest));
+      this.inflight.unshift(this.start(page.rest));
       // An offset stretch's rest was planned with it; an `_id` range held more rows than foreseen.
-      if (!("offset" in page.rest)) planned += page.rest.count;
+      if (!("offset" in page.rest)) this.planned += page.rest.count;
     }
-    if (!last) fill();
+    if (!last) this.fill();
     return last;
-  };
+  }
+
   /** Hands on a batch of rows: counted against the limits, the last one cut to the rows wanted. */
-  const handOn = (batch: Batch, lastId: number | undefined): Batch => {
+  handOn(batch: Batch, lastId: number | undefined): Batch {
+    const { plan, seen } = this;
     const count = batchRows(batch);
     plan.checkRows?.(seen + count);
     // `_id` ranges side by side may bring more rows than the limit: the last page is cut.
-    const rows = seen + count > wanted ? leadingRows(batch, wanted - seen) : batch;
-    seen += batchRows(rows);
-    plan.position.rows = seen;
+    const rows = seen + count > plan.wanted ? leadingRows(batch, plan.wanted - seen) : batch;
+    this.seen += batchRows(rows);
+    plan.position.rows = this.seen;
     plan.position.lastId = lastId;
     return rows;
+  }
+}
+
+/** The first page, in before the loop starts: what it tells of the site's cap and of a row's size. */
+function firstFetched(plan: PagePlan): Fetched {
+  const { first, firstRows, sizer } = plan;
+  const firstCount = batchRows(firstRows);
+  const firstApplied = typeof first.limit === "number" ? Math.min(first.limit, plan.firstLimit) : plan.firstLimit;
+  if (firstApplied < plan.firstLimit) sizer.capAt(firstApplied);
+  sizer.observe(first.responseBytes, firstCount);
+  return {
+    page: { batch: firstRows, lastId: plan.firstLastId },
+    result: first,
+    ended: firstCount < firstApplied,
+    rest: undefined,
   };
+}
+
+/** A page read whole: checked, the next pages asked for, then handed on. Returns whether it was the last. */
+async function* wholePage(pager: Pager, current: Fetched): AsyncGenerator<Batch, boolean, undefined> {
+  const count = batchRows(current.page.batch);
+  pager.plan.checkRows?.(pager.seen + count);
+  const last = pager.following(current, count);
+  yield pager.handOn(current.page.batch, current.page.lastId);
+  return last;
+}
+
+/**
+ * A page read as it arrives: its rows handed on batch by batch, then what the page says of the rest
+ * once it ends. The window is kept full meanwhile (this page's request among them): CKAN computes
+ * the next pages while this one is written. Returns whether it was the last, undefined once the
+ * rows wanted are all out.
+ */
+async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<Batch, boolean | undefined, undefined> {
+  const { plan } = pager;
+  pager.fill(1);
+  const from = pager.seen;
+  let lastId: number | undefined;
+  let result: SearchResult | undefined;
+  for (;;) {
+    const next = await current.pages.next();
+    if (next.done) {
+      result = next.value;
+      break;
+    }
+    lastId = plan.pageOf({ fields: [], records: [], copy: () => next.value }).lastId;
+    paging.set(plan, Date.now());
+    yield pager.handOn(next.value.page, lastId);
+    if (pager.seen >= plan.wanted) break;
+  }
+  if (result === undefined) return undefined;
+  // An answer that could not be read as it arrived was read whole: its rows go out now.
+  if (result.copy !== undefined || result.records.length > 0) {
+    const page = plan.pageOf(result);
+    lastId = page.lastId;
+    yield pager.handOn(page.batch, lastId);
+  }
+  return pager.following(fetched(plan, current.stretch, result, { rows: pager.seen - from, lastId }), 0);
+}
+
+/**
+ * The one paging loop: stretches planned ahead, `window` of them in flight, yielded strictly in
+ * table order; what is left of a stretch is fetched next, ahead of the others. The end is found by
+ * counting rows, never by trusting `_links`, a page's size or CKAN's count.
+ */
+export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, undefined> {
+  let current: Fetched | Streaming = firstFetched(plan);
+  const pager = new Pager(plan, batchRows(plan.firstRows));
   try {
     for (;;) {
       paging.set(plan, Date.now());
-      let last: boolean;
-      if ("pages" in current) {
-        // Rows as they arrive; what the page says of the rest once it ends. The window is kept full
-        // meanwhile (this page's request among them): CKAN computes the next pages while this one is written.
-        fill(1);
-        const from = seen;
-        let lastId: number | undefined;
-        let result: SearchResult | undefined;
-        for (;;) {
-          const next = await current.pages.next();
-          if (next.done) {
-            result = next.value;
-            break;
-          }
-          lastId = plan.pageOf({ fields: [], records: [], copy: () => next.value }).lastId;
-          paging.set(plan, Date.now());
-          yield handOn(next.value.page, lastId);
-          if (seen >= wanted) break;
-        }
-        if (result === undefined) return;
-        // An answer that could not be read as it arrived was read whole: its rows go out now.
-        if (result.copy !== undefined || result.records.length > 0) {
-          const page = plan.pageOf(result);
-          lastId = page.lastId;
-          yield handOn(page.batch, lastId);
-        }
-        const page = fetched(plan, current.stretch, result, { rows: seen - from, lastId });
-        last = following(page, 0);
-      } else {
-        const count = batchRows(current.page.batch);
-        plan.checkRows?.(seen + count);
-        last = following(current, count);
-        yield handOn(current.page.batch, current.page.lastId);
+      const last = "pages" in current ? yield* streamingPage(pager, current) : yield* wholePage(pager, current);
+      if (last === undefined) return;
+      if (!last && pager.planner === undefined) {
+        pager.planner = await plan.stretches;
+        pager.fill();
       }
-      if (!last && planner === undefined) {
-        planner = await plan.stretches;
-        fill();
-      }
-      const next = inflight.shift();
+      const next = pager.inflight.shift();
       if (last || next === undefined) return;
       const pending = await next;
       current = typeof pending === "function" ? pending() : pending;
     }
   } finally {
     paging.delete(plan);
-    inflight.length = 0;
+    pager.inflight.length = 0;
     plan.stop.abort();
   }
 }

@@ -49,6 +49,9 @@ export interface Plan {
   window: number;
 }
 
+/** The first `_id` range's share of a page (see `id-ranges`). */
+const FIRST_RANGE_SHARE = 0.5;
+
 export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
   offset: (input) => {
     const { exact, available, wanted, sizer } = input;
@@ -68,7 +71,9 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     const stretches = largestId(input.client, input.query, input.signal).then((largest) => {
       const density =
         largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
-      return idStretches(after, largest, density, wanted, sizer, Math.max(1, pagesPlanned));
+      // Ranges asked together share CKAN's cores and would come back together, CKAN then idle while
+      // the worker writes the first: a first range of half a page comes back first, the others meanwhile.
+      return idStretches(after, largest, density, wanted, sizer, Math.max(1, pagesPlanned), FIRST_RANGE_SHARE);
     });
     return { window, stretches };
   },

@@ -91,30 +91,75 @@ export async function describeTable(
  * fetches as it is read.
  */
 export async function openTable(site: CkanSite, query: TableQuery, options: PagingOptions): Promise<Table> {
-  const resume = options.resume;
-  const done = resume?.rows ?? 0;
-  // Without a limit, at most the row limit; one row more is fetched to tell "exactly the maximum" from "more".
-  const wanted = (query.limit ?? options.rowLimit.rows + 1) - done;
+  const done = options.resume?.rows ?? 0;
   const stop = new AbortController();
-  const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
-  const sizer = new PageSizer(options.pageSize, pageTarget(options));
-  const { moved, firstLimit, first, keyset } = await openStart(
+  const opening: Opening = {
     site,
     query,
-    resume,
-    Math.min(sizer.rows, wanted),
-    signal,
+    options,
+    done,
+    // Without a limit, at most the row limit; one row more is fetched to tell "exactly the maximum" from "more".
+    wanted: (query.limit ?? options.rowLimit.rows + 1) - done,
+    stop,
+    signal: options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal,
+    sizer: new PageSizer(options.pageSize, pageTarget(options)),
+  };
+  const start = await openStart(
+    site,
+    query,
+    options.resume,
+    Math.min(opening.sizer.rows, opening.wanted),
+    opening.signal,
   );
+  const judged = judgeFirstPage(opening, start);
+  const position: Position = { rows: 0, lastId: undefined };
+  const { total, estimated, available } = judged.count;
+  return {
+    columns: judged.columns,
+    total,
+    expectedRows: available === undefined ? query.limit : Math.min(available, opening.wanted),
+    firstPageRows: Math.min(start.first.records.length, opening.wanted),
+    pages: laterPagesRead(opening, start, judged, position),
+    resumeAt: () => ({
+      rows: done + position.rows,
+      afterId: judged.later.byId ? position.lastId : undefined,
+      total,
+      estimated,
+    }),
+  };
+}
 
+/** One export being opened: what each step of `openTable` reads. */
+interface Opening {
+  site: CkanSite;
+  query: TableQuery;
+  options: PagingOptions;
+  /** Rows an earlier invocation produced (0 from the start). */
+  done: number;
+  /** Rows still to produce, one more than the row limit allows when the link sets no limit. */
+  wanted: number;
+  stop: AbortController;
+  signal: AbortSignal;
+  sizer: PageSizer;
+}
+
+type Start = Awaited<ReturnType<typeof openStart>>;
+type Judged = ReturnType<typeof judgeFirstPage>;
+
+/**
+ * What the first page tells: the columns, CKAN's count checked against the row limit, how later
+ * pages are asked for, and how many the subrequest budget allows.
+ */
+function judgeFirstPage({ query, options, done, wanted }: Opening, { moved, firstLimit, first, keyset }: Start) {
   const columns = outputColumns(query, first.fields);
   // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
   const count = countOf(
     query,
-    moved !== undefined ? { total: moved.split.rows, total_was_estimated: false } : (resume ?? first),
+    moved !== undefined ? { total: moved.split.rows, total_was_estimated: false } : (options.resume ?? first),
     options.rowLimit,
     done,
   );
-  const later = laterPages(query, first, columns, keyset, resume, options.passthrough);
+  const later = laterPages(query, first, columns, keyset, options.resume, options.passthrough);
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
   const after = later.byId && full ? lastIdOf(first) : undefined;
@@ -125,11 +170,18 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
   const pagesPlanned = full
     ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget)
     : 0;
+  return { columns, count, later, firstRows, after, pagesPlanned };
+}
 
+/** The batches, the first page's first: the rest planned by the strategy its paging calls for. */
+function laterPagesRead(opening: Opening, start: Start, judged: Judged, position: Position) {
+  const { site, query, options, done, wanted, sizer, signal } = opening;
+  const { moved, first, firstLimit } = start;
+  const { later, after, firstRows } = judged;
   const strategy: PagingStrategy = moved !== undefined ? "nulls-last" : after === undefined ? "offset" : "id-ranges";
+  const resume = options.resume;
   // Resumed after an `_id`, offsets count from there (the later pages' filters hold the bound).
   const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
-  const { available, exact } = count;
   const plan = STRATEGIES[strategy]({
     client: site.client,
     query,
@@ -137,16 +189,15 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     sizer,
     wanted,
     concurrency: options.concurrency,
-    available,
-    exact,
+    available: judged.count.available,
+    exact: judged.count.exact,
     firstRows: firstRows.length,
-    pagesPlanned,
+    pagesPlanned: judged.pagesPlanned,
     from,
     after: after ?? 0,
     ...(moved !== undefined ? { segments: moved.segments } : {}),
   });
-  const position: Position = { rows: 0, lastId: undefined };
-  const pages = readPages({
+  return readPages({
     client: site.client,
     base: later.base,
     filters: query.filters,
@@ -155,7 +206,7 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     checkRows: query.limit === undefined ? (seen) => checkRowLimit(options.rowLimit, done + seen, "more") : undefined,
     sizer,
     signal,
-    stop,
+    stop: opening.stop,
     first,
     firstRows,
     firstLimit,
@@ -165,20 +216,6 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     ...(later.reader !== undefined ? { reader: later.reader } : {}),
     ...(later.stream !== undefined ? { stream: later.stream } : {}),
   });
-  const { total, estimated } = count;
-  return {
-    columns,
-    total,
-    expectedRows: available === undefined ? query.limit : Math.min(available, wanted),
-    firstPageRows: Math.min(first.records.length, wanted),
-    pages,
-    resumeAt: () => ({
-      rows: done + position.rows,
-      afterId: later.byId ? position.lastId : undefined,
-      total,
-      estimated,
-    }),
-  };
 }
 
 /**

@@ -1,7 +1,5 @@
-import { CkanClient } from "../ckan/client.ts";
+import type { CkanClient } from "../ckan/client.ts";
 import { sortColumns } from "../query/sort.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
-import type { Config } from "../config/config.ts";
 import { BadParameter } from "../errors.ts";
 import { ColumnRefusal, SortRefused } from "../ckan/refusals.ts";
 import type { TableQuery } from "../query/table-query.ts";
@@ -16,8 +14,7 @@ import { tableInfo } from "./table-info.ts";
 export async function withColumnHint(
   error: unknown,
   query: TableQuery & { alias: string | undefined },
-  config: Config,
-  upstreamFetch: UpstreamFetch,
+  client: CkanClient,
 ): Promise<never> {
   if (!(error instanceof ColumnRefusal)) throw error;
   let hint: string | undefined;
@@ -27,7 +24,7 @@ export async function withColumnHint(
       ...Object.keys(query.filters),
       ...(query.sort === undefined ? [] : sortColumns(query.sort)),
     ];
-    const { columns } = await tableInfo(new CkanClient(config, upstreamFetch), query.resourceId);
+    const { columns } = await tableInfo(client, query.resourceId);
     const known = new Set(["_id", "_full_text", ...columns.map((c) => c.id)]);
     const unknown = [...new Set(named.filter((name) => !known.has(name)))];
     const list = (names: string[]): string => names.map((n) => `"${n.slice(0, 63)}"`).join(", ");

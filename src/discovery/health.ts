@@ -3,6 +3,7 @@ import { siteFacts } from "../ckan/site.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
+import type { Secrets } from "../config/narrow.ts";
 import { toHttpError, type HttpError } from "../errors.ts";
 
 /** A status_show or one-row search is small: a portal slower than this is not answering. */
@@ -45,15 +46,44 @@ export interface UpstreamHealth {
 
 /** `status_show`, asked anonymously: is this a CKAN, which one, with the DataStore? */
 async function statusShow(
-  config: Config,
+  config: Pick<Config, "ckanBase"> & Secrets,
   upstreamFetch: UpstreamFetch,
 ): Promise<{ ckan: CkanHealth; problem?: string }> {
   const base = config.ckanBase;
   const ckan: CkanHealth = { base, reachable: false, version: null, datastore: null, range_filters: null };
   const url = `${base}/api/action/status_show`;
-  let response: Response;
+  const asked = await askStatus(url, upstreamFetch);
+  if (typeof asked === "string")
+    return { ckan, problem: `CKAN did not answer at ${base} (${asked}). Check CKAN_BASE_URL and that the site is up.` };
+  ckan.reachable = true;
+  if (asked.status >= 300 && asked.status < 400) {
+    await asked.body?.cancel();
+    const redact = redactorOf([config.apiToken, config.adminToken, config.linkSigningKey]);
+    return { ckan, problem: redirectRefused(asked, url, redact).message };
+  }
+  const status = statusOf(await asked.text());
+  if (status === undefined) {
+    return {
+      ckan,
+      problem: `${url} answered HTTP ${asked.status} with something that is not CKAN's status_show. CKAN_BASE_URL must be the site's base with its mount prefix and language segment, if any (like https://open.canada.ca/data/en).`,
+    };
+  }
+  ckan.version = status.version;
+  ckan.datastore = status.extensions.includes("datastore");
+  const [major = 0, minor = 0] = ckan.version.split(".").map((part) => Number.parseInt(part, 10));
+  ckan.range_filters = major > 2 || (major === 2 && minor >= 12);
+  if (!ckan.datastore)
+    return {
+      ckan,
+      problem: `CKAN ${ckan.version} at ${base} runs without the DataStore (its plugins: ${status.extensions.join(", ") || "none"}): there is no table to export.`,
+    };
+  return { ckan };
+}
+
+/** The answer to `status_show`, or why there is none (in words). */
+async function askStatus(url: string, upstreamFetch: UpstreamFetch): Promise<Response | string> {
   try {
-    response = await upstreamFetch(
+    return await upstreamFetch(
       new Request(url, {
         headers: { accept: "application/json" },
         signal: AbortSignal.timeout(TIMEOUT_MS),
@@ -61,49 +91,25 @@ async function statusShow(
       }),
     );
   } catch (error) {
-    const reason =
-      error instanceof Error && error.name === "TimeoutError"
-        ? `no answer within ${TIMEOUT_MS / 1000} s`
-        : "the connection failed";
-    return {
-      ckan,
-      problem: `CKAN did not answer at ${base} (${reason}). Check CKAN_BASE_URL and that the site is up.`,
-    };
+    return error instanceof Error && error.name === "TimeoutError"
+      ? `no answer within ${TIMEOUT_MS / 1000} s`
+      : "the connection failed";
   }
-  ckan.reachable = true;
-  if (response.status >= 300 && response.status < 400) {
-    await response.body?.cancel();
-    return {
-      ckan,
-      problem: `${redirectRefused(response, url, redactorOf([config.apiToken, config.adminToken, config.linkSigningKey])).message}`,
-    };
-  }
-  const text = await response.text();
+}
+
+/** CKAN's version and plugins from a `status_show` answer; undefined: not one. */
+function statusOf(text: string): { version: string; extensions: string[] } | undefined {
   let body: { success?: unknown; result?: { ckan_version?: unknown; extensions?: unknown } } | undefined;
   try {
     body = JSON.parse(text) as typeof body;
   } catch {
-    body = undefined;
+    return undefined;
   }
-  if (body?.success !== true || typeof body.result?.ckan_version !== "string") {
-    return {
-      ckan,
-      problem: `${url} answered HTTP ${response.status} with something that is not CKAN's status_show. CKAN_BASE_URL must be the site's base with its mount prefix and language segment, if any (like https://open.canada.ca/data/en).`,
-    };
-  }
-  ckan.version = body.result.ckan_version;
+  if (body?.success !== true || typeof body.result?.ckan_version !== "string") return undefined;
   const extensions = Array.isArray(body.result.extensions)
     ? body.result.extensions.filter((e): e is string => typeof e === "string")
     : [];
-  ckan.datastore = extensions.includes("datastore");
-  const [major = 0, minor = 0] = ckan.version.split(".").map((part) => Number.parseInt(part, 10));
-  ckan.range_filters = major > 2 || (major === 2 && minor >= 12);
-  if (!ckan.datastore)
-    return {
-      ckan,
-      problem: `CKAN ${ckan.version} at ${base} runs without the DataStore (its plugins: ${extensions.join(", ") || "none"}): there is no table to export.`,
-    };
-  return { ckan };
+  return { version: body.result.ckan_version, extensions };
 }
 
 /** One row of the table, with or without the token: what an export's first call does. */

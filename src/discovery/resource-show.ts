@@ -1,4 +1,3 @@
-import type { Config } from "../config/config.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 
 export interface ResourceText {
@@ -16,11 +15,11 @@ const MAX_DESCRIPTION = 500;
  * emulator without the action, a refusal, a time-out) gives nothing rather than an error.
  */
 export async function resourceText(
-  config: Config,
+  ckanBase: string,
   upstreamFetch: UpstreamFetch,
   resourceId: string,
 ): Promise<ResourceText> {
-  const url = `${config.ckanBase}/api/action/resource_show?id=${encodeURIComponent(resourceId)}`;
+  const url = `${ckanBase}/api/action/resource_show?id=${encodeURIComponent(resourceId)}`;
   try {
     const response = await upstreamFetch(
       new Request(url, {

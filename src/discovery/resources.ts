@@ -1,15 +1,17 @@
 import { unknownAlias } from "../query/export-query.ts";
-import { CkanClient } from "../ckan/client.ts";
-import { siteFor } from "../ckan/site.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
-import type { Config } from "../config/config.ts";
+import type { DiscoverySettings } from "../config/narrow.ts";
 import { toHttpError } from "../errors.ts";
 import { FORMATS } from "../query/formats.ts";
 import { resourceText } from "./resource-show.ts";
 import { probeDistinctValues, tableInfo, type ColumnInfo } from "./table-info.ts";
 
 export interface DiscoveryDeps {
-  config: Config;
+  settings: DiscoverySettings;
+  /** The CKAN site, its client asking datastore_search (with the token, where one is set). */
+  site: CkanSite;
+  /** For the actions asked anonymously (resource_show). */
   upstreamFetch: UpstreamFetch;
   /** e.g. https://export.example.org */
   origin: string;
@@ -26,7 +28,7 @@ export function exportPath(format: string, alias: string, params: [string, strin
 }
 
 /** The published alias, or the 404 a link naming it would get. */
-export function publishedResource(config: Config, alias: string): string {
+export function publishedResource(config: DiscoverySettings, alias: string): string {
   const id = config.resources.get(alias);
   if (id === undefined) throw unknownAlias(config, alias);
   return id;
@@ -40,12 +42,12 @@ async function inBatches<T, R>(items: T[], size: number, work: (item: T) => Prom
 
 /** GET /resources: every published alias with its name, description and row count where CKAN gives them. */
 export async function listResources(deps: DiscoveryDeps): Promise<unknown> {
-  const { config, origin } = deps;
-  const client = new CkanClient(config, deps.upstreamFetch);
+  const { settings: config, origin } = deps;
+  const { client } = deps.site;
   const resources = await inBatches([...config.resources], config.upstreamConcurrency, async ([name, id]) => {
     const entry: Record<string, unknown> = { name, resource_id: id };
     const [text, info] = await Promise.all([
-      resourceText(config, deps.upstreamFetch, id),
+      resourceText(config.ckanBase, deps.upstreamFetch, id),
       client.search({ resource_id: id, limit: 0, include_total: true }).then(
         (result) => ({ rows: result.total, estimated: result.total_was_estimated === true }),
         (error: unknown) => ({ error: toHttpError(error) }),
@@ -145,10 +147,12 @@ function aggregateExamples(alias: string, columns: ColumnInfo[], picked: ColumnI
 
 /** GET /resources/<alias>: columns with the data dictionary, values of the few-valued ones, count, examples. */
 export async function describeResource(alias: string, deps: DiscoveryDeps): Promise<unknown> {
-  const { config, origin } = deps;
+  const { settings: config, origin, site } = deps;
   const id = publishedResource(config, alias);
-  const site = siteFor(config, deps.upstreamFetch);
-  const [text, info] = await Promise.all([resourceText(config, deps.upstreamFetch, id), tableInfo(site.client, id)]);
+  const [text, info] = await Promise.all([
+    resourceText(config.ckanBase, deps.upstreamFetch, id),
+    tableInfo(site.client, id),
+  ]);
   await probeDistinctValues(site.client, id, info.columns, config.upstreamConcurrency);
   return {
     name: alias,

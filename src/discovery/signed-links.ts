@@ -68,8 +68,8 @@ export async function signLinkRoute(request: Request, config: Config, now = Date
     expires = Math.floor(now / 1000) + seconds;
   }
   const signed = await signedPath(key, `${url.pathname}${url.search}`, expires);
-  return Response.json(
-    { link: origin + signed, expires: expires === undefined ? null : new Date(expires * 1000).toISOString() },
-    { headers: { "cache-control": "no-store" } },
-  );
+  return Response.json({
+    link: origin + signed,
+    expires: expires === undefined ? null : new Date(expires * 1000).toISOString(),
+  });
 }

@@ -1,5 +1,5 @@
 import type { Table } from "../ckan/table.ts";
-import { HttpError, toHttpError } from "../errors.ts";
+import { ClientTooSlow, type HttpError, toHttpError } from "../errors.ts";
 import type { Encoder } from "../format/types.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 
@@ -72,14 +72,12 @@ export interface StallWatch {
 export const MIN_BYTES_PER_SECOND = 4096;
 
 const stalled = (watch: StallWatch): HttpError =>
-  new HttpError(
-    408,
+  new ClientTooSlow(
     `The download made no progress for ${watch.stallMs / 1000} s (the client stopped reading), so the export was stopped.`,
   );
 
 const tooSlow = (watch: StallWatch): HttpError =>
-  new HttpError(
-    408,
+  new ClientTooSlow(
     `The download was read slower than ${watch.minBytesPerSecond} bytes a second over ${watch.stallMs / 1000} s, so the export was stopped.`,
   );
 
@@ -225,112 +223,135 @@ export function toByteStream(
   hooks: ByteStreamHooks,
   watch?: StallWatch,
 ): ReadableStream<Uint8Array> {
-  const utf8 = new TextEncoder();
-  let bytes = 0;
-  let failed: HttpError | undefined;
-  /** After a failure: what is left to send before the stream errors. */
-  const last: string[] = [];
-  /** After a cut-off: the file ended whole, close once it is sent. */
-  let closing = false;
-  let finished = false;
-  let ended = false;
-  const finish = (error?: HttpError): void => {
-    if (finished) return;
-    finished = true;
-    hooks.done?.(error === undefined ? { bytes } : { bytes, error });
-  };
+  return new ReadableStream<Uint8Array>(new ByteSource(chunks, hooks, watch), { highWaterMark: 0 });
+}
 
-  const watchdog = new ReaderWatch(watch);
-  const enqueue = (controller: ReadableStreamDefaultController<Uint8Array>, data: Uint8Array): void => {
+type Controller = ReadableStreamDefaultController<Uint8Array>;
+
+/** toByteStream's source: what was sent, and how the stream ends (whole, cut off, stopped or failed). */
+class ByteSource implements UnderlyingSource<Uint8Array> {
+  readonly #utf8 = new TextEncoder();
+  readonly #chunks: AsyncGenerator<string | Uint8Array, void, undefined>;
+  readonly #hooks: ByteStreamHooks;
+  readonly #watchdog: ReaderWatch;
+  #bytes = 0;
+  #failed: HttpError | undefined;
+  /** After a failure: what is left to send before the stream errors. */
+  readonly #last: string[] = [];
+  /** After a cut-off: the file ended whole, close once it is sent. */
+  #closing = false;
+  #finished = false;
+  #ended = false;
+
+  constructor(
+    chunks: AsyncGenerator<string | Uint8Array, void, undefined>,
+    hooks: ByteStreamHooks,
+    watch: StallWatch | undefined,
+  ) {
+    this.#chunks = chunks;
+    this.#hooks = hooks;
+    this.#watchdog = new ReaderWatch(watch);
+  }
+
+  async pull(controller: Controller): Promise<void> {
+    const slow = this.#watchdog.taken();
+    if (this.#closing) return this.#close(controller);
+    if (this.#failed !== undefined) return this.#sendLast(controller, this.#failed);
+    if (slow !== undefined) return this.#stop(controller, slow);
+    try {
+      const next = await this.#chunks.next();
+      if (next.done) {
+        this.#finish();
+        return this.#close(controller);
+      }
+      const data = typeof next.value === "string" ? own(this.#utf8.encode(next.value)) : next.value;
+      this.#bytes += data.byteLength;
+      this.#enqueue(controller, data);
+    } catch (error) {
+      this.#fail(controller, toHttpError(error));
+    }
+  }
+
+  async cancel(): Promise<void> {
+    this.#ended = true;
+    this.#watchdog.disarm();
+    this.#hooks.cancel?.();
+    this.#finish();
+    await this.#chunks.return();
+  }
+
+  #finish(error?: HttpError): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#hooks.done?.(error === undefined ? { bytes: this.#bytes } : { bytes: this.#bytes, error });
+  }
+
+  #enqueue(controller: Controller, data: Uint8Array): void {
     controller.enqueue(data);
-    watchdog.given(data.byteLength, (error) => {
-      if (ended) return;
+    this.#watchdog.given(data.byteLength, (error) => {
+      if (this.#ended) return;
       // Stopped already (its last line waits, untaken): end the connection now.
-      if (failed !== undefined) return end(controller, failed);
-      stop(controller, error);
+      if (this.#failed !== undefined) return this.#end(controller, this.#failed);
+      this.#stop(controller, error);
     });
-  };
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
-    ended = true;
-    watchdog.disarm();
+  }
+
+  #close(controller: Controller): void {
+    this.#ended = true;
+    controller.close();
+  }
+
+  #end(controller: Controller, error: HttpError): void {
+    this.#ended = true;
+    this.#watchdog.disarm();
     controller.error(error);
-  };
+  }
+
+  #reason(error: HttpError): string {
+    return `${error.message} (HTTP ${error.status} after ${this.#bytes} bytes).`;
+  }
+
+  /** The failure text goes out a chunk a pull (see `lastChunks`), then the stream errors. */
+  #sendLast(controller: Controller, failed: HttpError): void {
+    const text = this.#last.shift();
+    if (text === undefined) this.#end(controller, failed);
+    else this.#enqueue(controller, this.#utf8.encode(text));
+  }
+
+  #startLast(controller: Controller, trailer: string): void {
+    this.#last.push(...lastChunks(trailer));
+    this.#enqueue(controller, this.#utf8.encode(this.#last.shift()!));
+  }
 
   /**
    * The client stopped reading (or reads too slowly): the export stops as if upstream had failed.
    * Paging stops and its pages are let go, the isolate's slot is freed, the last line waits for a
    * reader that may never come (the watchdog ends the stream if none does).
    */
-  const stop = (controller: ReadableStreamDefaultController<Uint8Array>, error: HttpError): void => {
-    failed = error;
-    finish(failed);
-    hooks.cancel?.();
-    void chunks.return().catch(() => {});
-    const trailer = hooks.failure(`${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`);
-    last.push(...lastChunks(trailer));
-    enqueue(controller, utf8.encode(last.shift()!));
-  };
+  #stop(controller: Controller, error: HttpError): void {
+    this.#failed = error;
+    this.#finish(error);
+    this.#hooks.cancel?.();
+    void this.#chunks.return().catch(() => {});
+    this.#startLast(controller, this.#hooks.failure(this.#reason(error)));
+  }
 
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const slow = watchdog.taken();
-        if (closing) {
-          ended = true;
-          controller.close();
-          return;
-        }
-        if (failed !== undefined) {
-          const text = last.shift();
-          if (text === undefined) end(controller, failed);
-          else enqueue(controller, utf8.encode(text));
-          return;
-        }
-        if (slow !== undefined) {
-          stop(controller, slow);
-          return;
-        }
-        try {
-          const next = await chunks.next();
-          if (next.done) {
-            finish();
-            ended = true;
-            controller.close();
-            return;
-          }
-          const data = typeof next.value === "string" ? own(utf8.encode(next.value)) : next.value;
-          bytes += data.byteLength;
-          enqueue(controller, data);
-        } catch (error) {
-          failed = toHttpError(error);
-          finish(failed);
-          const reason = `${failed.message} (HTTP ${failed.status} after ${bytes} bytes).`;
-          const ending = hooks.cutOff?.(failed, reason);
-          if (ending !== undefined) {
-            closing = true;
-            const data = utf8.encode(ending);
-            bytes += data.byteLength;
-            enqueue(controller, data);
-            return;
-          }
-          const trailer = hooks.failure(reason);
-          // Nothing sent and nothing to add: no chunk to protect, error at once.
-          if (trailer === "" && bytes === 0) {
-            end(controller, failed);
-            return;
-          }
-          last.push(...lastChunks(trailer));
-          enqueue(controller, utf8.encode(last.shift()!));
-        }
-      },
-      async cancel() {
-        ended = true;
-        watchdog.disarm();
-        hooks.cancel?.();
-        finish();
-        await chunks.return();
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  /** The export failed: a format that can end its file saying so does; the others send their failure text. */
+  #fail(controller: Controller, failed: HttpError): void {
+    this.#failed = failed;
+    this.#finish(failed);
+    const reason = this.#reason(failed);
+    const ending = this.#hooks.cutOff?.(failed, reason);
+    if (ending !== undefined) {
+      this.#closing = true;
+      const data = this.#utf8.encode(ending);
+      this.#bytes += data.byteLength;
+      this.#enqueue(controller, data);
+      return;
+    }
+    const trailer = this.#hooks.failure(reason);
+    // Nothing sent and nothing to add: no chunk to protect, error at once.
+    if (trailer === "" && this.#bytes === 0) this.#end(controller, failed);
+    else this.#startLast(controller, trailer);
+  }
 }

@@ -7,7 +7,9 @@ import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
+import { xlsxCsvReader } from "../format/xlsx-from-csv.ts";
 import { encoderFor, ENCODERS } from "../format/index.ts";
+import type { Encoder, EncoderCarry } from "../format/types.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
@@ -40,8 +42,8 @@ export interface OpenExport {
 /**
  * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
  * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
- * of rows costs several times its bytes in heap); JSON and NDJSON take CKAN's CSV pages too and write
- * each record from their bytes; the decimal comma, XLSX and Parquet encode rows.
+ * of rows costs several times its bytes in heap); JSON, NDJSON and XLSX take CKAN's CSV pages too and
+ * write each record (a sheet row) from their bytes; the decimal comma and Parquet encode rows.
  */
 function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
@@ -51,6 +53,15 @@ function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrou
         recordsFormat: "csv",
         read: jsonCsvReader(incoming, dropFrom, ndjson),
         stream: () => new CsvRecordsStream(jsonCsvReader(incoming, dropFrom, ndjson)),
+      }),
+    };
+  }
+  if (config.csvPassthrough && query.format === "xlsx") {
+    return {
+      passthrough: (incoming, dropFrom) => ({
+        recordsFormat: "csv",
+        read: xlsxCsvReader(incoming, dropFrom),
+        stream: () => new CsvRecordsStream(xlsxCsvReader(incoming, dropFrom)),
       }),
     };
   }
@@ -160,7 +171,52 @@ export interface ExportPart {
   ended(): boolean;
   /** Where the next part goes on (read once `chunks` is done). */
   resumeAt(): Resume;
+  /** What the encoder paused with, for the next part's (see Encoder.pause; null if nothing). */
+  carried(): EncoderCarry | null;
   columns: Table["columns"];
+}
+
+/** A table's pages until `full()` says enough at a page's end; whether they stopped there or ended. */
+function pagesUntil(pages: Table["pages"], full: () => boolean) {
+  let stopped = false;
+  let ended = false;
+  async function* until(): AsyncGenerator<Batch, void, undefined> {
+    try {
+      for (;;) {
+        // Every chunk of the pages so far has been taken: a part may end here.
+        if (full()) {
+          stopped = true;
+          return;
+        }
+        const next = await pages.next();
+        if (next.done) {
+          ended = true;
+          return;
+        }
+        yield next.value;
+      }
+    } finally {
+      // Pages still in flight are dropped (the next part asks for them again).
+      await pages.return();
+    }
+  }
+  return { pages: until(), stopped: () => stopped, ended: () => ended };
+}
+
+/**
+ * A part's encoder: a part that stops early writes no end, only what its encoder holds if it keeps
+ * state between pages (Encoder.pause), and that state is kept for the next part.
+ */
+function pausing(encoder: Encoder<string | Uint8Array>, stopped: () => boolean) {
+  let paused: EncoderCarry | null = null;
+  const end = (): string | Uint8Array => {
+    if (!stopped()) return encoder.end();
+    if (encoder.pause === undefined) return "";
+    const { chunk, carried } = encoder.pause();
+    paused = carried;
+    return chunk;
+  };
+  return { encoder: { ...encoder, end }, carried: () => paused };
 }
 
 /**
@@ -175,6 +231,7 @@ export async function openExportPart(
   site: CkanSite,
   resume: Resume | undefined,
   full: () => boolean,
+  carried?: EncoderCarry,
 ): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
@@ -183,36 +240,25 @@ export async function openExportPart(
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
   });
-  const encoder = encoderFor(query, table.columns, resume === undefined ? undefined : { rows: resume.rows });
-  let stopped = false;
-  let ended = false;
-  async function* untilFull(): AsyncGenerator<Batch, void, undefined> {
-    try {
-      for (;;) {
-        // Every chunk of the pages so far has been taken: a part may end here.
-        if (full()) {
-          stopped = true;
-          return;
-        }
-        const next = await table.pages.next();
-        if (next.done) {
-          ended = true;
-          return;
-        }
-        yield next.value;
-      }
-    } finally {
-      // Pages still in flight are dropped (the next part asks for them again).
-      await table.pages.return();
-    }
-  }
+  const continued =
+    resume === undefined ? undefined : { rows: resume.rows, ...(carried === undefined ? {} : { carried }) };
+  const until = pagesUntil(table.pages, full);
+  const part = pausing(encoderFor(query, table.columns, continued), until.stopped);
   const progress = { rows: 0, chars: 0 };
-  const chunks = encodeTable(
-    { ...table, pages: untilFull() },
-    { ...encoder, end: () => (stopped ? "" : encoder.end()) },
+  const encoded = encodeTable({ ...table, pages: until.pages }, part.encoder, progress);
+  // A file too big for its format is refused from its first page, before a byte is stored.
+  const chunks =
+    format.maxBytes === undefined || resume !== undefined
+      ? encoded
+      : withinSize(encoded, format.maxBytes, table, progress);
+  return {
+    chunks,
     progress,
-  );
-  return { chunks, progress, ended: () => ended, resumeAt: () => table.resumeAt(), columns: table.columns };
+    ended: until.ended,
+    resumeAt: () => table.resumeAt(),
+    carried: part.carried,
+    columns: table.columns,
+  };
 }
 
 /** What `openExport` would answer, without its rows: CKAN's count, after the same checks (for HEAD). */
@@ -248,7 +294,7 @@ async function* withinSize<T>(
   chunks: AsyncGenerator<T, void, undefined>,
   max: { limit: number; refusal: (estimate: number) => string },
   table: Pick<Table, "expectedRows">,
-  progress: ExportProgress,
+  progress: Pick<ExportProgress, "rows" | "chars">,
 ): AsyncGenerator<T, void, undefined> {
   let judged = false;
   for await (const chunk of chunks) {

@@ -30,79 +30,112 @@ export function csvRecordsReader(
   formulaGuard: boolean,
   delimiter = ",",
 ): RecordsReader {
+  const separator = separatorOf(delimiter);
+  const width = incoming.length;
+  const how: Passthrough = {
+    actions: incoming.map((c, i) => actionOf(c, i >= dropFrom, formulaGuard)),
+    width,
+    // What a row can grow by: "false" for "f", a guard's apostrophe and two quotes per cell, CRLF.
+    growth: 5 * width + 2,
+    separator,
+    requote: separator !== COMMA,
+    formulaGuard,
+    bytesPerRow: 0,
+  };
+  return (b, at) => readPage(b, at, how);
+}
+
+/** How one reader writes its pages, and what its pages so far tell of the next one's size. */
+interface Passthrough {
+  actions: Action[];
+  width: number;
+  growth: number;
+  separator: number;
+  requote: boolean;
+  formulaGuard: boolean;
+  bytesPerRow: number;
+}
+
+/** One page's CSV records (the JSON string at `at`), rewritten: see csvRecordsReader. */
+function readPage(b: Uint8Array, at: number, how: Passthrough): ReturnType<RecordsReader> {
+  const { actions, width, growth, separator, requote, formulaGuard } = how;
+  if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
+  const length = b.length;
+  let out = pageBuffer(length - at, how.bytesPerRow, growth);
+  let o = 0;
+  let ends = rowEnds();
+  let rows = 0;
+  let lastStart = -1;
+  let lastEnd = -1;
+  let column = 0;
+  let i = at + 1;
+  for (;;) {
+    if (i >= length) throw new NotTheJson("unterminated string");
+    if (column === 0 && b[i] === QUOTE) break; // the end of the records string (after a row's LF, or of an empty page)
+    if (column === 0 && o + (length - i) + growth > out.length) out = grownBytes(out, o, length - i + growth);
+    const action = column < width ? actions[column]! : Action.Drop;
+    if (column > 0 && action !== Action.Drop) out[o++] = separator;
+    const cellAt = i;
+    const cell = o;
+    readCell(b, i, out, o, true, false);
+    i = scanned.i;
+    o = scanned.o;
+    let quoted = scanned.quoted;
+    if (column === width - 1) {
+      lastStart = cellAt;
+      lastEnd = i;
+    }
+    // PostgreSQL's COPY quotes a lone column's value `\.` (its end-of-data marker); papaparse does not.
+    if (quoted && width === 1 && unquotedMarker(out, cell, o)) {
+      o = cell + 2;
+      quoted = false;
+    }
+    if (action === Action.Drop) o = cell;
+    else if (action !== Action.Copy && o > cell)
+      o = rewriteCell(out, cell, o, quoted, action, scanned.bom, formulaGuard);
+    if (requote && action !== Action.Drop && o > cell) o = requoteCell(out, cell, o, separator);
+    if (scanned.ended) {
+      out[o++] = CR;
+      out[o++] = LF;
+      if (rows === ends.length) ends = grownEnds(ends);
+      ends[rows++] = o;
+      column = 0;
+    } else {
+      column++;
+    }
+  }
+  if (column !== 0) throw new NotTheJson("the last row has no line end");
+  if (rows > 0) how.bytesPerRow = (i - at) / rows;
+  return {
+    page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
+    end: i + 1,
+    lastId: cellDigits(b, lastStart, lastEnd),
+  };
+}
+
+/** The one byte between cells (a comma, a tab, a semicolon, a pipe): ASCII, never a quote or a line break. */
+function separatorOf(delimiter: string): number {
   const separator = delimiter.charCodeAt(0);
   if (delimiter.length !== 1 || separator > 0x7f || separator === QUOTE || separator === CR || separator === LF)
     throw new RangeError(`no byte pass-through for the delimiter ${JSON.stringify(delimiter)}`);
-  const requote = separator !== COMMA;
-  const actions = incoming.map((c, i): Action => {
-    if (i >= dropFrom) return Action.Drop;
-    if (c.type === "bool") return Action.Bool;
-    if (isJsonType(c.type)) return Action.Json;
-    // The guard judges the value, not the column's type: a number column's cell may be any text.
-    if (isNumericType(c.type)) return formulaGuard ? Action.Guarded : Action.Copy;
-    return formulaGuard ? Action.Guarded : Action.Text;
-  });
-  const width = incoming.length;
-  // What a row can grow by: "false" for "f", a guard's apostrophe and two quotes per cell, CRLF.
-  const growth = 5 * width + 2;
-  let bytesPerRow = 0;
+  return separator;
+}
 
-  return (b, at) => {
-    if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
-    const length = b.length;
-    let out = pageBuffer(length - at, bytesPerRow, growth);
-    let o = 0;
-    let ends = rowEnds();
-    let rows = 0;
-    let lastStart = -1;
-    let lastEnd = -1;
-    let column = 0;
-    let i = at + 1;
-    for (;;) {
-      if (i >= length) throw new NotTheJson("unterminated string");
-      if (column === 0 && b[i] === QUOTE) break; // the end of the records string (after a row's LF, or of an empty page)
-      if (column === 0 && o + (length - i) + growth > out.length) out = grownBytes(out, o, length - i + growth);
-      const action = column < width ? actions[column]! : Action.Drop;
-      if (column > 0 && action !== Action.Drop) out[o++] = separator;
-      const cellAt = i;
-      const cell = o;
-      readCell(b, i, out, o, true, false);
-      i = scanned.i;
-      o = scanned.o;
-      let quoted = scanned.quoted;
-      if (column === width - 1) {
-        lastStart = cellAt;
-        lastEnd = i;
-      }
-      // PostgreSQL's COPY quotes a lone column's value `\.` (its end-of-data marker); papaparse does not.
-      if (quoted && width === 1 && o - cell === 4 && out[cell + 1] === BACKSLASH && out[cell + 2] === 0x2e) {
-        out[cell] = BACKSLASH;
-        out[cell + 1] = 0x2e;
-        o = cell + 2;
-        quoted = false;
-      }
-      if (action === Action.Drop) o = cell;
-      else if (action !== Action.Copy && o > cell)
-        o = rewriteCell(out, cell, o, quoted, action, scanned.bom, formulaGuard);
-      if (requote && action !== Action.Drop && o > cell) o = requoteCell(out, cell, o, separator);
-      if (scanned.ended) {
-        out[o++] = CR;
-        out[o++] = LF;
-        if (rows === ends.length) ends = grownEnds(ends);
-        ends[rows++] = o;
-        column = 0;
-      } else {
-        column++;
-      }
-    }
-    if (column !== 0) throw new NotTheJson("the last row has no line end");
-    if (rows > 0) bytesPerRow = (i - at) / rows;
-    return {
-      page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
-      end: i + 1,
-      lastId: cellDigits(b, lastStart, lastEnd),
-    };
-  };
+function actionOf(column: Column, dropped: boolean, formulaGuard: boolean): Action {
+  if (dropped) return Action.Drop;
+  if (column.type === "bool") return Action.Bool;
+  if (isJsonType(column.type)) return Action.Json;
+  // The guard judges the value, not the column's type: a number column's cell may be any text.
+  if (isNumericType(column.type)) return formulaGuard ? Action.Guarded : Action.Copy;
+  return formulaGuard ? Action.Guarded : Action.Text;
+}
+
+/** Whether the quoted cell at out[cell, end) is `"\."`: if so it is rewritten bare, `\.`, at out[cell, cell + 2). */
+function unquotedMarker(out: Uint8Array, cell: number, end: number): boolean {
+  if (end - cell !== 4 || out[cell + 1] !== BACKSLASH || out[cell + 2] !== 0x2e) return false;
+  out[cell] = BACKSLASH;
+  out[cell + 1] = 0x2e;
+  return true;
 }
 
 /**

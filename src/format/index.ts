@@ -3,24 +3,20 @@ import type { FormatName, FormatOptions, Output } from "../query/formats.ts";
 import { csvEncoder, headerText } from "./csv.ts";
 import { jsonEncoder, ndjsonEncoder } from "./json.ts";
 import { parquetEncoder } from "./parquet.ts";
-import type { Encoder } from "./types.ts";
-import { xlsxEncoder, xlsxPackage } from "./xlsx.ts";
+import type { DeflateState } from "./deflate.ts";
+import type { Continued, Encoder } from "./types.ts";
+import type { DeflatedZip } from "./zip-stream.ts";
+import { xlsxEncoder, xlsxPackage, xlsxZip } from "./xlsx.ts";
 import { ZIP_ENTRY_LIMIT } from "./zip.ts";
-
-/**
- * A file an earlier invocation began (a snapshot run's earlier steps): its start and `rows` rows are
- * written, and the encoder goes on as if it had written them itself.
- */
-export interface Continued {
-  rows: number;
-}
 
 export interface FormatEncoder<Options> {
   encoder(columns: Column[], options: Options, continued?: Continued): Encoder<string | Uint8Array>;
-  /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP and deflate state, Parquet's row groups do not). */
+  /** Whether `continued` works: all its state fits in `Continued` (XLSX's ZIP is its package's; Parquet's row groups are carried). */
   resumable: boolean;
   /** A container the encoded bytes are streamed into (XLSX: the workbook's ZIP around its sheet). */
   package?: () => ReadableWritablePair<Uint8Array, Uint8Array>;
+  /** The same container made in pieces, for a file written in steps (a snapshot's): each step's from the deflater's state the last left. */
+  steppedPackage?: (from?: DeflateState) => DeflatedZip;
   /** The most encoded bytes the format holds, and what a file past it would be told. */
   maxBytes?: { limit: number; refusal: (estimate: number) => string };
 }
@@ -34,9 +30,11 @@ export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = 
   // One line per row, nothing before or after them: nothing to carry.
   ndjson: { encoder: (columns) => ndjsonEncoder(columns), resumable: true },
   xlsx: {
-    resumable: false,
-    encoder: (columns, options) => xlsxEncoder(columns, { header: headerText(columns, options.header) }),
+    resumable: true,
+    encoder: (columns, options, continued) =>
+      xlsxEncoder(columns, { header: headerText(columns, options.header) }, continued),
     package: xlsxPackage,
+    steppedPackage: xlsxZip,
     maxBytes: {
       limit: ZIP_ENTRY_LIMIT,
       refusal: (estimate) =>
@@ -44,9 +42,10 @@ export const ENCODERS: { [F in FormatName]: FormatEncoder<FormatOptions[F]> } = 
     },
   },
   parquet: {
-    resumable: false,
-    encoder: (columns, options) =>
-      parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }),
+    // Its row groups' footer entries are carried (Encoder.pause).
+    resumable: true,
+    encoder: (columns, options, continued) =>
+      parquetEncoder(columns, { names: headerText(columns, options.header), numeric: options.numeric }, continued),
   },
 };
 

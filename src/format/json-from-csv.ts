@@ -37,77 +37,97 @@ type Kind = (typeof Kind)[keyof typeof Kind];
  */
 export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boolean): RecordsReader {
   const keys = columns.slice(0, dropFrom).map((c, i) => utf8.encode(`${i === 0 ? "{" : ","}${JSON.stringify(c.id)}:`));
-  const kinds = columns.map((c, i): Kind => {
-    if (i >= dropFrom) return Kind.Drop;
-    if (c.type === "bool") return Kind.Bool;
-    if (isJsonType(c.type)) return Kind.Json;
-    return isNumericType(c.type) ? Kind.Number : Kind.String;
-  });
   const lead = utf8.encode(ndjson ? "" : ",\n");
   const tail = utf8.encode(keys.length === 0 ? (ndjson ? "{}\n" : "{}") : ndjson ? "}\n" : "}");
-  // A value grows by at most its quotes and "false" for "f"; a string's \uXXXX only shrinks.
-  const extra = lead.length + tail.length + keys.reduce((n, k) => n + k.length + 5, 0);
-  const width = columns.length;
-  let bytesPerRow = 0;
+  const how: JsonFromCsv = {
+    keys,
+    kinds: columns.map((c, i) => kindOf(c, i >= dropFrom)),
+    lead,
+    tail,
+    // A value grows by at most its quotes and "false" for "f"; a string's \uXXXX only shrinks.
+    extra: lead.length + tail.length + keys.reduce((n, k) => n + k.length + 5, 0),
+    ndjson,
+    bytesPerRow: 0,
+  };
+  return (b, at) => readPage(b, at, how);
+}
 
-  return (b, at) => {
-    if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
-    const length = b.length;
-    let out = pageBuffer(length - at, bytesPerRow, extra);
-    let o = 0;
-    let ends = rowEnds();
-    let rows = 0;
-    let lastStart = -1;
-    let lastEnd = -1;
-    let column = 0;
-    let i = at + 1;
-    for (;;) {
-      if (i >= length) throw new NotTheJson("unterminated string");
-      if (column === 0) {
-        if (b[i] === QUOTE) break;
-        if (o + (length - i) + extra > out.length) out = grownBytes(out, o, length - i + extra);
-        for (let k = 0; k < lead.length; k++) out[o++] = lead[k]!;
-      }
-      const kind = column < width ? kinds[column]! : Kind.Drop;
-      const start = i;
-      if (kind !== Kind.Drop) {
-        const key = keys[column]!;
-        for (let k = 0; k < key.length; k++) out[o++] = key[k]!;
-      }
-      if (kind === Kind.String) {
-        readString(b, i, out, o);
-      } else {
-        readCell(b, i, out, o, false, ndjson && kind === Kind.Json);
-        if (kind !== Kind.Drop) {
-          // The cell is written bare only when it is the value its column's type says: anything else
-          // (a hostile `1,"isAdmin":true`, NaN, `$1.00`) goes out as a JSON string, escaped.
-          if (fitsBare(out, o, scanned.o, scanned.quoted, kind))
-            scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
-          else readString(b, i, out, o);
-        }
-      }
-      i = scanned.i;
-      if (kind !== Kind.Drop) o = scanned.o;
-      if (column === width - 1) {
-        lastStart = start;
-        lastEnd = i;
-      }
-      if (scanned.ended) {
-        if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
-        for (let k = 0; k < tail.length; k++) out[o++] = tail[k]!;
-        if (rows === ends.length) ends = grownEnds(ends);
-        ends[rows++] = o;
-        column = 0;
-      } else {
-        column++;
-      }
+/** How one reader writes its records, and what its pages so far tell of the next one's size. */
+interface JsonFromCsv {
+  /** Each kept column's `{"name":` or `,"name":`. */
+  keys: Uint8Array[];
+  kinds: Kind[];
+  /** What goes before each record (`,\n` in a JSON array) and after it. */
+  lead: Uint8Array;
+  tail: Uint8Array;
+  /** What a row can grow by. */
+  extra: number;
+  ndjson: boolean;
+  bytesPerRow: number;
+}
+
+function kindOf(column: Column, dropped: boolean): Kind {
+  if (dropped) return Kind.Drop;
+  if (column.type === "bool") return Kind.Bool;
+  if (isJsonType(column.type)) return Kind.Json;
+  return isNumericType(column.type) ? Kind.Number : Kind.String;
+}
+
+/** One page's CSV records (the JSON string at `at`), written as JSON records: see jsonCsvReader. */
+function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<RecordsReader> {
+  const { keys, kinds, lead, tail, extra, ndjson } = how;
+  const width = kinds.length;
+  if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
+  const length = b.length;
+  let out = pageBuffer(length - at, how.bytesPerRow, extra);
+  let o = 0;
+  let ends = rowEnds();
+  let rows = 0;
+  let lastStart = -1;
+  let lastEnd = -1;
+  let column = 0;
+  let i = at + 1;
+  for (;;) {
+    if (i >= length) throw new NotTheJson("unterminated string");
+    if (column === 0) {
+      if (b[i] === QUOTE) break;
+      if (o + (length - i) + extra > out.length) out = grownBytes(out, o, length - i + extra);
+      for (let k = 0; k < lead.length; k++) out[o++] = lead[k]!;
     }
-    if (rows > 0) bytesPerRow = (i - at) / rows;
-    return {
-      page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
-      end: i + 1,
-      lastId: cellDigits(b, lastStart, lastEnd),
-    };
+    const kind = column < width ? kinds[column]! : Kind.Drop;
+    const start = i;
+    if (kind !== Kind.Drop) o = put(out, o, keys[column]!);
+    if (kind === Kind.String) {
+      readString(b, i, out, o);
+    } else {
+      readCell(b, i, out, o, false, ndjson && kind === Kind.Json);
+      // The cell is written bare only when it is the value its column's type says: anything else
+      // (a hostile `1,"isAdmin":true`, NaN, `$1.00`) goes out as a JSON string, escaped.
+      if (kind !== Kind.Drop && fitsBare(out, o, scanned.o, scanned.quoted, kind))
+        scanned.o = rawValue(out, o, scanned.o, scanned.quoted, kind);
+      else if (kind !== Kind.Drop) readString(b, i, out, o);
+    }
+    i = scanned.i;
+    if (kind !== Kind.Drop) o = scanned.o;
+    if (column === width - 1) {
+      lastStart = start;
+      lastEnd = i;
+    }
+    if (scanned.ended) {
+      if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
+      for (let k = 0; k < tail.length; k++) out[o++] = tail[k]!;
+      if (rows === ends.length) ends = grownEnds(ends);
+      ends[rows++] = o;
+      column = 0;
+    } else {
+      column++;
+    }
+  }
+  if (rows > 0) how.bytesPerRow = (i - at) / rows;
+  return {
+    page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
+    end: i + 1,
+    lastId: cellDigits(b, lastStart, lastEnd),
   };
 }
 
@@ -199,31 +219,9 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
         continue;
       }
       if (e === 0x6e && !quoted) break;
-      if (e === 0x75) {
-        const code = hex4(b, i + 2);
-        if (code < 0x20) {
-          // A control character: to_json writes \u00xx too (lowercase, as Python does).
-          for (let k = 0; k < 6; k++) {
-            const d = b[i + k]!;
-            out[o++] = k >= 2 && d >= 0x41 && d <= 0x46 ? d | 0x20 : d;
-          }
-          i += 6;
-          continue;
-        }
-        const written = writeEscape(b, i, out, o);
-        i += written >> 8;
-        o += written & 7;
-        continue;
-      }
-      if (e === 0x2f) {
-        out[o++] = e;
-        i += 2;
-        continue;
-      }
-      // \" (a quote in an unquoted cell), \\, \n, \r, \t, \b, \f: to_json's escapes as well.
-      out[o++] = BACKSLASH;
-      out[o++] = e!;
-      i += 2;
+      const step = copyEscape(b, i, out, o);
+      i += step >> 8;
+      o += step & 7;
       continue;
     }
     if (!quoted && (c === COMMA || c === QUOTE)) break;
@@ -234,4 +232,29 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
   out[o++] = QUOTE;
   scanned.i = endOfCell(b, i);
   scanned.o = o;
+}
+
+/**
+ * The escape at b[i] (a backslash, then neither a cell's end nor a doubled quote) as to_json writes
+ * it, at out[o]: returns the bytes read << 8 | the bytes written.
+ */
+function copyEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
+  const e = b[i + 1]!;
+  if (e === 0x75) {
+    // A control character: to_json writes \u00xx too (lowercase, as Python does).
+    if (hex4(b, i + 2) >= 0x20) return writeEscape(b, i, out, o);
+    for (let k = 0; k < 6; k++) {
+      const d = b[i + k]!;
+      out[o + k] = k >= 2 && d >= 0x41 && d <= 0x46 ? d | 0x20 : d;
+    }
+    return (6 << 8) | 6;
+  }
+  if (e === 0x2f) {
+    out[o] = e;
+    return (2 << 8) | 1;
+  }
+  // \" (a quote in an unquoted cell), \\, \n, \r, \t, \b, \f: to_json's escapes as well.
+  out[o] = BACKSLASH;
+  out[o + 1] = e;
+  return (2 << 8) | 2;
 }

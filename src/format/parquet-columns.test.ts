@@ -67,6 +67,22 @@ describe("CKAN values as Parquet values", () => {
     );
   });
 
+  it("reads integers digit by digit to the numbers Number gives, and refuses what int2 and int4 cannot hold", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (n) => {
+        expect(value("int4", String(n))).toBe(n);
+        expect(value("int4", `"${n}"`)).toBe(n);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(Object.is(value("int4", "-0"), -0)).toBe(true);
+    expect(value("int4", "007")).toBe(7);
+    expect(value("int2", "-32768")).toBe(-32768);
+    expect(() => value("int2", "32768")).toThrow(/16-bit/);
+    for (const raw of ["-", "1.5", "12a", "--1", "99999999999"])
+      expect(() => value("int4", raw), raw).toThrow(/32-bit/);
+  });
+
   it("counts dates in days since 1970, before and after", () => {
     expect(value("date", '"1970-01-01"')).toBe(0);
     expect(value("date", '"2000-03-01"')).toBe(Date.UTC(2000, 2, 1) / 86_400_000);

@@ -40,20 +40,42 @@ function refused(column: Column, raw: string, what: string): UpstreamFailure {
   );
 }
 
+/** The integer of CKAN's text of up to 9 digits after an optional sign, read digit by digit (what Number gives); undefined for any other text. */
+function smallInteger(raw: string): number | undefined {
+  const length = raw.length;
+  const negative = raw.charCodeAt(0) === 45;
+  let at = negative ? 1 : 0;
+  if (length === at || length - at > 9) return undefined;
+  let n = 0;
+  for (; at < length; at++) {
+    const digit = raw.charCodeAt(at) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    n = n * 10 + digit;
+  }
+  return negative ? -n : n;
+}
+
 function integer(column: Column, bits: 16 | 32): (raw: string) => number {
   const max = 2 ** (bits - 1);
   return (raw) => {
-    const n = Number(text(raw));
+    const n = smallInteger(raw) ?? Number(text(raw));
     if (!Number.isInteger(n) || n < -max || n >= max) throw refused(column, raw, `a ${bits}-bit integer`);
     return n;
   };
 }
 
-function bigInteger(column: Column): (raw: string) => bigint {
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function bigInteger(column: Column): (raw: string) => number | bigint {
   return (raw) => {
     const digits = text(raw);
     if (!/^-?\d{1,19}$/.test(digits)) throw refused(column, raw, "a 64-bit integer");
-    return BigInt(digits);
+    // Up to 15 characters a double holds the value exactly, and a number is cheaper to write.
+    if (digits.length <= 15) return Number(digits);
+    const n = BigInt(digits);
+    if (n < INT64_MIN || n > INT64_MAX) throw refused(column, raw, "a 64-bit integer");
+    return n;
   };
 }
 
@@ -219,9 +241,12 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
         value: timestamp(column),
       };
     default:
-      // The JSON converted type is added to the footer's schema at the end (see parquet.ts).
+      // JSON both ways (readers such as DuckDB read the converted type); the text is written as CKAN sent it.
       if (isJsonType(type))
-        return { element: optional(name, { type: "BYTE_ARRAY", logical_type: { type: "JSON" } }), value: (raw) => raw };
+        return {
+          element: optional(name, { type: "BYTE_ARRAY", converted_type: "JSON", logical_type: { type: "JSON" } }),
+          value: (raw) => raw,
+        };
       return { element: optional(name, { type: "BYTE_ARRAY", converted_type: "UTF8" }), value: text };
   }
 }

@@ -17,8 +17,9 @@ let out = new Uint8Array(0);
 /** The most bytes a block of `n` input bytes can take (the reference's MaxCompressedLength). */
 export const maxCompressedLength = (n: number): number => 32 + n + Math.floor(n / 6);
 
-const load32 = (b: Uint8Array, at: number): number =>
-  b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24);
+/** The input being compressed, read 4 bytes at a time (a DataView read is one load; four byte reads were a fifth slower). */
+let view: DataView = new DataView(new ArrayBuffer(0));
+const load32 = (at: number): number => view.getInt32(at, true);
 
 function literal(input: Uint8Array, from: number, to: number, op: number): number {
   const n = to - from;
@@ -90,7 +91,7 @@ function fragment(input: Uint8Array, start: number, end: number, op: number): nu
   const limit = end - MARGIN;
   let emitted = start;
   let ip = start + 1;
-  let nextHash = Math.imul(load32(input, ip), 0x1e35a7bd) >>> shift;
+  let nextHash = Math.imul(load32(ip), 0x1e35a7bd) >>> shift;
   for (;;) {
     // Look for a match, skipping faster the longer none turns up.
     let skip = 32;
@@ -101,37 +102,44 @@ function fragment(input: Uint8Array, start: number, end: number, op: number): nu
       const hash = nextHash;
       next = ip + (skip++ >>> 5);
       if (next > limit) return emitted < end ? literal(input, emitted, end, op) : op;
-      nextHash = Math.imul(load32(input, next), 0x1e35a7bd) >>> shift;
+      nextHash = Math.imul(load32(next), 0x1e35a7bd) >>> shift;
       candidate = start + table[hash]!;
       table[hash] = ip - start;
-    } while (load32(input, ip) !== load32(input, candidate));
+    } while (load32(ip) !== load32(candidate));
 
     op = literal(input, emitted, ip, op);
     // Matches back to back, each followed straight away by the next one's lookup.
     for (;;) {
       const base = ip;
       let matched = 4;
+      // Four bytes at a time, then the last few one by one.
+      while (ip + matched + 4 <= end && view.getInt32(ip + matched, true) === view.getInt32(candidate + matched, true))
+        matched += 4;
       while (ip + matched < end && input[ip + matched] === input[candidate + matched]) matched++;
       ip += matched;
       op = copy(base - candidate, matched, op);
       emitted = ip;
       if (ip >= limit) return emitted < end ? literal(input, emitted, end, op) : op;
-      table[Math.imul(load32(input, ip - 1), 0x1e35a7bd) >>> shift] = ip - 1 - start;
-      const hash = Math.imul(load32(input, ip), 0x1e35a7bd) >>> shift;
+      table[Math.imul(load32(ip - 1), 0x1e35a7bd) >>> shift] = ip - 1 - start;
+      const hash = Math.imul(load32(ip), 0x1e35a7bd) >>> shift;
       candidate = start + table[hash]!;
       table[hash] = ip - start;
-      if (load32(input, ip) !== load32(input, candidate)) break;
+      if (load32(ip) !== load32(candidate)) break;
     }
     ip++;
-    nextHash = Math.imul(load32(input, ip), 0x1e35a7bd) >>> shift;
+    nextHash = Math.imul(load32(ip), 0x1e35a7bd) >>> shift;
   }
 }
 
 /** `input` as one Snappy block (a copy of its own). */
-export function snappyCompress(input: Uint8Array): Uint8Array {
+export const snappyCompress = (input: Uint8Array): Uint8Array => snappyBlock(input).slice();
+
+/** `input` as one Snappy block, in the compressor's own buffer: valid until its next call. */
+export function snappyBlock(input: Uint8Array): Uint8Array {
   const need = maxCompressedLength(input.length);
   if (out.length < need) out = new Uint8Array(Math.max(need, out.length * 2));
   if (table.length < 1 << MAX_TABLE_BITS) table = new Uint16Array(1 << MAX_TABLE_BITS);
+  view = new DataView(input.buffer, input.byteOffset, input.byteLength);
   let op = 0;
   let n = input.length;
   do {
@@ -140,5 +148,5 @@ export function snappyCompress(input: Uint8Array): Uint8Array {
   } while (n > 0);
   for (let at = 0; at < input.length; at += FRAGMENT)
     op = fragment(input, at, Math.min(input.length, at + FRAGMENT), op);
-  return out.slice(0, op);
+  return out.subarray(0, op);
 }

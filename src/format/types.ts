@@ -19,4 +19,23 @@ export interface Encoder<Chunk extends string | Uint8Array = string> {
   end(): Chunk;
   failure(reason: string): string;
   cutOff?(reason: string, rowLimit: boolean): string | undefined;
+  /**
+   * For an encoder that keeps state between pages (Parquet's row groups), a file that goes on in a
+   * later invocation: what it holds written out without the file's end, and what that invocation's
+   * encoder goes on from (Continued's `carried`).
+   */
+  pause?(): { chunk: Chunk; carried: EncoderCarry };
+}
+
+/** What an encoder hands to the one that goes on with its file: JSON, small (never the rows). */
+export type EncoderCarry = { [key: string]: unknown };
+
+/**
+ * A file an earlier invocation began (a snapshot run's earlier steps): its start and `rows` rows are
+ * written, and the encoder goes on as if it had written them itself.
+ */
+export interface Continued {
+  rows: number;
+  /** What the last invocation's encoder paused with, for an encoder that keeps state between pages. */
+  carried?: EncoderCarry;
 }

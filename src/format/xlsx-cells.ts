@@ -116,9 +116,29 @@ function timestampSerial(text: string): { serial: string; style: number } | unde
   if (h > 23 || mi > 59 || s > 59) return undefined;
   const ms = h * 3_600_000 + mi * 60_000 + s * 1000 + millis;
   return {
-    serial: String((lastDay - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000),
+    serial: serialText(lastDay, ms),
     style: fractionNonZero ? STYLE.dateTimeMs : STYLE.dateTime,
   };
+}
+
+/** A serial's fraction of a day, in units of 1e-12 day: its 12 decimal places. */
+export const fractionUnits = (ms: number): number => Math.round((ms * 1e7) / 864);
+
+/**
+ * The serial of the time `ms` into the day `day` (a Date.UTC): whole days, then 12 decimal places
+ * (86 ns, far below the millisecond Excel shows) without trailing zeros, from integers: exact, and
+ * cheaper than the shortest text of the double sum (String took a third of a timestamp cell's time).
+ */
+export function serialText(day: number, ms: number): string {
+  const days = String((day - EXCEL_EPOCH) / 86_400_000);
+  if (ms === 0) return days;
+  let units = fractionUnits(ms);
+  let places = 12;
+  while (units % 10 === 0) {
+    units /= 10;
+    places--;
+  }
+  return `${days}.${String(units).padStart(places, "0")}`;
 }
 
 /** An Excel date serial and its style, or undefined: a value Excel cannot hold exactly stays text. */
@@ -142,7 +162,7 @@ export function excelDateOfAnyText(text: string): { serial: string; style: numbe
   const ms =
     Number(h) * 3_600_000 + Number(mi) * 60_000 + Number(s) * 1000 + Number(fraction.slice(0, 3).padEnd(3, "0"));
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
-  const serial = String((day - EXCEL_EPOCH) / 86_400_000 + ms / 86_400_000);
+  const serial = serialText(day, ms);
   const style = m[4] === undefined ? STYLE.date : /[1-9]/.test(fraction) ? STYLE.dateTimeMs : STYLE.dateTime;
   return { serial, style };
 }

@@ -82,16 +82,16 @@ describe("XLSX cells", () => {
   });
 });
 
-describe("XLSX encoder", () => {
-  const columns: Column[] = [
-    { id: "id", type: "int4" },
-    { id: "amount", type: "numeric" },
-    { id: "name", type: "text" },
-    { id: "active", type: "bool" },
-    { id: "day", type: "date" },
-    { id: "tags", type: "_text" },
-  ];
+const columns: Column[] = [
+  { id: "id", type: "int4" },
+  { id: "amount", type: "numeric" },
+  { id: "name", type: "text" },
+  { id: "active", type: "bool" },
+  { id: "day", type: "date" },
+  { id: "tags", type: "_text" },
+];
 
+describe("XLSX encoder", () => {
   it("writes typed cells, a bold frozen header and widths from the first page", async () => {
     const { rows, rowNumbers, parts } = await workbook(columns, [
       [
@@ -134,7 +134,9 @@ describe("XLSX encoder", () => {
     expect(sheet).not.toContain("<f>");
     expect(parts.get("xl/styles.xml")).toContain("<b/>");
   });
+});
 
+describe("XLSX workbooks", () => {
   it("writes a workbook with only the header when there are no rows, and the same bytes every time", async () => {
     const first = await workbook(columns, []);
     expect(first.rows).toHaveLength(1);

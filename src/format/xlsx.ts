@@ -3,12 +3,15 @@ import { ByteWriter } from "./byte-writer.ts";
 import { cellKind, textCell, writeCell } from "./xlsx-cells.ts";
 import { FIXED_PARTS, SHEET_END, SHEET_PATH, sheetStart, STYLE } from "./xlsx-parts.ts";
 import type { Column, Row } from "../rows/types.ts";
-import type { Encoder } from "./types.ts";
-import { zipStream } from "./zip-stream.ts";
+import type { Continued, Encoder } from "./types.ts";
+import { DeflatedZip, zipStream } from "./zip-stream.ts";
+import { type DeflateState, LEVEL } from "./deflate.ts";
 
 const bytesOf = (text: string): Uint8Array => new TextEncoder().encode(text);
-const ROW_OPEN = bytesOf('<row r="');
-const ROW_OPENED = bytesOf('">');
+// Data rows say no number (`r` is optional, ECMA-376 18.3.1.73): each follows the one before, as
+// Excel, LibreOffice and Google Sheets read it. Rows copied from CKAN's pages as bytes (xlsx-from-csv.ts)
+// cannot know theirs: pages are read as they arrive, several at once.
+const ROW_OPEN = bytesOf("<row>");
 const ROW_CLOSE = bytesOf("</row>");
 const utf8 = new TextDecoder();
 
@@ -37,11 +40,12 @@ export interface XlsxOptions {
 export function xlsxEncoder(
   columns: Column[],
   options: XlsxOptions,
+  continued?: Continued,
 ): Omit<Encoder<string | Uint8Array>, "begin" | "end"> & { begin(): string; end(): string } {
   const kinds = columns.map((c) => cellKind(c.type));
-  // Row 1 is the header.
-  let rowNumber = 1;
-  let started = false;
+  // Row 1 is the header; a sheet an earlier invocation began has its start and widths written.
+  let rowNumber = 1 + (continued?.rows ?? 0);
+  let started = continued !== undefined;
 
   // Rows are written as bytes into one reused buffer: a page built as strings cost most of an
   // export's CPU in garbage collection and the final UTF-8 pass (measured with bench:profile).
@@ -53,9 +57,8 @@ export function xlsxEncoder(
         throw new RowLimitExceeded(
           `An Excel sheet holds ${SHEET_ROWS} rows; this export has more. Export it as CSV, or add a limit.`,
         );
+      rowNumber++;
       out.bytes(ROW_OPEN);
-      out.text(String(++rowNumber));
-      out.bytes(ROW_OPENED);
       for (let i = 0; i < kinds.length; i++) {
         const width = writeCell(out, row[i], kinds[i]!);
         if (!started && width > widths[i]!) widths[i] = width;
@@ -86,11 +89,15 @@ export function xlsxEncoder(
     cutOff: (reason, rowLimit) => {
       // A full sheet has no row left for the marker: the workbook is then left broken instead.
       if (!rowLimit || rowNumber >= SHEET_ROWS) return undefined;
-      const marker = `<row r="${rowNumber + 1}">${textCell(`#EXPORT INCOMPLETE: ${reason} The rows above are only part of the export.`, STYLE.header)}</row>`;
+      const marker = `<row>${textCell(`#EXPORT INCOMPLETE: ${reason} The rows above are only part of the export.`, STYLE.header)}</row>`;
       return firstPageText() + marker + SHEET_END;
     },
   };
 }
 
 /** The workbook around the sheet's bytes: a ZIP streamed as the sheet is written. */
-export const xlsxPackage = (): ReadableWritablePair<Uint8Array, Uint8Array> => zipStream(FIXED_PARTS, SHEET_PATH);
+export const xlsxPackage = (): ReadableWritablePair<Uint8Array, Uint8Array> =>
+  zipStream(FIXED_PARTS, SHEET_PATH, LEVEL.fast);
+
+/** The same workbook made in pieces, from the deflater's state an earlier invocation left (a snapshot's write steps). */
+export const xlsxZip = (from?: DeflateState): DeflatedZip => new DeflatedZip(FIXED_PARTS, SHEET_PATH, LEVEL.fast, from);

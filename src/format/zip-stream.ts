@@ -1,60 +1,76 @@
 import { concatBytes } from "../rows/bytes.ts";
-import { adopt, release } from "../rows/owned-bytes.ts";
-import { crc32, DEFLATED, ZipWriter } from "./zip.ts";
+import { release } from "../rows/owned-bytes.ts";
+import { BlockDeflater, type DeflateState } from "./deflate.ts";
+import { DEFLATED, ZIP_ENTRY_LIMIT, ZipWriter } from "./zip.ts";
 
 const utf8 = new TextEncoder();
 
 /**
- * A byte stream packed as the last entry of a ZIP, deflated as it passes: `[path, bytes]` parts
- * stored first, then `entry` compressed by the runtime's native `CompressionStream("deflate-raw")`
- * (zlib), its CRC-32 and sizes in a data descriptor, then the central directory.
- *
- * It is a chain of streams, so backpressure holds end to end: the compressor takes input only as
- * its output is read, and memory stays at a few chunks and zlib's window whatever the size. When
- * the input errors, the output errors without the central directory: no reader takes it as whole.
+ * A ZIP whose last entry is a byte stream deflated as it passes (in pieces: see deflate.ts): `[path,
+ * text]` parts stored first, then `entry`, its CRC-32 and sizes in a data descriptor, then the
+ * central directory. What it carries from one invocation to the next is the deflater's state alone
+ * (the stored parts and the entry's header are the same every time): a snapshot's write steps give
+ * the bytes one export in one go gives.
+ */
+export class DeflatedZip {
+  readonly #zip = new ZipWriter();
+  readonly #start: Uint8Array;
+  readonly #deflater: BlockDeflater;
+
+  constructor(stored: ReadonlyArray<readonly [string, string]>, entry: string, level: number, from?: DeflateState) {
+    this.#start = concatBytes([
+      ...stored.map(([path, text]) => this.#zip.stored(path, utf8.encode(text))),
+      this.#zip.startEntry(entry, DEFLATED),
+    ]);
+    this.#deflater = new BlockDeflater(level, from);
+    if (from !== undefined) this.#zip.sent(from.compressed);
+  }
+
+  /** The stored parts and the entry's header: the archive's first bytes. */
+  begin(): Uint8Array {
+    return this.#start;
+  }
+
+  /** The entry's deflated bytes for `chunk` (maybe none yet). */
+  write(chunk: Uint8Array): Uint8Array {
+    const deflated = this.#zip.data(this.#deflater.write(chunk));
+    if (this.#deflater.size > ZIP_ENTRY_LIMIT)
+      throw new RangeError("The sheet passed 4 GiB, the most a ZIP entry without ZIP64 holds.");
+    return deflated;
+  }
+
+  /** What a later invocation goes on from. */
+  save(): DeflateState {
+    return this.#deflater.save();
+  }
+
+  /** The entry's last bytes, its data descriptor and the central directory: the archive is whole. */
+  end(): Uint8Array {
+    const last = this.#zip.data(this.#deflater.end());
+    const d = this.#deflater;
+    return concatBytes([last, this.#zip.finishEntry(d.crc, d.compressed, d.size), this.#zip.close()]);
+  }
+}
+
+/**
+ * A byte stream packed as the last entry of a ZIP (see DeflatedZip), as a stream: backpressure holds
+ * end to end, and memory stays at a chunk and a block whatever the size. When the input errors, the
+ * output errors without the central directory: no reader takes it as whole.
  */
 export function zipStream(
   stored: ReadonlyArray<readonly [string, string]>,
   entry: string,
+  level: number,
 ): ReadableWritablePair<Uint8Array, Uint8Array> {
-  const zip = new ZipWriter();
-  let crc = 0;
-  let size = 0;
-  let compressed = 0;
-  const deflate = new CompressionStream("deflate-raw");
-  const deflating = deflate.writable.getWriter();
-  // Each chunk is measured, handed to the compressor and freed once it has taken it (a write
-  // resolves then): sheet XML is megabytes a page, garbage the small heap would seldom collect.
-  const measure = new WritableStream<Uint8Array>(
-    {
-      async write(chunk) {
-        crc = crc32(chunk, crc);
-        size += chunk.byteLength;
-        await deflating.write(chunk);
-        release(chunk);
-      },
-      close: () => deflating.close(),
-      abort: (reason) => deflating.abort(reason),
-    },
-    { highWaterMark: 1 },
-  );
-  const frame = new TransformStream<Uint8Array, Uint8Array>({
-    start(controller) {
-      controller.enqueue(
-        concatBytes([
-          ...stored.map(([path, text]) => zip.stored(path, utf8.encode(text))),
-          zip.startEntry(entry, DEFLATED),
-        ]),
-      );
-    },
+  const zip = new DeflatedZip(stored, entry, level);
+  return new TransformStream<Uint8Array, Uint8Array>({
+    start: (controller) => controller.enqueue(zip.begin()),
     transform(chunk, controller) {
-      compressed += chunk.byteLength;
-      // Freed by the sink once written, like the export's own chunks.
-      controller.enqueue(zip.data(adopt(chunk)));
+      const out = zip.write(chunk);
+      // Sheet XML is megabytes a page, garbage the small heap would seldom collect: freed once deflated.
+      release(chunk);
+      if (out.byteLength > 0) controller.enqueue(out);
     },
-    flush(controller) {
-      controller.enqueue(concatBytes([zip.finishEntry(crc, compressed, size), zip.close()]));
-    },
+    flush: (controller) => controller.enqueue(zip.end()),
   });
-  return { writable: measure, readable: deflate.readable.pipeThrough(frame) };
 }

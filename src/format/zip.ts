@@ -116,6 +116,12 @@ export class ZipWriter {
     return this.out(bytes);
   }
 
+  /** Counts data of the entry started last that an earlier invocation sent (a snapshot's earlier steps). */
+  sent(length: number): void {
+    this.written += length;
+    if (this.written > LIMIT) throw new RangeError("The archive passed 4 GiB, the most a ZIP without ZIP64 holds.");
+  }
+
   /** The data descriptor of the entry started last. */
   finishEntry(crc: number, compressed: number, size: number): Uint8Array {
     const entry = this.entries.at(-1)!;

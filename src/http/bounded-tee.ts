@@ -10,80 +10,95 @@ export function boundedTee(
   source: ReadableStream<Uint8Array>,
   maxLead: number,
 ): [ReadableStream<Uint8Array>, ReadableStream<Uint8Array>] {
-  const reader = source.getReader();
-  /** Chunks read from the source and not yet taken by every live reader; `base` is the first one's index. */
-  const queue: Promise<Read>[] = [];
-  const sizes: number[] = [];
-  let base = 0;
-  let queued = 0;
-  const cursor = [0, 0];
-  const live = new Set<number>([0, 1]);
-  let wake: () => void = () => {};
-  let changed = new Promise<void>((resolve) => (wake = resolve));
-  const notify = (): void => {
-    const resolve = wake;
-    changed = new Promise<void>((r) => (wake = r));
-    resolve();
-  };
+  const tee = new BoundedTee(source.getReader(), maxLead);
+  return [tee.branch(0), tee.branch(1)];
+}
 
-  /** Drops chunks every live reader has passed. */
-  const trim = (): void => {
-    const slowest = Math.min(...[...live].map((b) => cursor[b]!));
-    while (base < slowest && queue.length > 0) {
-      queue.shift();
-      queued -= sizes.shift() ?? 0;
-      base++;
-    }
-    notify();
-  };
+class BoundedTee {
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #maxLead: number;
+  /** Chunks read from the source and not yet taken by every live reader; `#base` is the first one's index. */
+  readonly #queue: Promise<Read>[] = [];
+  readonly #sizes: number[] = [];
+  #base = 0;
+  #queued = 0;
+  readonly #cursor = [0, 0];
+  readonly #live = new Set<number>([0, 1]);
+  #wake: () => void = () => {};
+  #changed = new Promise<void>((resolve) => (this.#wake = resolve));
 
-  const take = async (branch: number): Promise<Read> => {
-    const index = cursor[branch]!;
-    // Ahead by the whole lead, with nothing queued for this reader: wait for the other to catch up.
-    while (index - base >= queue.length && queued > maxLead && live.size > 1) await changed;
-    if (index - base >= queue.length) {
-      const read = reader.read();
-      // Each reader awaits it; a reader that cancelled meanwhile must not leave a rejection unhandled.
-      read.catch(() => {});
-      queue.push(read);
-      sizes.push(0);
-      read.then(
-        ({ value }) => {
-          const at = queue.indexOf(read);
-          if (at >= 0 && value !== undefined) {
-            sizes[at] = value.byteLength;
-            queued += value.byteLength;
-          }
-        },
-        () => {},
-      );
-    }
-    const result = await queue[index - base]!;
-    cursor[branch] = index + 1;
-    trim();
-    return result;
-  };
+  constructor(reader: ReadableStreamDefaultReader<Uint8Array>, maxLead: number) {
+    this.#reader = reader;
+    this.#maxLead = maxLead;
+  }
 
-  const branch = (index: number): ReadableStream<Uint8Array> =>
-    new ReadableStream<Uint8Array>(
+  branch(index: number): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>(
       {
-        async pull(controller) {
+        pull: async (controller) => {
           try {
-            const { done, value } = await take(index);
+            const { done, value } = await this.#take(index);
             if (done) controller.close();
             else controller.enqueue(value);
           } catch (error) {
             controller.error(error);
           }
         },
-        async cancel(reason) {
-          live.delete(index);
-          if (live.size === 0) return reader.cancel(reason);
-          trim();
+        cancel: async (reason) => {
+          this.#live.delete(index);
+          if (this.#live.size === 0) return this.#reader.cancel(reason);
+          this.#trim();
         },
       },
       { highWaterMark: 0 },
     );
+  }
 
-  return [branch(0), branch(1)];
+  #notify(): void {
+    const resolve = this.#wake;
+    this.#changed = new Promise<void>((r) => (this.#wake = r));
+    resolve();
+  }
+
+  /** Drops chunks every live reader has passed. */
+  #trim(): void {
+    const slowest = Math.min(...[...this.#live].map((b) => this.#cursor[b]!));
+    while (this.#base < slowest && this.#queue.length > 0) {
+      this.#queue.shift();
+      this.#queued -= this.#sizes.shift() ?? 0;
+      this.#base++;
+    }
+    this.#notify();
+  }
+
+  async #take(branch: number): Promise<Read> {
+    const index = this.#cursor[branch]!;
+    // Ahead by the whole lead, with nothing queued for this reader: wait for the other to catch up.
+    while (index - this.#base >= this.#queue.length && this.#queued > this.#maxLead && this.#live.size > 1)
+      await this.#changed;
+    if (index - this.#base >= this.#queue.length) this.#readAhead();
+    const result = await this.#queue[index - this.#base]!;
+    this.#cursor[branch] = index + 1;
+    this.#trim();
+    return result;
+  }
+
+  /** The source's next chunk, queued for both readers; its size counts towards the lead once it is read. */
+  #readAhead(): void {
+    const read = this.#reader.read();
+    // Each reader awaits it; a reader that cancelled meanwhile must not leave a rejection unhandled.
+    read.catch(() => {});
+    this.#queue.push(read);
+    this.#sizes.push(0);
+    read.then(
+      ({ value }) => {
+        const at = this.#queue.indexOf(read);
+        if (at >= 0 && value !== undefined) {
+          this.#sizes[at] = value.byteLength;
+          this.#queued += value.byteLength;
+        }
+      },
+      () => {},
+    );
+  }
 }

@@ -1,71 +1,46 @@
-import { siteFor, type CkanSite } from "../ckan/site.ts";
+import type { CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
 import { admitClient, IsolateBusy } from "../ckan/page-budget.ts";
 import { clientOf } from "../security/rate-limit.ts";
 import { log } from "../log/log.ts";
 import type { HttpError } from "../errors.ts";
-import { MIN_BYTES_PER_SECOND } from "../export/byte-stream.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
 import { contentEtag } from "../protocol/conditional.ts";
-import type { Config } from "../config/config.ts";
+import type { HttpSinkSettings } from "../config/narrow.ts";
 import type { ExportQuery } from "../query/export-query.ts";
-import { describeExport, openExport, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
-import { cacheKey } from "../protocol/cache-key.ts";
+import type { ExportProgress, OpenExport } from "../export/pipeline.ts";
 import { readBody } from "./buffer.ts";
 import { freedOnceWritten } from "./freed-once-written.ts";
 import { downloadHeaders } from "./download.ts";
-import {
-  cachedExport,
-  clientCacheControl,
-  storeWhileStreaming,
-  storeWhole,
-  wantsFresh,
-  type CachePolicy,
-} from "./edge-cache.ts";
+import type { Keep } from "../protocol/keep.ts";
+import { MIN_BYTES_PER_SECOND, watchedReader } from "../export/byte-stream.ts";
 import type { RequestInfo } from "./request-log.ts";
 
 export interface ExportRouteDeps {
-  config: Config;
-  upstreamFetch: UpstreamFetch;
+  /** The sink's own settings; the export's other settings are its pipeline's (bound by the route). */
+  settings: HttpSinkSettings;
+  /** The CKAN site the export reads: its client's figures go on the request's log line. */
+  site: CkanSite;
   info: RequestInfo;
-  waitUntil: (promise: Promise<unknown>) => void;
+  /** Where the answer goes for the cache the route's policy chose (routes/cache-policy.ts). */
+  keep: Keep;
+  /** A stale cache entry's refresh: the whole export even for a HEAD, and no client's place taken. */
+  refresh: boolean;
 }
 
 /**
- * What a download route computes, between its link and its bytes: exports (rows from CKAN) and
- * aggregates (groups computed from them) share everything else here (edge cache, ETag, 304, HEAD).
+ * What a download route computes, between its link and its bytes, with its own settings bound by the
+ * route: exports (rows from CKAN) and aggregates (groups computed from them) share everything else
+ * here (headers, the body read whole or streamed, the keeper, the client's place).
  */
 export interface Pipeline<Q extends ExportQuery = ExportQuery> {
-  open(
-    query: Q,
-    config: Config,
-    site: CkanSite,
-    onDone: (progress: ExportProgress) => void,
-    upstreamFetch: UpstreamFetch,
-  ): Promise<OpenExport>;
+  open(query: Q, site: CkanSite, onDone: (progress: ExportProgress) => void): Promise<OpenExport>;
   /** The headers GET would send, without the body (for HEAD). */
-  describe(
-    query: Q,
-    config: Config,
-    site: CkanSite,
-  ): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
-}
-
-export const EXPORTS: Pipeline = { open: openExport, describe: describeExport };
-
-/** An export asked of CKAN (not answered from the edge cache): the answer for this request, stored in the edge cache when it is complete. */
-interface FromCkan<Q extends ExportQuery> {
-  query: Q;
-  /** Undefined: caching is off. */
-  key: string | undefined;
-  policy: CachePolicy;
-  report: (fields: Record<string, unknown>) => void;
+  describe(query: Q, site: CkanSite): Promise<Pick<Table, "total"> & { headers?: Record<string, string> }>;
 }
 
 /**
- * GET|HEAD /export.<format>: link -> query -> (edge cache) -> pipeline -> response. Only a complete,
- * successful export is cached: filling the cache never holds a large export in memory, and an
- * errored stream is never stored.
+ * GET|HEAD /export.<format> (or /aggregate.<format>) once its route's cache had no answer: validated
+ * query -> pipeline -> response, handed to the route's keeper as it is made (whole or streaming).
  */
 export async function serveExport<Q extends ExportQuery>(
   request: Request,
@@ -73,37 +48,19 @@ export async function serveExport<Q extends ExportQuery>(
   deps: ExportRouteDeps,
   pipeline: Pipeline<Q>,
 ): Promise<Response> {
-  const { config, info } = deps;
-  const url = new URL(request.url);
-  info.resource = query.alias ?? query.resourceId;
-
-  const policy: CachePolicy = { ttlSeconds: config.cacheTtlSeconds, staleSeconds: config.cacheStaleSeconds };
-  const key = config.cacheTtlSeconds > 0 ? cacheKey(url, config, [query.resourceId]) : undefined;
-  if (key !== undefined && !wantsFresh(request)) {
-    // A stale entry is refreshed in the background: the export read to its end stores itself.
-    const refresh = async (): Promise<void> => {
-      const response = await exportFromCkan({ query, key, policy, report: () => {} }, deps, pipeline);
-      await response.body?.pipeTo(new WritableStream());
-    };
-    const cached = await cachedExport(key, request, policy, refresh, deps.waitUntil);
-    if (cached !== undefined) return cached;
-  }
-
-  if (request.method === "HEAD") {
+  const { info } = deps;
+  if (request.method === "HEAD" && !deps.refresh) {
     // The headers GET would send, from one small call: no Content-Length or ETag, which only the body gives.
-    const described = await pipeline.describe(query, config, siteFor(config, deps.upstreamFetch));
-    const headers = downloadHeaders(query, described);
-    for (const [name, value] of Object.entries(described.headers ?? {})) headers.set(name, value);
-    headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
-    if (key !== undefined) headers.set("x-cache", "MISS");
-    return new Response(null, { status: 200, headers });
+    const described = await pipeline.describe(query, deps.site);
+    return new Response(null, { status: 200, headers: downloadHeaders(query, described) });
   }
-  // One client cannot take the isolate: its place is given back once its export ends, however it ends.
-  const slot = admitClient(clientOf(request));
+  // One client cannot take the isolate: its place is given back once its export ends, however it
+  // ends. A refresh takes none: nobody waits on it.
+  const slot = deps.refresh ? { release: () => {} } : admitClient(clientOf(request));
   let report: (fields: Record<string, unknown>) => void = () => {};
   const completion = new Promise<Record<string, unknown>>((resolve) => (report = resolve));
   void completion.then(slot.release);
-  const response = await exportFromCkan({ query, key, policy, report }, deps, pipeline).catch((error: unknown) => {
+  const response = await exportFromCkan(query, report, deps, pipeline).catch((error: unknown) => {
     slot.release();
     // The request log line says why the isolate refused (a 503 alone could be CKAN's).
     if (error instanceof IsolateBusy)
@@ -115,57 +72,42 @@ export async function serveExport<Q extends ExportQuery>(
 }
 
 async function exportFromCkan<Q extends ExportQuery>(
-  asked: FromCkan<Q>,
+  query: Q,
+  report: (fields: Record<string, unknown>) => void,
   deps: ExportRouteDeps,
   pipeline: Pipeline<Q>,
 ): Promise<Response> {
-  const { config } = deps;
-  const { query, key, policy } = asked;
-  const site = siteFor(config, deps.upstreamFetch);
+  const { settings, keep, site } = deps;
   const { client } = site;
-  const opened = await pipeline.open(
-    query,
-    config,
-    site,
-    (outcome) =>
-      asked.report({
-        ...(outcome.error ? { status: outcome.error.status } : {}),
-        cache: key === undefined ? "OFF" : "MISS",
-        rows: outcome.rows,
-        pages: client.stats.requests,
-        bytes: outcome.bytes,
-        upstream_bytes: client.stats.bytes,
-        upstream_ms: client.stats.milliseconds,
-        ...(outcome.error ? { error: outcome.error.message } : {}),
-      }),
-    deps.upstreamFetch,
+  const opened = await pipeline.open(query, site, (outcome) =>
+    report({
+      ...(outcome.error ? { status: outcome.error.status } : {}),
+      cache: keep.stores ? "MISS" : "OFF",
+      rows: outcome.rows,
+      pages: client.stats.requests,
+      bytes: outcome.bytes,
+      upstream_bytes: client.stats.bytes,
+      upstream_ms: client.stats.milliseconds,
+      ...(outcome.error ? { error: outcome.error.message } : {}),
+    }),
   );
-  const headers = downloadHeaders(query, opened.table);
-  for (const [name, value] of Object.entries(opened.headers ?? {})) headers.set(name, value);
-  headers.set("cache-control", key === undefined ? "no-cache" : clientCacheControl(policy));
-  if (key !== undefined) headers.set("x-cache", "MISS");
+  const headers = downloadHeaders(query, { total: opened.table.total, headers: opened.headers });
 
-  const body = await readBody(opened, config.bufferBytes);
+  const body = await readBody(opened, settings.bufferBytes);
   if ("stream" in body) {
-    if (key === undefined) return new Response(freedOnceWritten(body.stream), { status: 200, headers });
-    if (body.estimate > config.cacheMaxBytes) {
-      headers.set("x-cache-note", `not stored: about ${Math.round(body.estimate)} bytes, more than CACHE_MAX_BYTES`);
-      return new Response(freedOnceWritten(body.stream), { status: 200, headers });
-    }
-    const watch = { stallMs: config.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
+    const watch = { stallMs: settings.stallSeconds * 1000, minBytesPerSecond: MIN_BYTES_PER_SECOND };
     // The export itself may end whole (the cache's copy read on): the client's own cut is logged apart.
     const clientStopped = (error: HttpError): void =>
       log({ event: "client_stopped", id: deps.info.id, status: error.status, error: error.message }, (text) => text);
-    return new Response(
-      freedOnceWritten(
-        storeWhileStreaming(body.stream, key, headers, opened.progress, policy, deps.waitUntil, watch, clientStopped),
-        { free: false },
-      ),
-      { status: 200, headers },
+    // The cache's reader keeps the export going while the client lags: the client's own branch is
+    // timed, so a client that stalls or trickles lets go of what is held for it.
+    const sent = keep.streamed(body.stream, body.estimate, headers, opened.progress, (branch) =>
+      watchedReader(branch, watch, clientStopped),
     );
+    return new Response(freedOnceWritten(sent.stream, { free: !sent.shared }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
   headers.set("etag", await contentEtag(body.whole));
-  if (key !== undefined) deps.waitUntil(storeWhole(key, body.whole, headers, policy));
+  void keep.whole(body.whole, headers);
   return new Response(body.whole, { status: 200, headers });
 }

@@ -2,8 +2,16 @@ import { release } from "../rows/owned-bytes.ts";
 
 declare const IdentityTransformStream: (new () => TransformStream<Uint8Array, Uint8Array>) | undefined;
 
-/** What the runtime is told when a download stops short: no upstream text, no secret. */
+/**
+ * What the runtime is told when a download stops short: no upstream text, no secret. `retryable`
+ * makes workerd take it for a dropped connection (a DISCONNECTED exception, as a reset socket gives):
+ * it then closes the client's connection without the second report an error would get from the
+ * HTTP server (`Uncaught exception: ... remote.jsg.Error`). One report stays: workerd hands every
+ * failure of a body that JavaScript writes to the inspector as `Uncaught` (in production, to the
+ * trace); a body that errors cannot avoid it, and a body that ends without error would look whole.
+ */
 export class DownloadCut extends Error {
+  readonly retryable = true;
   constructor() {
     super("download cut short (the request's log line says why)");
     this.name = "DownloadCut";

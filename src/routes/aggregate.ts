@@ -1,14 +1,19 @@
 import { describeAggregate, openAggregate } from "../aggregate/pipeline.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
+import type { UpstreamFetch } from "../ckan/types.ts";
+import type { Config } from "../config/config.ts";
 import { serveExport, type Pipeline } from "../http/export-route.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
-import { answerInline, formatOf } from "./exports.ts";
+import { answerInline, EXPORT_CACHE, formatOf, named, sinkDeps } from "./exports.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
 import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
-export const AGGREGATES: Pipeline<AggregateQuery> = { open: openAggregate, describe: describeAggregate };
+const aggregatesWith = (config: Config, upstreamFetch: UpstreamFetch): Pipeline<AggregateQuery> => ({
+  open: (query, site, onDone) => openAggregate(query, config, site, onDone, upstreamFetch),
+  describe: (query, site) => describeAggregate(query, config, site),
+});
 
 function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -46,20 +51,21 @@ function aggregateOperation(format: FormatName, method: "get" | "head"): Json {
 }
 
 /** GET|HEAD /aggregate.<format>: group, count, sum, average, min, max, in every format exports have. */
-export const aggregateRoute: Route = {
+export const aggregateRoute: Route<AggregateQuery> = {
   methods: ["GET", "HEAD"],
   path: "/aggregate.:format",
   guards: ["signed link", "rate limit"],
   conditional: true,
-  async handle({ request, url, config, deps, info, waitUntil }) {
-    const query = parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config);
-    return await serveExport(
+  cache: EXPORT_CACHE,
+  input: ({ request, url, config, info }) =>
+    named(info, parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config)),
+  handle: ({ request, config, deps, info, keep, refresh }, query) =>
+    serveExport(
       request,
       query,
-      { config, upstreamFetch: deps.upstreamFetch, info, waitUntil },
-      AGGREGATES,
-    );
-  },
+      sinkDeps({ config, deps, info, keep, refresh }),
+      aggregatesWith(config, deps.upstreamFetch),
+    ),
   answerError: answerInline,
   openapi: () =>
     Object.fromEntries(

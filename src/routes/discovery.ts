@@ -1,11 +1,11 @@
-import { cachedJson } from "../discovery/cached-json.ts";
+import { jsonAnswer } from "../discovery/json-answer.ts";
 import { describeResource, listResources } from "../discovery/resources.ts";
 import { badRequest, HttpError } from "../errors.ts";
-import { wantsFresh } from "../http/edge-cache.ts";
+import { redactor } from "../log/redact.ts";
 import { discoveryDeps } from "./guards.ts";
 import { errors, json, pathParameter, ref } from "./openapi-parts.ts";
 import { openApiDocument } from "./openapi.ts";
-import type { Route } from "./route.ts";
+import type { CachePolicy, Route } from "./route.ts";
 
 /**
  * Discovery routes take no parameters: anything but a `_` cache buster is a 400, as on exports, so
@@ -28,22 +28,27 @@ function refuseParameters(url: URL): void {
 const listsAnError = (answer: unknown): boolean =>
   ((answer as { resources?: { error?: unknown }[] }).resources ?? []).some((entry) => entry.error !== undefined);
 
+/**
+ * Discovery answers in the edge cache, keyed by what each alias stands for (every answer depends on
+ * it); with signing on they are for operators, never stored where a proxy could share them.
+ */
+const DISCOVERY_CACHE: CachePolicy = {
+  kind: "edge",
+  staleWhileRevalidate: false,
+  operatorsOnly: true,
+  shapedBy: (_input, { config }) => [[...config.resources]],
+};
+
 /** GET /resources: the published resources, with a link per format. */
 export const resourcesRoute: Route = {
   methods: ["GET"],
   path: "/resources",
   guards: ["operators when signing", "rate limit"],
   conditional: true,
+  cache: DISCOVERY_CACHE,
+  input: ({ url }) => refuseParameters(url),
   async handle(context) {
-    const discovery = discoveryDeps(context);
-    refuseParameters(context.url);
-    return cachedJson(
-      context.url,
-      discovery.config,
-      () => listResources(discovery),
-      wantsFresh(context.request),
-      listsAnError,
-    );
+    return jsonAnswer(await listResources(discoveryDeps(context)), redactor(context.env), context.keep, listsAnError);
   },
   openapi: () => ({
     "/resources": {
@@ -62,28 +67,24 @@ export const resourcesRoute: Route = {
 };
 
 /** GET /resources/<alias>: one resource's columns, data dictionary, values and example links. */
-export const resourceRoute: Route = {
+export const resourceRoute: Route<string> = {
   methods: ["GET"],
   path: "/resources/:alias",
   guards: ["operators when signing", "rate limit"],
   conditional: true,
-  async handle(context) {
-    const discovery = discoveryDeps(context);
-    refuseParameters(context.url);
-    let alias: string;
+  cache: DISCOVERY_CACHE,
+  input({ url, request }) {
+    refuseParameters(url);
     try {
-      alias = decodeURIComponent(context.request.params.alias ?? "");
+      return decodeURIComponent(request.params.alias ?? "");
     } catch {
       throw new HttpError(404, "No resource has that name: the name in the link is not valid URL encoding.", {
         parameter: "resource",
       });
     }
-    return cachedJson(
-      context.url,
-      discovery.config,
-      () => describeResource(alias, discovery),
-      wantsFresh(context.request),
-    );
+  },
+  async handle(context, alias) {
+    return jsonAnswer(await describeResource(alias, discoveryDeps(context)), redactor(context.env), context.keep);
   },
   openapi: () => ({
     "/resources/{alias}": {
@@ -107,8 +108,9 @@ export const openApiRoute: Route = {
   methods: ["GET"],
   path: "/openapi.json",
   guards: ["rate limit"],
+  cache: { kind: "max-age", seconds: 300 },
   handle({ url, routes }) {
-    return Response.json(openApiDocument(routes, url.origin), { headers: { "cache-control": "public, max-age=300" } });
+    return Response.json(openApiDocument(routes, url.origin));
   },
   openapi: () => ({
     "/openapi.json": {

@@ -1,14 +1,18 @@
 import { withColumnHint } from "../discovery/column-hint.ts";
 import { HttpError, toHttpError } from "../errors.ts";
-import { EXPORTS, serveExport } from "../http/export-route.ts";
+import { siteFor } from "../ckan/site.ts";
+import type { Config } from "../config/config.ts";
+import { describeExport, openExport } from "../export/pipeline.ts";
+import { serveExport, type ExportRouteDeps, type Pipeline } from "../http/export-route.ts";
+import type { RequestInfo } from "../http/request-log.ts";
 import { inlineErrorResponse, wantsInlineError } from "../http/inline-error.ts";
 import { log } from "../log/log.ts";
 import { redactor } from "../log/redact.ts";
-import { errorModeOf, parseExportQuery } from "../query/export-query.ts";
+import { errorModeOf, parseExportQuery, type ExportQuery } from "../query/export-query.ts";
 import { FORMATS, isFormatName, type FormatName } from "../query/formats.ts";
 import { parametersFor } from "../query/params.ts";
 import { errors, queryParameter, type Json, type Operations } from "./openapi-parts.ts";
-import type { Route, RouteContext } from "./route.ts";
+import type { CachePolicy, RequestContext, Route, RouteContext } from "./route.ts";
 
 function exportOperation(format: FormatName, method: "get" | "head"): Json {
   const { contentType } = FORMATS[format];
@@ -41,7 +45,7 @@ function exportOperation(format: FormatName, method: "get" | "head"): Json {
  * A spreadsheet that shows no error body gets the message as its one cell (errors=inline): the
  * error answer of every route whose link names a format (exports, aggregates).
  */
-export function answerInline(error: unknown, { request, url, env, info }: RouteContext): Response {
+export function answerInline(error: unknown, { request, url, env, info }: RequestContext): Response {
   const format = request.params.format ?? "";
   if (!wantsInlineError(request.method, errorModeOf(url.searchParams, format), request.headers.get("user-agent")))
     throw error;
@@ -49,8 +53,45 @@ export function answerInline(error: unknown, { request, url, env, info }: RouteC
   return inlineErrorResponse(error, format, redactor(env));
 }
 
+/**
+ * Exports and aggregates in the edge cache: stale ones served while one refresh runs, keyed by the
+ * resource the alias stands for today (an alias moved to another table never serves the old one).
+ */
+export const EXPORT_CACHE: CachePolicy<ExportQuery> = {
+  kind: "edge",
+  staleWhileRevalidate: true,
+  shapedBy: (query) => [query.resourceId],
+};
+
+/** Exports: rows from CKAN, read with the export pipeline's own settings. */
+const exportsWith = (config: Config): Pipeline => ({
+  open: (query, site, onDone) => openExport(query, config, site, onDone),
+  describe: (query, site) => describeExport(query, config, site),
+});
+
+/** What the HTTP sink gets for this request: its own settings, the CKAN site, the log entry, the keeper. */
+export const sinkDeps = ({
+  config,
+  deps,
+  info,
+  keep,
+  refresh,
+}: Pick<RouteContext, "config" | "deps" | "info" | "keep" | "refresh">): ExportRouteDeps => ({
+  settings: config,
+  site: siteFor(config, deps.upstreamFetch),
+  info,
+  keep,
+  refresh,
+});
+
+/** The query, its resource named on the request's log line. */
+export function named<Q extends ExportQuery>(info: RequestInfo, query: Q): Q {
+  info.resource = query.alias ?? query.resourceId;
+  return query;
+}
+
 /** The route's format (`/export.csv`, `/aggregate.parquet`), or a 404 listing the family's formats. */
-export function formatOf(request: RouteContext["request"], family: "export" | "aggregate"): FormatName {
+export function formatOf(request: RequestContext["request"], family: "export" | "aggregate"): FormatName {
   const format = request.params.format ?? "";
   if (isFormatName(format)) return format;
   throw new HttpError(
@@ -62,20 +103,18 @@ export function formatOf(request: RouteContext["request"], family: "export" | "a
 }
 
 /** GET|HEAD /export.<format>: the pipeline to an HTTP response. */
-export const exportRoute: Route = {
+export const exportRoute: Route<ExportQuery> = {
   methods: ["GET", "HEAD"],
   path: "/export.:format",
   guards: ["signed link", "rate limit"],
   conditional: true,
-  async handle({ request, url, config, deps, info, waitUntil }) {
-    const query = parseExportQuery(url.searchParams, formatOf(request, "export"), config);
-    return await serveExport(
-      request,
-      query,
-      { config, upstreamFetch: deps.upstreamFetch, info, waitUntil },
-      EXPORTS,
-    ).catch((error: unknown) => withColumnHint(error, query, config, deps.upstreamFetch));
-  },
+  cache: EXPORT_CACHE,
+  input: ({ request, url, config, info }) =>
+    named(info, parseExportQuery(url.searchParams, formatOf(request, "export"), config)),
+  handle: ({ request, config, deps, info, keep, refresh }, query) =>
+    serveExport(request, query, sinkDeps({ config, deps, info, keep, refresh }), exportsWith(config)).catch(
+      (error: unknown) => withColumnHint(error, query, siteFor(config, deps.upstreamFetch).client),
+    ),
   answerError: answerInline,
   openapi: () =>
     Object.fromEntries(

@@ -2,15 +2,14 @@ import { siteFacts } from "../ckan/site.ts";
 import { upstreamHealth } from "../discovery/health.ts";
 import { redactor } from "../log/redact.ts";
 import { snapshotJobs } from "../snapshot/jobs.ts";
-import { discoveryDeps } from "./guards.ts";
 import { errors, json } from "./openapi-parts.ts";
-import type { Route, RouteContext } from "./route.ts";
+import type { Route, RequestContext } from "./route.ts";
 
 /** A check costs CKAN a few small calls per alias: monitors polling every few seconds share one. */
 const FRESH_MS = 15_000;
 const recent = new Map<string, { at: number; body: Promise<Record<string, unknown>> }>();
 
-async function check({ config, env, deps }: RouteContext): Promise<Record<string, unknown>> {
+async function check({ config, env, deps }: RequestContext): Promise<Record<string, unknown>> {
   const upstream = await upstreamHealth(config, deps.upstreamFetch);
   const { jobs, problems: jobProblems } = snapshotJobs(config);
   // Snapshots failing stop no export: they are warnings, which the status code does not count.
@@ -36,13 +35,16 @@ export const healthRoute: Route = {
   methods: ["GET"],
   path: "/health",
   guards: ["operators when signing", "rate limit"],
+  // With signing on it is for operators; one that reports a failure (a 503) is kept by no cache: the
+  // next check may find it mended.
+  cache: { kind: "max-age", seconds: FRESH_MS / 1000, operatorsOnly: true },
   async handle(context) {
-    const discovery = discoveryDeps(context);
+    const { config } = context;
     // The settings that shape the answer, never the token itself.
     const key = JSON.stringify([
-      discovery.config.datastoreSearchUrl,
-      [...discovery.config.resources],
-      discovery.config.apiToken !== undefined,
+      config.datastoreSearchUrl,
+      [...config.resources],
+      config.apiToken !== undefined,
       context.env.SNAPSHOTS !== undefined,
     ]);
     let entry = recent.get(key);
@@ -52,7 +54,7 @@ export const healthRoute: Route = {
       entry.body.catch(() => recent.delete(key));
     }
     // Learnt by this isolate's first aggregate on the site (never asked here: /health stays cheap).
-    const sql = siteFacts(discovery.config).sqlSearch;
+    const sql = siteFacts(config).sqlSearch;
     const body: Record<string, unknown> = {
       ...(await entry.body),
       aggregates: {
@@ -60,15 +62,10 @@ export const healthRoute: Route = {
         computed_by: sql === true ? "ckan-sql" : "worker",
       },
     };
-    const operatorsOnly = discovery.config.linkSigningKey !== undefined;
     // CKAN's own words (its version, its plugins) are quoted: no piece of a secret goes with them.
     return new Response(redactor(context.env)(JSON.stringify(body)), {
       status: body.ok === true ? 200 : 503,
-      // An answer that reports a failure is never kept by a cache: the next check may find it mended.
-      headers: {
-        "content-type": "application/json",
-        "cache-control": operatorsOnly || body.ok !== true ? "private, no-store" : `public, max-age=${FRESH_MS / 1000}`,
-      },
+      headers: { "content-type": "application/json" },
     });
   },
   openapi: () => ({

@@ -1,11 +1,11 @@
 import { FORMATS } from "../query/formats.ts";
-import type { Route, RouteContext } from "./route.ts";
+import type { Route, RequestContext } from "./route.ts";
 
 /** A browser asks for HTML; curl (any type), fetch() and JSON clients keep the JSON index. */
 export const wantsPage = (request: Request): boolean => /\btext\/html\b/i.test(request.headers.get("accept") ?? "");
 
 /** GET /: the link-builder page (Workers Static Assets, public/index.html) for browsers, else the JSON index. */
-async function indexPage({ request, env }: RouteContext): Promise<Response> {
+async function indexPage({ request, env }: RequestContext): Promise<Response> {
   if (wantsPage(request) && env.ASSETS !== undefined) {
     const page = await env.ASSETS.fetch(new Request(new URL("/", request.url), { headers: request.headers }));
     const response = new Response(page.body, page);
@@ -31,6 +31,8 @@ export const indexRoute: Route = {
   methods: ["GET"],
   path: "/",
   guards: [],
+  // The page's own headers (static assets) stand; the JSON index says nothing either.
+  cache: { kind: "unset" },
   handle: indexPage,
   openapi: () => ({
     "/": {

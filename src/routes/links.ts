@@ -7,6 +7,8 @@ export const linksRoute: Route = {
   methods: ["POST"],
   path: "/links",
   guards: ["admin token"],
+  // A signed link is a credential of sorts: kept by no cache.
+  cache: { kind: "no-store" },
   handle({ request, config }) {
     return signLinkRoute(request, config);
   },

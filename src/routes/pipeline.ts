@@ -2,10 +2,11 @@ import { conditionalAnswer } from "../protocol/conditional.ts";
 import { requireAdmin } from "../security/admin.ts";
 import { requireSignedLink } from "../security/links.ts";
 import { enforceRateLimit } from "../security/rate-limit.ts";
-import type { Guard, Route, RouteContext } from "./route.ts";
+import { answerWithCachePolicy } from "./cache-policy.ts";
+import type { Guard, RequestContext, Route } from "./route.ts";
 
 /** What each declared guard checks (see Guard); `route` says which guards ran before this one. */
-const GUARDS: Record<Guard, (context: RouteContext, route: Route) => Promise<void>> = {
+const GUARDS: Record<Guard, (context: RequestContext, route: Route) => Promise<void>> = {
   "signed link": ({ url, config }) => requireSignedLink(url, config),
   "operators when signing": async ({ request, config }) => {
     if (config.linkSigningKey !== undefined) await requireAdmin(request, config);
@@ -26,14 +27,16 @@ const GUARDS: Record<Guard, (context: RouteContext, route: Route) => Promise<voi
 };
 
 /**
- * One route's request, as its entry declares it: its guards in order, its handler, then (for a
- * conditional route) the preconditions against the response's validators; an error answered the
- * route's own way when it has one. Handlers never call a guard or a precondition check themselves.
+ * One route's request, as its entry declares it: its guards in order, its validated input, its
+ * handler inside its cache policy (routes/cache-policy.ts), then (for a conditional route) the
+ * preconditions against the response's validators; an error answered the route's own way when it
+ * has one. Handlers never call a guard, a cache or a precondition check themselves.
  */
-export async function serveRoute(route: Route, context: RouteContext): Promise<Response> {
+export async function serveRoute<I>(route: Route<I>, context: RequestContext): Promise<Response> {
   try {
-    for (const guard of route.guards) await GUARDS[guard](context, route);
-    const response = await route.handle(context);
+    for (const guard of route.guards) await GUARDS[guard](context, route as Route);
+    const input = route.input === undefined ? (undefined as I) : route.input(context);
+    const response = await answerWithCachePolicy(route, context, input);
     return route.conditional ? await answerPreconditions(context.request, response) : response;
   } catch (error) {
     if (route.answerError === undefined) throw error;

@@ -5,13 +5,10 @@ import { contentDisposition } from "../query/filename.ts";
 import { acceptsGzip } from "../snapshot/compress.ts";
 import type { SnapshotObject } from "../snapshot/serve.ts";
 
-/** How long a client may keep `latest` before asking again (a dated file never changes). */
-const LATEST_CACHE = "public, max-age=300";
-
 /**
  * GET|HEAD of a snapshot file: streamed from R2 with validators, so a dashboard re-fetching a
  * snapshot gets a 304, and a client resuming a download gets a 206. `latest` is the newest dated
- * file sent under the job's own name and a short cache life.
+ * file sent under the job's own name (its short cache life is the route's cache policy).
  */
 export async function snapshotFileResponse(
   request: Request,
@@ -27,10 +24,7 @@ export async function snapshotFileResponse(
   const etag = gzip.decoded ? decodedEtag(head.httpEtag) : head.httpEtag;
   const out = new Headers();
   head.writeHttpMetadata(out);
-  if (target.latest !== undefined) {
-    out.set("content-disposition", contentDisposition(target.latest.filename));
-    out.set("cache-control", LATEST_CACHE);
-  }
+  if (target.latest !== undefined) out.set("content-disposition", contentDisposition(target.latest.filename));
   out.set("etag", etag);
   out.set("last-modified", head.uploaded.toUTCString());
   out.set("accept-ranges", gzip.decoded ? "none" : "bytes");

@@ -2,21 +2,19 @@ import { HttpError } from "../errors.ts";
 import { redactor } from "../log/redact.ts";
 import { runInline, type SnapshotDeps } from "../snapshot/procedure.ts";
 import { cancelRun, runningRun, startRunNow } from "../snapshot/runs.ts";
+import { parseSnapshotFile } from "../snapshot/keys.ts";
 import { bucketOf, findJob, listSnapshots, snapshotObject } from "../snapshot/serve.ts";
 import type { Runs } from "../snapshot/workflow.ts";
 import { linkMaker } from "./guards.ts";
 import { ADMIN, error, errors, json, pathParameter, type Json } from "./openapi-parts.ts";
-import type { Route, RouteContext } from "./route.ts";
+import type { Route, RequestContext } from "./route.ts";
 import { snapshotFileResponse } from "./snapshot-file.ts";
 
-/** Answers about runs are never cached: they change from one second to the next. */
-const NO_STORE = { "cache-control": "no-store" };
-
 /** The Workflow that runs snapshots past one invocation, when it is bound (wrangler.toml's [[workflows]]). */
-const runsOf = ({ env }: RouteContext): Runs | undefined => env.SNAPSHOT_RUNS as Runs | undefined;
+const runsOf = ({ env }: RequestContext): Runs | undefined => env.SNAPSHOT_RUNS as Runs | undefined;
 
 /** What a run inside this invocation needs (the cron's, or an operator's without the Workflow). */
-export const snapshotDeps = ({ env, config, deps }: Pick<RouteContext, "env" | "config" | "deps">): SnapshotDeps => ({
+export const snapshotDeps = ({ env, config, deps }: Pick<RequestContext, "env" | "config" | "deps">): SnapshotDeps => ({
   bucket: bucketOf(env.SNAPSHOTS),
   config,
   upstreamFetch: deps.upstreamFetch,
@@ -28,11 +26,11 @@ export const snapshotListRoute: Route = {
   methods: ["GET"],
   path: "/snapshots",
   guards: ["operators when signing"],
+  cache: { kind: "no-cache" },
   async handle(context) {
     const { config, env, url } = context;
     return Response.json(
       await listSnapshots(config, bucketOf(env.SNAPSHOTS), linkMaker(config, url.origin), runsOf(context)),
-      { headers: { "cache-control": "no-cache" } },
     );
   },
   openapi: () => ({
@@ -66,6 +64,8 @@ export const snapshotRunRoute: Route = {
   methods: ["POST", "GET", "DELETE"],
   path: "/snapshots/:name/run",
   guards: ["admin token"],
+  // Answers about runs change from one second to the next.
+  cache: { kind: "no-store" },
   async handle(context) {
     const { request, config, env } = context;
     const job = findJob(config, request.params.name ?? "");
@@ -77,28 +77,24 @@ export const snapshotRunRoute: Route = {
           404,
           `No run of ${job.name} is in progress: without the SNAPSHOT_RUNS Workflow a run lasts only the request that starts it.`,
         );
-      if (request.method === "DELETE") return Response.json(await cancelRun(job, bucket, runs), { headers: NO_STORE });
+      if (request.method === "DELETE") return Response.json(await cancelRun(job, bucket, runs));
       const running = await runningRun(job.name, bucket, runs);
       if (running === undefined)
         throw new HttpError(404, `No run of ${job.name} is in progress. GET /snapshots shows its last run.`);
-      return Response.json(running, { headers: NO_STORE });
+      return Response.json(running);
     }
     if (runs !== undefined) {
       const answer = await startRunNow(job, Date.now(), bucket, runs);
       if ("running" in answer) {
         const message = `Run ${answer.running.instance} of ${job.name} is in progress; cancel it first (DELETE /snapshots/${job.name}/run) or let it finish.`;
-        return Response.json(
-          { error: { status: 409, message }, running: answer.running },
-          { status: 409, headers: NO_STORE },
-        );
+        return Response.json({ error: { status: 409, message }, running: answer.running }, { status: 409 });
       }
-      return Response.json(answer, { status: answer.started ? 202 : 200, headers: NO_STORE });
+      return Response.json(answer, { status: answer.started ? 202 : 200 });
     }
     // Whole seconds: a stamp has no milliseconds.
     const result = await runInline(job, Math.floor(Date.now() / 1000) * 1000, "admin", snapshotDeps(context));
     return Response.json(result, {
       status: result.status === "ok" ? 200 : result.status === "skipped" ? 409 : 502,
-      headers: NO_STORE,
     });
   },
   openapi: () => ({
@@ -145,8 +141,14 @@ export const snapshotFileRoute: Route = {
   methods: ["GET", "HEAD"],
   path: "/snapshots/:name/:file",
   guards: ["signed link", "rate limit"],
-  // serve.ts answers the preconditions itself too, before reading R2: a 304 costs no read.
+  // snapshot-file.ts answers the preconditions itself too, before reading R2: a 304 costs no read.
   conditional: true,
+  // A dated file never changes (stored immutable); `latest` moves when the manifest does.
+  cache: {
+    kind: "stored",
+    seconds: 300,
+    moving: ({ request }) => parseSnapshotFile(request.params.file ?? "")?.kind === "latest",
+  },
   async handle(context) {
     const { request, config, env } = context;
     const job = findJob(config, request.params.name ?? "");

@@ -1,5 +1,5 @@
 import type { Config } from "../config/config.ts";
-import { HttpError } from "../errors.ts";
+import { HttpError, TooManyRequests } from "../errors.ts";
 import { clientOf } from "./rate-limit.ts";
 
 const sha256 = async (text: string): Promise<ArrayBuffer> =>
@@ -23,9 +23,7 @@ function refuseWhileLimited(client: string, now: number): void {
   }
   if (entry.count < MAX_ADMIN_FAILURES) return;
   const seconds = Math.max(1, Math.ceil((entry.since + ADMIN_FAILURE_WINDOW_MS - now) / 1000));
-  throw new HttpError(429, `Too many wrong admin tokens from this address; try again in ${seconds} seconds.`, {
-    headers: { "retry-after": String(seconds) },
-  });
+  throw new TooManyRequests(`Too many wrong admin tokens from this address; try again in ${seconds} seconds.`, seconds);
 }
 
 function countFailure(client: string, now: number): void {

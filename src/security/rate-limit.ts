@@ -1,6 +1,6 @@
 import type { Config } from "../config/config.ts";
 import type { Env } from "../config/env.ts";
-import { HttpError } from "../errors.ts";
+import { TooManyRequests } from "../errors.ts";
 
 /** The client a request comes from, as Cloudflare's edge names it. */
 export const clientOf = (request: Request): string => request.headers.get("cf-connecting-ip") ?? "unknown";
@@ -22,12 +22,9 @@ export async function enforceRateLimit(
     verifiedSig !== undefined && config.linkSigningKey !== undefined ? `sig:${verifiedSig}` : `ip:${clientOf(request)}`;
   const { success } = await env.RATE_LIMITER.limit({ key });
   if (!success) {
-    throw new HttpError(
-      429,
+    throw new TooManyRequests(
       `Too many requests for this link or address; try again in ${config.rateLimitPeriodSeconds} seconds.`,
-      {
-        headers: { "retry-after": String(config.rateLimitPeriodSeconds) },
-      },
+      config.rateLimitPeriodSeconds,
     );
   }
 }

@@ -1,4 +1,14 @@
-import { HttpError, PermanentFailure } from "../errors.ts";
+import { CkanValidationFault } from "../ckan/error-answers.ts";
+import { IsolateBusy } from "../ckan/page-budget.ts";
+import {
+  ClientTooSlow,
+  ConfigurationError,
+  HttpError,
+  InternalFault,
+  PermanentFailure,
+  TooManyRequests,
+  UpstreamFailure,
+} from "../errors.ts";
 
 // What can go wrong in a snapshot run, as classes (PermanentFailure, a failure no later try can mend,
 // is the shared one of errors.ts): whether a step is tried again follows from the class of its
@@ -45,8 +55,28 @@ export class SnapshotRunFailed extends Error {
   override name = "SnapshotRunFailed";
 }
 
-/** Whether a failure is for good: one of ours, or CKAN's answer that the request is wrong (4xx but a timeout or a rate limit). */
+/**
+ * What a later try may mend: CKAN failing, slow or busy (and its validation answers that lay the
+ * fault on its side), this isolate busy or a client with too many requests, a setting an operator
+ * may fix meanwhile (a deploy resumes the run), a fault of the worker that may not recur.
+ */
+const MENDABLE = [
+  UpstreamFailure,
+  CkanValidationFault,
+  IsolateBusy,
+  TooManyRequests,
+  ClientTooSlow,
+  ConfigurationError,
+  InternalFault,
+];
+
+/**
+ * Whether a failure is for good, by its class: one of ours (PermanentFailure), or any other answer
+ * of the worker's (HttpError) that says the request is wrong: CKAN refused it (not found, access
+ * denied, a value it rejects), or it passes a limit. Anything that is not an answer (R2, the
+ * network, a bug) is tried again.
+ */
 export function isPermanent(error: unknown): boolean {
   if (error instanceof PermanentFailure) return true;
-  return error instanceof HttpError && error.status < 500 && error.status !== 408 && error.status !== 429;
+  return error instanceof HttpError && !MENDABLE.some((kind) => error instanceof kind);
 }

@@ -2,19 +2,21 @@ import { siteFor } from "../ckan/site.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { openQuery, openQueryPart } from "../aggregate/either.ts";
+import type { DeflateState } from "../format/deflate.ts";
 import { ENCODERS } from "../format/index.ts";
 import type { Redact } from "../log/redact.ts";
 import { contentDisposition } from "../query/filename.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
+import { concatBytes } from "../rows/bytes.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
-import { storedBody, storedEncoding } from "./compress.ts";
+import { GzipFile, storedEncoding } from "./compress.ts";
 import { writeDatapackage } from "./datapackage.ts";
 import { ColumnsChanged, RunCancelled } from "./errors.ts";
 import type { SnapshotJob } from "./jobs.ts";
 import { datedKey } from "./keys.ts";
 import { updateManifest, type SnapshotEntry } from "./manifest.ts";
-import { updateRunRecord, type FormatState, type RunRecord, type UploadState } from "./run-record.ts";
+import { updateRunRecord, type FormatState, type RunRecord, type StepCarry, type UploadState } from "./run-record.ts";
 import { SnapshotUpload, type Target } from "./upload.ts";
 
 // The steps of one format of a run, the same whichever runner runs them (see procedure.ts):
@@ -39,9 +41,69 @@ export interface FormatRun {
 
 const target = (run: FormatRun): Target => ({ job: run.job.name, stamp: run.stamp, format: run.format });
 
-/** Whether the file is written in steps that each go on where the last stopped, or whole in one (XLSX, Parquet, gzip: their state cannot be carried). */
-export const inSteps = (job: SnapshotJob, format: FormatName): boolean =>
-  ENCODERS[format].resumable && storedEncoding(job, format) === undefined;
+/**
+ * An encoder that stops at a step boundary and resumes from a carried state: what stands between a
+ * write step's export bytes (the export's encoder goes on from the rows written: see Continued) and
+ * the bytes stored, for a file that is more than those bytes (gzip's deflate stream and trailer,
+ * XLSX's ZIP). Each step opens one from what the last step carried (null in the file's first step),
+ * hands it the step's chunks in order, and stops it: the step's last bytes, and what the next step
+ * starts from, or at the export's end (`ended`) the file's own end and null. The carried state is
+ * JSON in the run record and the step's result, so it must stay small (a deflater's CRC, sizes and
+ * at most a block of input), and nothing in it may grow with the file.
+ */
+export interface StepEncoder {
+  /** The bytes to store for one chunk of the export's (maybe none yet). */
+  write(chunk: Uint8Array): Uint8Array;
+  /** The step's end: its last bytes to store, and what the next step starts from (null once `ended`). */
+  stop(ended: boolean): { bytes: Uint8Array; carried: StepCarry | null };
+}
+
+/** A format's step encoder, opened for one step from what the last step carried (null: the file's first step). */
+export type StepFormat = (carried: StepCarry | null) => StepEncoder;
+
+/** A file made in pieces whose state is a deflater's (format/deflate.ts): XLSX's ZIP, a gzip file. */
+interface DeflatedFile {
+  begin(): Uint8Array;
+  write(chunk: Uint8Array): Uint8Array;
+  save(): DeflateState;
+  end(): Uint8Array;
+}
+
+const NOTHING = new Uint8Array(0);
+
+/** The step encoder of a deflated file: its first bytes in its first step, its deflater's state carried, its end in its last. */
+function deflatedSteps(open: (from?: DeflateState) => DeflatedFile): StepFormat {
+  return (carried) => {
+    const file = open(carried === null ? undefined : (carried as DeflateState));
+    let begin: Uint8Array | undefined = carried === null ? file.begin() : undefined;
+    const first = (bytes: Uint8Array): Uint8Array => {
+      if (begin === undefined) return bytes;
+      const joined = concatBytes([begin, bytes]);
+      begin = undefined;
+      return joined;
+    };
+    return {
+      write: (chunk) => first(file.write(chunk)),
+      stop: (ended) =>
+        ended ? { bytes: first(file.end()), carried: null } : { bytes: first(NOTHING), carried: file.save() },
+    };
+  };
+}
+
+/** The export's bytes stored as they are: nothing to carry. */
+const AS_IS: StepFormat = () => ({ write: (chunk) => chunk, stop: () => ({ bytes: NOTHING, carried: null }) });
+
+/**
+ * How a job stores a format in steps; undefined for a format written whole in one step (its encoder
+ * cannot go on from a carried state).
+ */
+export function stepFormat(job: SnapshotJob, format: FormatName): StepFormat | undefined {
+  const entry = ENCODERS[format];
+  if (!entry.resumable) return undefined;
+  if (storedEncoding(job, format) === "gzip") return deflatedSteps((from) => new GzipFile(from));
+  const steppedPackage = entry.steppedPackage;
+  return steppedPackage === undefined ? AS_IS : deflatedSteps(steppedPackage);
+}
 
 /** A dated file's HTTP and custom metadata, known before its first byte (size and hash are the manifest's). */
 export function fileOptions(run: FormatRun): R2MultipartOptions {
@@ -75,6 +137,7 @@ export async function beginFormat(run: FormatRun, deps: SnapshotDeps): Promise<F
     total: null,
     columns: [],
     resume: null,
+    carried: null,
     ended: false,
     upload,
     entry: null,
@@ -88,79 +151,21 @@ export async function beginFormat(run: FormatRun, deps: SnapshotDeps): Promise<F
 const sameColumns = (a: Column[], b: Column[]): boolean =>
   JSON.stringify(a.map((c) => [c.id, c.type])) === JSON.stringify(b.map((c) => [c.id, c.type]));
 
+/** A step's counts and where the next goes on: the state it hands on, less what the upload says. */
+type Written = Omit<FormatState, "upload" | "format" | "step" | "entry">;
+
 /**
- * One write step: the export goes on from where the last step stopped, its bytes go into the upload,
- * and it stops at a page's end once it has written SNAPSHOT_STEP_BYTES (a file written whole goes on
- * to its end). Parts have fixed numbers, so a retried step overwrites its own parts and nothing else.
+ * One write step: the export goes on from where the last step stopped, its bytes go through the
+ * format's step encoder into the upload, and it stops at a page's end once it has written
+ * SNAPSHOT_STEP_BYTES (a file written whole goes on to its end). Parts have fixed numbers, so a
+ * retried step overwrites its own parts and nothing else.
  */
 export async function writeStep(run: FormatRun, prev: FormatState, deps: SnapshotDeps): Promise<FormatState> {
-  const { bucket, config } = deps;
-  const upload = await SnapshotUpload.open(bucket, target(run), prev.upload, config.snapshotPartBytes);
-  const site = siteFor(config, deps.upstreamFetch);
-  const query = run.job.queries[run.format]!;
+  const upload = await SnapshotUpload.open(deps.bucket, target(run), prev.upload, deps.config.snapshotPartBytes);
+  const steps = stepFormat(run.job, run.format);
+  const next =
+    steps === undefined ? await writeWhole(run, upload, deps) : await writePart(run, prev, steps, upload, deps);
   const step = prev.step + 1;
-  let next: Omit<FormatState, "upload" | "format" | "step" | "entry">;
-  if (inSteps(run.job, run.format)) {
-    let produced = 0;
-    const part = await openQueryPart(
-      query,
-      config,
-      site,
-      prev.resume ?? undefined,
-      () => produced >= config.snapshotStepBytes,
-      deps.upstreamFetch,
-    );
-    if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
-      await part.chunks.return();
-      throw new ColumnsChanged();
-    }
-    const utf8 = new TextEncoder();
-    for await (const chunk of part.chunks) {
-      const bytes = typeof chunk === "string" ? own(utf8.encode(chunk)) : chunk;
-      produced += bytes.byteLength;
-      await upload.part(bytes);
-      // In its part and hashed: freed now, as the HTTP sink frees its chunks (see owned-bytes.ts).
-      release(bytes);
-    }
-    const ended = part.ended();
-    next = {
-      rows: prev.rows + part.progress.rows,
-      bytes: prev.bytes + produced,
-      decodedBytes: prev.decodedBytes + produced,
-      total: prev.total ?? part.resumeAt().total ?? null,
-      columns: prev.step > 0 ? prev.columns : part.columns,
-      resume: ended ? null : part.resumeAt(),
-      ended,
-    };
-  } else {
-    // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
-    const exported = await openQuery(query, { ...config, stallSeconds: 0 }, site, deps.upstreamFetch);
-    const reader = storedBody(exported.body, storedEncoding(run.job, run.format)).getReader();
-    let stored = 0;
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        stored += value.byteLength;
-        await upload.part(value);
-        release(value);
-      }
-    } catch (error) {
-      await reader.cancel(error).catch(() => {});
-      throw error;
-    }
-    // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
-    if (exported.progress.error !== undefined) throw exported.progress.error;
-    next = {
-      rows: exported.progress.rows,
-      bytes: stored,
-      decodedBytes: exported.progress.bytes,
-      total: exported.table.total ?? null,
-      columns: exported.table.columns,
-      resume: null,
-      ended: true,
-    };
-  }
   const state: FormatState = {
     ...next,
     format: run.format,
@@ -173,10 +178,111 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
   });
   if (!held) {
     // Cancelled while this step wrote: what the cancel cleaned up must not come back.
-    if (state.upload.carry !== null) await bucket.delete(state.upload.carry.key);
+    if (state.upload.carry !== null) await deps.bucket.delete(state.upload.carry.key);
     throw new RunCancelled();
   }
   return state;
+}
+
+/** Stored bytes into the upload, freed once there (as the HTTP sink frees its chunks: see owned-bytes.ts). */
+async function store(upload: SnapshotUpload, bytes: Uint8Array): Promise<number> {
+  if (bytes.byteLength === 0) return 0;
+  const length = bytes.byteLength;
+  await upload.part(bytes);
+  release(bytes);
+  return length;
+}
+
+/** One step's stretch of the export, through the step encoder, until the step is full or the export ends. */
+async function writePart(
+  run: FormatRun,
+  prev: FormatState,
+  steps: StepFormat,
+  upload: SnapshotUpload,
+  deps: SnapshotDeps,
+): Promise<Written> {
+  const { config } = deps;
+  // A file stored as the export writes it carries the export encoder's own state (Parquet's row
+  // groups, see Encoder.pause); any other file its step encoder's (a deflater's).
+  const inExport = steps === AS_IS;
+  const encoder = steps(inExport ? null : prev.carried);
+  let produced = 0;
+  let stored = 0;
+  const full = (): boolean => produced >= config.snapshotStepBytes;
+  const site = siteFor(config, deps.upstreamFetch);
+  const query = run.job.queries[run.format]!;
+  const exportCarried = inExport ? (prev.carried ?? undefined) : undefined;
+  const part = await openQueryPart(
+    query,
+    config,
+    site,
+    prev.resume ?? undefined,
+    full,
+    deps.upstreamFetch,
+    exportCarried,
+  );
+  if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
+    await part.chunks.return();
+    throw new ColumnsChanged();
+  }
+  const utf8 = new TextEncoder();
+  for await (const chunk of part.chunks) {
+    const bytes = typeof chunk === "string" ? own(utf8.encode(chunk)) : chunk;
+    produced += bytes.byteLength;
+    const out = encoder.write(bytes);
+    if (out !== bytes) release(bytes);
+    stored += await store(upload, out);
+  }
+  const ended = part.ended();
+  const last = encoder.stop(ended);
+  stored += await store(upload, last.bytes);
+  return {
+    rows: prev.rows + part.progress.rows,
+    bytes: prev.bytes + stored,
+    decodedBytes: prev.decodedBytes + produced,
+    total: prev.total ?? part.resumeAt().total ?? null,
+    columns: prev.step > 0 ? prev.columns : part.columns,
+    resume: ended ? null : part.resumeAt(),
+    carried: inExport ? (part.carried() as StepCarry | null) : last.carried,
+    ended,
+  };
+}
+
+/** The whole file in this one step, for a format that cannot stop at a step's end. */
+async function writeWhole(run: FormatRun, upload: SnapshotUpload, deps: SnapshotDeps): Promise<Written> {
+  const { config } = deps;
+  const site = siteFor(config, deps.upstreamFetch);
+  // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
+  const exported = await openQuery(
+    run.job.queries[run.format]!,
+    { ...config, stallSeconds: 0 },
+    site,
+    deps.upstreamFetch,
+  );
+  const reader = exported.body.getReader();
+  let stored = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      stored += await store(upload, value);
+    }
+  } catch (error) {
+    await reader.cancel(error).catch(() => {});
+    throw error;
+  }
+  // A file that ended whole but short (an XLSX sheet cut at a row limit) is not a snapshot.
+  if (exported.progress.error !== undefined) throw exported.progress.error;
+  return {
+    rows: exported.progress.rows,
+    bytes: stored,
+    decodedBytes: exported.progress.bytes,
+    total: exported.table.total ?? null,
+    columns: exported.table.columns,
+    resume: null,
+    carried: null,
+    ended: true,
+  };
 }
 
 /**

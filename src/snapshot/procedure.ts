@@ -128,6 +128,17 @@ async function formatsDue(
   return { due, skipped };
 }
 
+/** One step of a run, by its label (see StepRunner). */
+type Step = <T>(label: string, work: () => Promise<T>) => Promise<T>;
+
+/** What the claim step found: the job's holder (null: this run), and which formats are due. */
+interface Claim {
+  started: string;
+  holder: string | null;
+  due: FormatName[];
+  skipped: FormatName[];
+}
+
 /**
  * One run of a job: claim the job; for each format due begin an upload, write steps until the file
  * ends, seal it at its dated key and publish it (or abandon it when a step fails for good); record
@@ -144,42 +155,16 @@ export async function runSnapshot(
   const job = snapshotJobs(deps.config).jobs.find((j) => j.name === params.job);
   if (job === undefined)
     return { ...result, status: "failed", error: `no snapshot job is named ${params.job} any more` };
-  const step = <T>(label: string, work: () => Promise<T>): Promise<T> =>
+  const step: Step = (label, work) =>
     runner.step(label, (tried) => attempt(deps, job.name, instance, label, tried, work));
   /** A step of the run once it holds the job: a run that no longer does (cancelled) stops before it writes. */
-  const held = <T>(label: string, work: () => Promise<T>): Promise<T> =>
+  const held: Step = (label, work) =>
     step(label, async () => {
       if ((await readRunRecord(deps.bucket, job.name))?.instance !== instance) throw new RunCancelled();
       return work();
     });
 
-  const claim = await step("claim", async () => {
-    const now = new Date().toISOString();
-    const record: RunRecord = {
-      instance,
-      job: job.name,
-      stamp: params.stamp,
-      trigger: params.trigger,
-      started: now,
-      updated: now,
-      current: null,
-      done: [],
-      lastError: null,
-    };
-    const settle = (dead: RunRecord): Promise<void> =>
-      settleRun(dead, job, `run ${dead.instance} ended before it finished; a file it had sealed is kept`, deps);
-    const holder = await claimJob(deps.bucket, record, (held) => deps.isAlive(held), settle);
-    if (holder !== undefined)
-      return {
-        started: now,
-        holder: holder.instance as string | null,
-        due: [] as FormatName[],
-        skipped: [] as FormatName[],
-      };
-    // A claim tried again keeps its first try's start.
-    const started = (await readRunRecord(deps.bucket, job.name))?.started ?? now;
-    return { started, holder: null, ...(await formatsDue(job, params.stamp, deps.bucket)) };
-  });
+  const claim = await step("claim", () => claimRun(job, params, instance, deps));
   if (claim.holder !== null) {
     // Never two runs of a job writing at once: this one leaves the job to the run that holds it.
     log(
@@ -192,34 +177,16 @@ export async function runSnapshot(
       error: `run ${claim.holder} of this job is still going; this run wrote nothing`,
     };
   }
-
   result.skipped = claim.skipped;
   try {
     const errors: string[] = [];
     for (const format of claim.due) {
       const run: FormatRun = { job, format, stamp: params.stamp, started: claim.started, instance };
-      let state: FormatState | null = null;
-      try {
-        state = await held(`${format} begin`, () => beginFormat(run, deps));
-        const parts: UploadState["newParts"] = [];
-        while (!state.ended) {
-          const prev: FormatState = state;
-          state = await held(`${format} step ${prev.step + 1}`, () => writeStep(run, prev, deps));
-          parts.push(...state.upload.newParts);
-        }
-        const written: FormatState = state;
-        state = await held(`${format} seal`, () => sealFormat(run, written, parts, deps));
-        const sealed: FormatState = state;
-        result.written.push(await held(`${format} publish`, () => publishFormat(run, sealed, deps)));
-      } catch (error) {
-        if (!(error instanceof StepFailed)) throw error;
-        errors.push(`${format}: ${error.message}`);
-        const last = state;
-        await held(`${format} abandon`, () => abandonFormat(run, last, deps));
-      }
+      const outcome = await writeFormat(run, held, deps);
+      if (typeof outcome === "string") errors.push(`${format}: ${outcome}`);
+      else result.written.push(outcome);
     }
     if (errors.length > 0) Object.assign(result, { status: "failed", error: errors.join("; ") });
-
     await held("record", () => recordRun(job, claim.started, result, deps));
     await held("retention", () => retain(job, deps.bucket));
     await held("release", () => releaseJob(deps.bucket, job.name, instance));
@@ -230,6 +197,55 @@ export async function runSnapshot(
     return { ...result, status: "cancelled", error: "cancelled by an operator" };
   }
   return result;
+}
+
+/** The claim step: the job for this run (settling a run that ended mid-step), or the run that holds it. */
+async function claimRun(job: SnapshotJob, params: RunParams, instance: string, deps: RunDeps): Promise<Claim> {
+  const now = new Date().toISOString();
+  const record: RunRecord = {
+    instance,
+    job: job.name,
+    stamp: params.stamp,
+    trigger: params.trigger,
+    started: now,
+    updated: now,
+    current: null,
+    done: [],
+    lastError: null,
+  };
+  const settle = (dead: RunRecord): Promise<void> =>
+    settleRun(dead, job, `run ${dead.instance} ended before it finished; a file it had sealed is kept`, deps);
+  const holder = await claimJob(deps.bucket, record, (held) => deps.isAlive(held), settle);
+  if (holder !== undefined) return { started: now, holder: holder.instance, due: [], skipped: [] };
+  // A claim tried again keeps its first try's start.
+  const started = (await readRunRecord(deps.bucket, job.name))?.started ?? now;
+  return { started, holder: null, ...(await formatsDue(job, params.stamp, deps.bucket)) };
+}
+
+/**
+ * One format's file: begin an upload, write steps until the file ends, seal it at its dated key and
+ * publish it. A step that fails for good abandons the file: its message comes back instead.
+ */
+async function writeFormat(run: FormatRun, held: Step, deps: RunDeps): Promise<SnapshotEntry | string> {
+  let state: FormatState | null = null;
+  try {
+    state = await held(`${run.format} begin`, () => beginFormat(run, deps));
+    const parts: UploadState["newParts"] = [];
+    while (!state.ended) {
+      const prev: FormatState = state;
+      state = await held(`${run.format} step ${prev.step + 1}`, () => writeStep(run, prev, deps));
+      parts.push(...state.upload.newParts);
+    }
+    const written: FormatState = state;
+    state = await held(`${run.format} seal`, () => sealFormat(run, written, parts, deps));
+    const sealed: FormatState = state;
+    return await held(`${run.format} publish`, () => publishFormat(run, sealed, deps));
+  } catch (error) {
+    if (!(error instanceof StepFailed)) throw error;
+    const last = state;
+    await held(`${run.format} abandon`, () => abandonFormat(run, last, deps));
+    return error.message;
+  }
 }
 
 /** The run's end in the manifest's `last_run`, and one log line. */

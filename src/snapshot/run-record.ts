@@ -20,6 +20,12 @@ export interface UploadState {
   carry: { key: string; bytes: number } | null;
 }
 
+/** JSON, as a run record and a Workflow step's result hold it. */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+/** What a format's file carries from one write step to the next besides its rows (a deflater's CRC and sizes: see format-steps.ts). */
+export type StepCarry = { [key: string]: Json };
+
 /** One format of a run, after its last step: what the next step goes on from. */
 export interface FormatState {
   format: FormatName;
@@ -35,6 +41,8 @@ export interface FormatState {
   columns: Column[];
   /** Where the next write step goes on; null once the file has ended. */
   resume: Resume | null;
+  /** What the format's step encoder carries to the next step; null before the first and after the last. */
+  carried: StepCarry | null;
   ended: boolean;
   upload: UploadState;
   /** Set by seal, before the dated object is made whole: what the manifest will list. */

@@ -14,7 +14,9 @@ export function snapshotRunClass(depsOf: (env: Env) => RunDeps) {
       const result = await runSnapshot(event.payload, event.instanceId, workflowRunner(step), depsOf(this.env));
       // A run that failed ends its instance as errored, with the reason the manifest's last_run gives:
       // the Workflow's own tooling (dashboard, `wrangler workflows instances list --status errored`)
-      // finds it. (workerd logs this throw as an uncaught exception: the only way to end as errored.)
+      // finds it. The engine catches the throw; workerd still logs it at INFO, as every rejection that
+      // crosses an RPC boundary (a NonRetryableError from a step is logged four times over), which the
+      // specs' pool no longer prints (vitest.config.ts, verbose: false).
       if (result.status === "failed") throw new SnapshotRunFailed(result.error ?? "the run failed");
       return result;
     }

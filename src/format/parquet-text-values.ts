@@ -1,0 +1,213 @@
+import type { SchemaElement } from "hyparquet-writer";
+import { unconvertMinMax } from "hyparquet-writer/src/unconvert.js";
+import type { Row } from "../rows/types.ts";
+import { type Bounds, type ChunkValues, ColumnValues } from "./parquet-chunk.ts";
+import { jsonUtf8, textUtf8, utf8Room } from "./parquet-text.ts";
+
+// A BYTE_ARRAY column (text, numeric text, JSON): each value's UTF-8 written from CKAN's JSON text
+// into one buffer, PLAIN (a 4-byte length, then the bytes). A chunk starts dictionary-encoded (each
+// distinct JSON text once, found by the text itself: no decoding for a repeat) and turns PLAIN once
+// the dictionary stops paying: more than half its values distinct, or past the limits below. A
+// column that turned PLAIN starts its next chunks PLAIN.
+
+const MAX_ENTRIES = 1 << 15;
+const MAX_DICTIONARY_BYTES = 1 << 20;
+/** Below this many entries a dictionary is kept whatever the share of distinct values. */
+const SMALL_DICTIONARY = 1024;
+
+/** A growing buffer of PLAIN byte arrays. */
+class Plain {
+  bytes = new Uint8Array(1 << 16);
+  length = 0;
+
+  /** Room for `n` more bytes. */
+  room(n: number): Uint8Array {
+    if (this.length + n > this.bytes.length) {
+      const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + n));
+      grown.set(this.bytes.subarray(0, this.length));
+      this.bytes = grown;
+    }
+    return this.bytes;
+  }
+}
+
+/** Unsigned byte order of two PLAIN values (each at its length prefix). */
+function compare(bytes: Uint8Array, a: number, b: number): number {
+  const aLength = lengthAt(bytes, a);
+  const bLength = lengthAt(bytes, b);
+  const n = Math.min(aLength, bLength);
+  for (let i = 4; i < n + 4; i++) {
+    const d = bytes[a + i]! - bytes[b + i]!;
+    if (d !== 0) return d;
+  }
+  return aLength - bLength;
+}
+
+const lengthAt = (bytes: Uint8Array, at: number): number =>
+  bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24);
+
+const decoder = new TextDecoder();
+
+export class TextValues extends ColumnValues {
+  private readonly plain = new Plain();
+  private readonly entries = new Plain();
+  private dictionary: Map<string, number> | undefined = new Map();
+  private starts = new Int32Array(1024);
+  private indexes = new Int32Array(1024);
+  private count = 0;
+  private usesDictionary = true;
+  private readonly utf8: (raw: string, out: Uint8Array, p: number) => number;
+
+  /** `stats`: whether the chunk's min and max are kept (not for JSON: an order of JSON text tells nothing). */
+  private readonly element: SchemaElement;
+  private readonly stats: boolean;
+  constructor(element: SchemaElement, stats: boolean, json: boolean) {
+    super();
+    this.element = element;
+    this.stats = stats;
+    this.utf8 = json ? jsonUtf8 : textUtf8;
+  }
+
+  add(rows: Row[], column: number): number {
+    this.roomForRows(rows.length);
+    let from = 0;
+    let chars = 0;
+    if (this.dictionary !== undefined) {
+      const [upTo, read] = this.addToDictionary(rows, column);
+      from = upTo;
+      chars += read;
+    }
+    return from < rows.length ? chars + this.addPlain(rows, column, from) : chars;
+  }
+
+  /** Rows from the first into the dictionary, until it stops paying; returns where it stopped and the characters read. */
+  private addToDictionary(rows: Row[], column: number): [number, number] {
+    const dictionary = this.dictionary!;
+    if (this.indexes.length < this.count + rows.length) this.indexes = grown(this.indexes, this.count + rows.length);
+    const { defs, indexes, entries, utf8 } = this;
+    let { rows: r, count: n, nulls } = this;
+    let chars = 0;
+    let at = 0;
+    for (; at < rows.length; at++) {
+      const raw = rows[at]![column];
+      if (raw === undefined || raw === "null") {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      let k = dictionary.get(raw);
+      if (k === undefined) {
+        k = dictionary.size;
+        if (k >= MAX_ENTRIES || entries.length > MAX_DICTIONARY_BYTES || (k > SMALL_DICTIONARY && 2 * k > n)) break;
+        if (this.starts.length <= k) this.starts = grown(this.starts, k + 1);
+        this.starts[k] = entries.length;
+        const out = entries.room(utf8Room(raw) + 4);
+        const end = utf8(raw, out, entries.length + 4);
+        setLength(out, entries.length, end - entries.length - 4);
+        entries.length = end;
+        dictionary.set(raw, k);
+      }
+      defs[r++] = 1;
+      chars += raw.length;
+      indexes[n++] = k;
+    }
+    Object.assign(this, { rows: r, count: n, nulls });
+    if (at < rows.length) this.toPlain();
+    return [at, chars];
+  }
+
+  private addPlain(rows: Row[], column: number, from: number): number {
+    const { defs, plain, utf8 } = this;
+    let { rows: r, count: n, nulls } = this;
+    let chars = 0;
+    for (let at = from; at < rows.length; at++) {
+      const raw = rows[at]![column];
+      if (raw === undefined || raw === "null") {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      defs[r++] = 1;
+      chars += raw.length;
+      n++;
+      const out = plain.room(utf8Room(raw) + 4);
+      const end = utf8(raw, out, plain.length + 4);
+      setLength(out, plain.length, end - plain.length - 4);
+      plain.length = end;
+    }
+    Object.assign(this, { rows: r, count: n, nulls });
+    return chars;
+  }
+
+  /** The dictionary's values so far written out PLAIN, in their rows' order; PLAIN from now on. */
+  private toPlain(): void {
+    const { entries, plain, starts, indexes } = this;
+    for (let i = 0; i < this.count; i++) {
+      const start = starts[indexes[i]!]!;
+      const length = lengthAt(entries.bytes, start) + 4;
+      plain.room(length).set(entries.bytes.subarray(start, start + length), plain.length);
+      plain.length += length;
+    }
+    this.dictionary = undefined;
+    this.usesDictionary = false;
+  }
+
+  protected take(): { values: ChunkValues; bounds: Bounds } {
+    const dictionary = this.dictionary;
+    const source = dictionary === undefined ? this.plain : this.entries;
+    const bounds = this.stats ? this.bounds(source) : {};
+    const values: ChunkValues =
+      dictionary === undefined || dictionary.size === 0
+        ? { plain: this.plain.bytes.subarray(0, this.plain.length) }
+        : {
+            dictionary: {
+              bytes: this.entries.bytes.subarray(0, this.entries.length),
+              entries: dictionary.size,
+              indexes: this.indexes,
+              count: this.count,
+            },
+          };
+    this.plain.length = 0;
+    this.entries.length = 0;
+    this.count = 0;
+    this.dictionary = this.usesDictionary ? new Map() : undefined;
+    return { values, bounds };
+  }
+
+  /** Min and max of the PLAIN values in `source`, shortened as the footer keeps them (16 bytes). */
+  private bounds(source: Plain): Bounds {
+    const { bytes, length } = source;
+    if (length === 0) return {};
+    let min = 0;
+    let max = 0;
+    for (let at = 0; at < length; at += lengthAt(bytes, at) + 4) {
+      if (compare(bytes, at, min) < 0) min = at;
+      else if (compare(bytes, at, max) > 0) max = at;
+    }
+    const value = (at: number): Uint8Array => bytes.subarray(at + 4, at + 4 + lengthAt(bytes, at));
+    const low = value(min);
+    const high = value(max);
+    const shortLow = unconvertMinMax(low, this.element, false) as Uint8Array;
+    const shortHigh = unconvertMinMax(high, this.element, true) as Uint8Array;
+    return {
+      min: decoder.decode(shortLow),
+      max: decoder.decode(shortHigh),
+      ...(shortLow.length < low.length || shortHigh.length < high.length
+        ? { exact: [shortLow.length === low.length, shortHigh.length === high.length] as [boolean, boolean] }
+        : {}),
+    };
+  }
+}
+
+function setLength(out: Uint8Array, at: number, n: number): void {
+  out[at] = n & 0xff;
+  out[at + 1] = (n >>> 8) & 0xff;
+  out[at + 2] = (n >>> 16) & 0xff;
+  out[at + 3] = n >>> 24;
+}
+
+function grown(array: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer> {
+  const next = new Int32Array(Math.max(array.length * 2, need));
+  next.set(array);
+  return next;
+}
