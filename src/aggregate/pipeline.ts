@@ -18,7 +18,7 @@ export interface AggregateResult {
   columns: Column[];
   /** The groups kept (sorted, then `offset` and `limit` applied). */
   rows: Row[];
-  /** Groups before `offset` and `limit`, when known (PostgreSQL applies them itself). */
+  /** Groups before `offset` and `limit` (X-Total-Count), when known. */
   groups: number | undefined;
   by: AggregatedBy;
   /** Why the worker computed it on a site with SQL search, for the request log. */
@@ -60,15 +60,8 @@ export async function computeAggregate(
   let why: string | undefined;
   if (fetcher !== undefined) {
     const viaSql = await aggregateInSql(query, plan, columns, config, site, fetcher, signal);
-    if (viaSql.rows !== undefined) {
-      const { offset, limit } = query.aggregate;
-      return {
-        columns: plan.columns,
-        rows: viaSql.rows,
-        groups: offset === 0 && limit === undefined ? viaSql.rows.length : undefined,
-        by: "ckan-sql",
-      };
-    }
+    if (viaSql.rows !== undefined)
+      return { columns: plan.columns, rows: viaSql.rows, groups: viaSql.groups, by: "ckan-sql" };
     why = viaSql.why;
   }
   const folded = await aggregateInWorker(query, plan, config, site, signal);
