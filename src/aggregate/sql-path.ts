@@ -1,6 +1,5 @@
 import type { CkanSite } from "../ckan/site.ts";
 import { searchSql } from "../ckan/sql-search.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import type { Column, Row } from "../rows/types.ts";
 import type { AggregatePlan } from "./plan.ts";
@@ -38,8 +37,6 @@ export async function aggregateInSql(
   columns: Column[],
   config: Config,
   site: CkanSite,
-  // Unused since the statement goes through the site's client; kept while pipeline.ts passes it.
-  _fetcher: UpstreamFetch,
   signal: AbortSignal,
 ): Promise<SqlOutcome> {
   const ask: Ask = async (asked) => {
