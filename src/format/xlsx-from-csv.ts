@@ -369,11 +369,12 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
     let i = at + 1;
     for (;;) {
       if (i >= length) throw new NotTheJson("unterminated string");
+      // Room before each cell, for the rest of the input as it is: a cell's text is at most its input (escapes
+      // only shrink), but the cells before it may have grown past theirs. One needing more gets it below.
+      const room = o + (length - i) + MARKUP;
+      if (room > out.length) out = grownBytes(out, o, room - o);
       if (column === 0) {
         if (b[i] === QUOTE) break;
-        // A cell's text is at most its input (escapes only shrink); one that needs a string gets room of its own below.
-        const room = o + (length - i) + width * MARKUP + ROW_CLOSE.length;
-        if (room > out.length) out = grownBytes(out, o, room - o);
         o = put(out, o, ROW_OPEN);
       }
       const kind = column < width ? kinds[column] : undefined;
