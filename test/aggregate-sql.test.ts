@@ -59,12 +59,38 @@ describe("aggregates through datastore_search_sql", () => {
         ",2020-02-01T00:00:00,1,NaN,2020-02-01T00:57:45.000\r\n",
     );
     expect(statements).toEqual([
-      `SELECT ("category")::text AS "c0", (date_trunc('month', "created"))::text AS "c1", (count(*))::text AS "c2", (sum("amount"))::text AS "c3", (max("created"))::text AS "c4" ` +
+      `SELECT ("category")::text AS "c0", (date_trunc('month', "created"))::text AS "c1", (count(*))::text AS "c2", (sum("amount"))::text AS "c3", (max("created"))::text AS "c4", (count(*) OVER ())::text AS "groups" ` +
         `FROM "5bdeaf06-c4e9-4f62-a1e1-b297b8a783a2" WHERE "id" <= E'3000' AND "_full_text" @@ plainto_tsquery('english', E'glacier') ` +
         `GROUP BY "category", date_trunc('month', "created") ORDER BY "category" COLLATE "C" ASC, date_trunc('month', "created") ASC LIMIT 100001`,
     ]);
     // The table's columns (one request for no rows, asked both ways on a site met for the first time), and no page of rows.
     expect(calls.filter((c) => !isSql(c.body) && c.body.limit !== 0)).toEqual([]);
+  });
+
+  it("say how many groups there are before limit and offset (X-Total-Count), and refuse more than MAX_GROUPS as the worker does, whatever the limit", async () => {
+    let groups = "4";
+    const { get } = harness({
+      env: { ...env, MAX_GROUPS: "5" },
+      emulator: { version: "2.12" },
+      fault: (_n, body) => (isSql(body) ? sqlAnswer([{ c0: "alpha", c1: "3", groups }]) : undefined),
+    });
+    const link = "/aggregate.csv?resource=sample&group_by=category&sort=count desc&limit=1&errors=status";
+    const top = await get(link);
+    expect(top.status).toBe(200);
+    expect(top.headers.get("x-aggregated-by")).toBe("ckan-sql");
+    expect(top.headers.get("x-total-count")).toBe("4");
+    expect(await top.text()).toBe("category,count\r\nalpha,3\r\n");
+    groups = "6";
+    const refused = await get(`${link}&_=2`);
+    expect(refused.status).toBe(400);
+    const body = (await refused.json()) as { error: { message: string; parameter: string; setting: string } };
+    expect(body.error).toMatchObject({ parameter: "group_by", setting: "MAX_GROUPS" });
+    expect(body.error.message).toContain("more than 5 groups");
+    // The worker, on a portal without SQL search, refuses the same link past MAX_GROUPS.
+    const worker = harness({ env: { ...env, MAX_GROUPS: "5" } });
+    const byWorker = await worker.get("/aggregate.csv?resource=edge&group_by=id&sort=count desc&limit=1&errors=status");
+    expect(byWorker.status).toBe(400);
+    expect(((await byWorker.json()) as { error: { setting: string } }).error.setting).toBe("MAX_GROUPS");
   });
 
   it("when SQL search is off (CKAN's default since 2.10), computes in the worker, asks once per isolate and /health says so", async () => {

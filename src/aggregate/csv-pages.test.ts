@@ -30,6 +30,31 @@ describe("CKAN's CSV records read for an aggregate", () => {
   });
 });
 
+/** JSON text as CKAN's Python writes it: every character beyond ASCII as its \u escape. */
+const asciiJson = (value: string): string =>
+  JSON.stringify(value).replace(/[^\u0000-\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+describe("CKAN's escaped characters", () => {
+  it("are read as their characters, quoted or not, a cell's escapes undone over its own bytes", () => {
+    const rows: (string | undefined)[][] = [];
+    const { passthrough } = csvPages((row) => rows.push(Array.from({ length: row.width }, (_, c) => row.cell(c))));
+    const columns = [
+      { id: "name", type: "text" },
+      { id: "note", type: "text" },
+      { id: "_id", type: "int" },
+    ];
+    const csv = 'Ñandú 😀,"Zürich, ""Ost"" \\ 😀",1\nplain,"a\tb",2\n';
+    const answer = bytes(`{"records":${asciiJson(csv)}}`);
+    expect(new TextDecoder().decode(answer)).toContain("\\u00d1and\\u00fa \\ud83d\\ude00");
+    const copied = passthrough(columns, 2).read(answer, '{"records":'.length);
+    expect(copied.lastId).toBe("2");
+    expect(rows.map((r) => r.slice(0, 2))).toEqual([
+      ['"Ñandú 😀"', '"Zürich, \\"Ost\\" \\\\ 😀"'],
+      ['"plain"', '"a\\tb"'],
+    ]);
+  });
+});
+
 describe("a CSV page asked again", () => {
   const columns = [
     { id: "category", type: "text" },

@@ -1,6 +1,5 @@
 import type { CkanSite } from "../ckan/site.ts";
 import type { Resume } from "../ckan/table.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { encodeTable } from "../export/byte-stream.ts";
 import { openExport, openExportPart, type ExportPart, type OpenExport } from "../export/pipeline.ts";
@@ -16,13 +15,8 @@ import { computeAggregate, resultTable, openAggregate } from "./pipeline.ts";
 export const isAggregate = (query: ExportQuery): query is AggregateQuery => "aggregate" in query;
 
 /** openExport, or the aggregate's pipeline for an aggregate query. */
-export const openQuery = (
-  query: ExportQuery,
-  config: Config,
-  site: CkanSite,
-  fetcher?: UpstreamFetch,
-): Promise<OpenExport> =>
-  isAggregate(query) ? openAggregate(query, config, site, undefined, fetcher) : openExport(query, config, site);
+export const openQuery = (query: ExportQuery, config: Config, site: CkanSite): Promise<OpenExport> =>
+  isAggregate(query) ? openAggregate(query, config, site) : openExport(query, config, site);
 
 /**
  * openExportPart, or for an aggregate its whole file as one part: the groups are computed before
@@ -34,11 +28,10 @@ export async function openQueryPart(
   site: CkanSite,
   resume: Resume | undefined,
   full: () => boolean,
-  fetcher?: UpstreamFetch,
   carried?: EncoderCarry,
 ): Promise<ExportPart> {
   if (!isAggregate(query)) return openExportPart(query, config, site, resume, full, carried);
-  const result = await computeAggregate(query, config, site, new AbortController().signal, fetcher);
+  const result = await computeAggregate(query, config, site, new AbortController().signal);
   const table = resultTable(result);
   const progress = { rows: 0, chars: 0 };
   const chunks = encodeTable(table, encoderFor(query, table.columns), progress);

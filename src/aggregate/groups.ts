@@ -18,6 +18,14 @@ interface Group {
 /** Groups by their first key's number, then their second's, ...: no key is built by joining a row's parts. */
 type Level = Map<number, Level | Group>;
 
+/** The 400 of an aggregate with more groups than MAX_GROUPS, however it is computed (and whatever its limit). */
+export const tooManyGroups = (maxGroups: number): HttpError =>
+  new HttpError(
+    400,
+    `This aggregate has more than ${maxGroups} groups, the most this worker keeps (MAX_GROUPS). Group by fewer or coarser columns (month instead of day), or narrow with filters or q.`,
+    { parameter: "group_by", setting: "MAX_GROUPS" },
+  );
+
 export class GroupTable {
   private readonly root: Level = new Map();
   private readonly groups: Group[] = [];
@@ -95,13 +103,7 @@ export class GroupTable {
 
   /** A new group for the row's key: its output cells are the row's group values. */
   private open(level: Level, key: number, row: Row | CsvRow): Group {
-    if (this.groups.length >= this.maxGroups) {
-      throw new HttpError(
-        400,
-        `This aggregate has more than ${this.maxGroups} groups, the most this worker keeps (MAX_GROUPS). Group by fewer or coarser columns (month instead of day), or narrow with filters or q.`,
-        { parameter: "group_by", setting: "MAX_GROUPS" },
-      );
-    }
+    if (this.groups.length >= this.maxGroups) throw tooManyGroups(this.maxGroups);
     const group: Group = {
       cells: this.plan.groups.map((g) => {
         const cell = row instanceof CsvRow ? row.cell(g.index) : row[g.index];

@@ -1,7 +1,6 @@
 import { admitExport } from "../ckan/page-budget.ts";
 import type { CkanSite } from "../ckan/site.ts";
 import type { Table } from "../ckan/table.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { streamTable, type ExportProgress, type OpenExport } from "../export/pipeline.ts";
 import type { Column, Row } from "../rows/types.ts";
@@ -18,7 +17,7 @@ export interface AggregateResult {
   columns: Column[];
   /** The groups kept (sorted, then `offset` and `limit` applied). */
   rows: Row[];
-  /** Groups before `offset` and `limit`, when known (PostgreSQL applies them itself). */
+  /** Groups before `offset` and `limit` (X-Total-Count), when known. */
   groups: number | undefined;
   by: AggregatedBy;
   /** Why the worker computed it on a site with SQL search, for the request log. */
@@ -46,31 +45,19 @@ export async function planFor(
 
 /**
  * The aggregate's result rows: by the site's PostgreSQL where `datastore_search_sql` is on (see
- * sql-path.ts), else (or when that fails) by the worker from the rows' pages. `fetcher` undefined:
- * the worker only.
+ * sql-path.ts), else (or when that fails) by the worker from the rows' pages.
  */
 export async function computeAggregate(
   query: AggregateQuery,
   config: Config,
   site: CkanSite,
   signal: AbortSignal,
-  fetcher: UpstreamFetch | undefined,
 ): Promise<AggregateResult> {
   const { plan, columns } = await planFor(query, site, signal);
-  let why: string | undefined;
-  if (fetcher !== undefined) {
-    const viaSql = await aggregateInSql(query, plan, columns, config, site, fetcher, signal);
-    if (viaSql.rows !== undefined) {
-      const { offset, limit } = query.aggregate;
-      return {
-        columns: plan.columns,
-        rows: viaSql.rows,
-        groups: offset === 0 && limit === undefined ? viaSql.rows.length : undefined,
-        by: "ckan-sql",
-      };
-    }
-    why = viaSql.why;
-  }
+  const viaSql = await aggregateInSql(query, plan, columns, config, site, signal);
+  if (viaSql.rows !== undefined)
+    return { columns: plan.columns, rows: viaSql.rows, groups: viaSql.groups, by: "ckan-sql" };
+  const why = viaSql.why;
   const folded = await aggregateInWorker(query, plan, config, site, signal);
   const rows = kept(folded.rows, plan, query);
   return {
@@ -108,13 +95,12 @@ export async function openAggregate(
   config: Config,
   site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
-  fetcher?: UpstreamFetch,
 ): Promise<OpenExport> {
   const admission = admitExport();
   const abort = new AbortController();
   let result: AggregateResult;
   try {
-    result = await computeAggregate(query, config, site, abort.signal, fetcher);
+    result = await computeAggregate(query, config, site, abort.signal);
   } catch (error) {
     admission.release();
     throw error;

@@ -68,7 +68,7 @@ describe("the SQL of an aggregate", () => {
     );
     expect(built?.sql).toBe(
       `SELECT ("category")::text AS "c0", (date_trunc('month', "created"))::text AS "c1", (date_trunc('day', "day"::timestamp))::text AS "c2", ` +
-        `(count(*))::text AS "c3", (sum("amount"))::text AS "c4", (avg("amount"))::text AS "c5", (min("category" COLLATE "C"))::text AS "c6" ` +
+        `(count(*))::text AS "c3", (sum("amount"))::text AS "c4", (avg("amount"))::text AS "c5", (min("category" COLLATE "C"))::text AS "c6", (count(*) OVER ())::text AS "groups" ` +
         `FROM "${ID}" GROUP BY "category", date_trunc('month', "created"), date_trunc('day', "day"::timestamp) ` +
         `ORDER BY sum("amount") DESC, "category" COLLATE "C" ASC, date_trunc('month', "created") ASC, date_trunc('day', "day"::timestamp) ASC LIMIT 10`,
     );
@@ -79,7 +79,7 @@ describe("the SQL of an aggregate", () => {
       `/aggregate.csv?resource=sample&filter.category=a&filter.category=b&filter.amount[gte]=10&q=glacier`,
     );
     expect(built?.sql).toBe(
-      `SELECT (count(*))::text AS "c0" FROM "${ID}" WHERE ("category" = E'a' OR "category" = E'b') AND "amount" >= E'10' AND "_full_text" @@ plainto_tsquery('english', E'glacier') LIMIT 101`,
+      `SELECT (count(*))::text AS "c0", (count(*) OVER ())::text AS "groups" FROM "${ID}" WHERE ("category" = E'a' OR "category" = E'b') AND "amount" >= E'10' AND "_full_text" @@ plainto_tsquery('english', E'glacier') LIMIT 101`,
     );
   });
 
@@ -94,7 +94,7 @@ describe("the SQL of an aggregate", () => {
     const built = statement(link);
     expect(built).toBeDefined();
     expect(skeleton(built!.sql)).toBe(
-      `SELECT (I)::text AS I, (count(I))::text AS I, (max(I COLLATE I))::text AS I FROM I ` +
+      `SELECT (I)::text AS I, (count(I))::text AS I, (max(I COLLATE I))::text AS I, (count(*) OVER ())::text AS I FROM I ` +
         `WHERE I = L AND (I = L OR I = L) AND I @@ plainto_tsquery('english', L) GROUP BY I ORDER BY I COLLATE I ASC LIMIT 101`,
     );
     // The hostile column is named as itself, quotes doubled.
@@ -109,7 +109,9 @@ describe("the SQL of an aggregate", () => {
     expect(statement(`/aggregate.csv?resource=sample&filter.category=a%00b`)).toBeUndefined();
     expect(statement(`/aggregate.csv?resource=sample&filter.nope=a`)).toBeUndefined();
   });
+});
 
+describe("the answer to an aggregate's SQL", () => {
   it("reads the answer's text as CKAN's datastore_search writes each type", () => {
     const built = statement(
       `/aggregate.csv?resource=sample&group_by=category,month(created),day(day)&measures=count,sum(amount),max(created),min(day)`,
@@ -136,5 +138,11 @@ describe("the SQL of an aggregate", () => {
     expect(
       built.row({ c0: null, c1: null, c2: null, c3: "0", c4: "-1692618.04", c5: "2020-03-31 23:59:59", c6: null }),
     ).toEqual(["null", "null", "null", "0", "-1692618.04", '"2020-03-31T23:59:59.000"', "null"]);
+  });
+
+  it("carries the number of groups before LIMIT and OFFSET in every record", () => {
+    const built = statement(`/aggregate.csv?resource=sample&group_by=category&limit=1&offset=1`)!;
+    expect(built.groups({ c0: "beta", c1: "4", groups: "7" })).toBe(7);
+    expect(built.groups({ c0: "beta", c1: "4" })).toBeUndefined();
   });
 });

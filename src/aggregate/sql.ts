@@ -75,6 +75,8 @@ export interface AggregateStatement {
   sql: string;
   /** A record of the answer (aliases c0, c1, ...) as a row of CKAN's JSON text, cell by cell. */
   row(record: SqlRecord): Row;
+  /** The number of groups before LIMIT and OFFSET, which every record of the answer carries. */
+  groups(record: SqlRecord): number | undefined;
 }
 
 export interface StatementOptions {
@@ -179,6 +181,12 @@ function orderOf(query: AggregateQuery, plan: AggregatePlan, sortable: string[])
 }
 
 /**
+ * The groups' number, in every record: a window over the grouped rows, counted before LIMIT and
+ * OFFSET (CKAN's allow-list reads `count(` as the call; OVER is a keyword, written apart).
+ */
+const GROUPS = "(count(*) OVER ())::text";
+
+/**
  * The statement for an aggregate, or undefined when it cannot be written as exactly what the worker
  * computes (a filter on an array or json column, a group by one, a value holding NUL): the worker
  * computes those.
@@ -198,7 +206,7 @@ export function aggregateStatement(
   const order = orderOf(query, plan, selected.sortable);
   const { limit, offset } = query.aggregate;
   const parts = [
-    `SELECT ${expressions.map((e, i) => `(${e})::text AS "c${i}"`).join(", ")}`,
+    `SELECT ${expressions.map((e, i) => `(${e})::text AS "c${i}"`).join(", ")}, ${GROUPS} AS "groups"`,
     `FROM ${quoteIdentifier(query.resourceId)}`,
     ...(where.length > 0 ? [`WHERE ${where.join(" AND ")}`] : []),
     ...(plan.groups.length > 0 ? [`GROUP BY ${expressions.slice(0, plan.groups.length).join(", ")}`] : []),
@@ -213,5 +221,9 @@ export function aggregateStatement(
         const text = record[`c${i}`];
         return text === null || text === undefined ? "null" : write(text);
       }),
+    groups: (record) => {
+      const text = record.groups;
+      return typeof text === "string" && /^\d+$/.test(text) ? Number(text) : undefined;
+    },
   };
 }

@@ -1,9 +1,12 @@
 import type { Config } from "../config/config.ts";
 import { badRequest, HttpError } from "../errors.ts";
 import { parseAggregateQuery } from "../aggregate/query.ts";
-import { parseExportQuery } from "../query/export-query.ts";
+import { parseExportQuery, type QueryConfig } from "../query/export-query.ts";
 import { isFormatName } from "../query/formats.ts";
 import { signedPath } from "../security/signature.ts";
+
+/** What signing a link reads: the key, and what checking the link it signs reads (an aggregate's MAX_GROUPS too). */
+type SigningSettings = QueryConfig & Pick<Config, "linkSigningKey" | "maxGroups">;
 
 /** Ten years: a longer expiry is a link that never expires, which is what leaving it out says. */
 const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
@@ -12,7 +15,7 @@ const MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600;
  * What may be signed, for POST /links and `npm run sign` alike: an export link the worker would
  * serve (the one query parser's 400s, e.g. `limit=ten`) or a snapshot file. Drops any old sig and exp.
  */
-export function checkLinkToSign(url: URL, config: Config): void {
+export function checkLinkToSign(url: URL, config: SigningSettings): void {
   url.searchParams.delete("sig");
   url.searchParams.delete("exp");
   const [, kind, format] = /^\/(export|aggregate)\.([a-z]+)$/.exec(url.pathname) ?? [];
@@ -31,7 +34,7 @@ export function checkLinkToSign(url: URL, config: Config): void {
  * seconds or none, the way `npm run sign` does. An export link is checked first, so the operator gets
  * the 400 now rather than the person they hand the link to.
  */
-export async function signLinkRoute(request: Request, config: Config, now = Date.now()): Promise<Response> {
+export async function signLinkRoute(request: Request, config: SigningSettings, now = Date.now()): Promise<Response> {
   const key = config.linkSigningKey;
   if (key === undefined) {
     throw new HttpError(

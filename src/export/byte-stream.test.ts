@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { HttpError } from "../errors.ts";
-import { toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
+import type { Table } from "../ckan/table.ts";
+import { type HttpError, RowLimitExceeded } from "../errors.ts";
+import { SHEET_ROWS, xlsxEncoder } from "../format/xlsx.ts";
+import type { Batch } from "../rows/batch.ts";
+import { encodeTable, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -85,5 +88,38 @@ describe("a download whose reader stops or trickles", () => {
     }
     expect(outcome.error).toBeUndefined();
     await reader.cancel();
+  });
+});
+
+describe("an XLSX export whose later pages are copied as bytes and that stops at the sheet's row limit", () => {
+  /** The sheet's last row after a first page of one row, `copied` rows as bytes, then the pager's row limit. */
+  async function lastRow(copied: number): Promise<string | undefined> {
+    const columns = [{ id: "a", type: "text" }];
+    const encoder = xlsxEncoder(columns, { header: ["a"] });
+    async function* pages(): AsyncGenerator<Batch, void, undefined> {
+      yield [['"first"']];
+      yield { bytes: new Uint8Array(0), rows: copied, ends: new Uint32Array(0) };
+      throw new RowLimitExceeded("More rows match than a sheet holds.");
+    }
+    const table: Table = {
+      columns,
+      total: undefined,
+      expectedRows: undefined,
+      firstPageRows: 1,
+      pages: pages(),
+      resumeAt: () => ({ rows: 0, afterId: undefined, total: undefined, estimated: false }),
+    };
+    await expect(async () => {
+      for await (const _ of encodeTable(table, encoder, { rows: 0, chars: 0 }));
+    }).rejects.toThrow(RowLimitExceeded);
+    return encoder.cutOff?.("More rows match than a sheet holds.", true);
+  }
+
+  it("ends with the #EXPORT INCOMPLETE row when the sheet has a row left for it", async () => {
+    expect(await lastRow(SHEET_ROWS - 3)).toMatch(/^<row><c [^>]*><is><t>#EXPORT INCOMPLETE: /);
+  });
+
+  it("adds no marker past the sheet's last row, counting the rows copied as bytes", async () => {
+    expect(await lastRow(SHEET_ROWS - 2)).toBeUndefined();
   });
 });

@@ -23,6 +23,7 @@ export async function* encodeTable(
       if (pending !== "") yield pending;
       pending = "";
       progress.rows += batch.rows;
+      encoder.copied?.(batch.rows);
       // Bytes, not characters: the same for the ASCII most records are, and close enough for estimates.
       progress.chars += batch.bytes.byteLength;
       if (batch.bytes.byteLength > 0) yield batch.bytes;

@@ -19,6 +19,8 @@ export interface Encoder<Chunk extends string | Uint8Array = string> {
   end(): Chunk;
   failure(reason: string): string;
   cutOff?(reason: string, rowLimit: boolean): string | undefined;
+  /** Rows of a page copied as bytes past the encoder (xlsx-from-csv.ts): counted as if it had written them. */
+  copied?(rows: number): void;
   /**
    * For an encoder that keeps state between pages (Parquet's row groups), a file that goes on in a
    * later invocation: what it holds written out without the file's end, and what that invocation's

@@ -179,6 +179,20 @@ describe("XLSX rows written from CKAN's CSV answer bytes", () => {
     expect(out).toBe(viaRows([{ id: "s", type: "text" }], [[JSON.stringify(amp)], [JSON.stringify(amp)]]));
   });
 
+  it("makes room for a long cell after one whose escapes grew, on a page after pages of plain text", () => {
+    const columns: Column[] = [
+      { id: "a", type: "text" },
+      { id: "b", type: "text" },
+    ];
+    const read = xlsxCsvReader(columns, 2);
+    const plain = "p".repeat(5000);
+    read(answerOf(`${plain},${plain}\n`.repeat(20)), 0);
+    const [amp, long] = ["&".repeat(400), "x".repeat(3000)];
+    const out = text(read(answerOf(`${amp},${long}\n`), 0).page.bytes);
+    expect(out.split("_x0000_").length - 1).toBe(0);
+    expect(out).toBe(viaRows(columns, [[JSON.stringify(amp), JSON.stringify(long)]]));
+  });
+
   it("refuses records of another shape, for the client to read them another way", () => {
     const read = xlsxCsvReader([{ id: "a", type: "int4" }], 1);
     expect(() => read(utf8.encode("[[1]]"), 0)).toThrow(NotTheJson);

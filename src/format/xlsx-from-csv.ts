@@ -125,10 +125,13 @@ function stringCell(out: Uint8Array, o: number, value: string, kind: CellKind): 
   return o + utf8.encodeInto(xml ?? textCell(value), out.subarray(o)).written;
 }
 
-/** Whether text at [start, end) is written as it is in an inline string: nothing to escape, no edge space, short. */
-function plainText(out: Uint8Array, start: number, end: number, bom: boolean): boolean {
-  if (bom || end - start > MAX_CELL_TEXT || start === end) return start === end;
-  if (edgeSpace(out, start, end)) return false;
+/** How text goes into an inline string: as it is, with markup escaped (`&`, `<`, `>`, CR), or by `textCell`. */
+const Text = { Plain: 0, Markup: 1, String: 2 } as const;
+
+/** How the text at [start, end) is written (see Text): `textCell` for edge spaces, escapes of Excel's own, long text. */
+function textWay(out: Uint8Array, start: number, end: number, bom: boolean): number {
+  if (bom || end - start > MAX_CELL_TEXT || edgeSpace(out, start, end)) return Text.String;
+  let way: number = Text.Plain;
   for (let k = start; k < end; k++) {
     const c = out[k]!;
     if (c >= 0x20 && c !== 0x26 && c !== 0x3c && c !== 0x3e && c !== 0x5f && c !== 0xef) continue;
@@ -136,9 +139,32 @@ function plainText(out: Uint8Array, start: number, end: number, bom: boolean): b
     if (c === 9 || c === 10) continue;
     if (c === 0x5f && out[k + 1] !== 0x78) continue;
     if (c === 0xef && !(out[k + 1] === 0xbf && out[k + 2]! >= 0xbe)) continue;
-    return false;
+    if (c === 0x26 || c === 0x3c || c === 0x3e || c === 13) way = Text.Markup;
+    else return Text.String;
   }
-  return true;
+  return way;
+}
+
+const ESCAPES: (Uint8Array | undefined)[] = [];
+ESCAPES[0x26] = bytesOf("&amp;");
+ESCAPES[0x3c] = bytesOf("&lt;");
+ESCAPES[0x3e] = bytesOf("&gt;");
+ESCAPES[13] = bytesOf("&#13;");
+/** The text being escaped, moved aside (it grows where it is). */
+let aside = new Uint8Array(1 << 16);
+
+/** The text at [at, end) with `&`, `<`, `>` and CR escaped as `xmlText` escapes them, in place (room made by the caller): its new end. */
+function escapeMarkup(out: Uint8Array, at: number, end: number): number {
+  if (end - at > aside.length) aside = new Uint8Array(2 * (end - at));
+  aside.set(out.subarray(at, end));
+  let o = at;
+  for (let k = 0; k < end - at; k++) {
+    const c = aside[k]!;
+    const escape = ESCAPES[c];
+    if (escape === undefined) out[o++] = c;
+    else o = put(out, o, escape);
+  }
+  return o;
 }
 
 /** `\s` at either end of the UTF-8 text at [start, end): ASCII space, or one of the Unicode spaces JavaScript's `\s` takes. */
@@ -173,7 +199,9 @@ function textCellAt(out: Uint8Array, start: number, at: number, kind: CellKind):
   // Null: an empty unquoted cell, or a json or array column's `null`.
   if ((at === end && !quoted) || (kind === "json" && !quoted && isNull(out, at, end)))
     return put(out, start, EMPTY_CELL);
-  if (plainText(out, at, end, scanned.bom)) return put(out, end, TEXT_CLOSE);
+  const way = at === end ? Text.Plain : textWay(out, at, end, scanned.bom);
+  if (way === Text.Plain) return put(out, end, TEXT_CLOSE);
+  if (way === Text.Markup) return put(out, escapeMarkup(out, at, end), TEXT_CLOSE);
   return stringCell(out, start, text.decode(out.subarray(at, end)), "text");
 }
 
@@ -341,11 +369,12 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
     let i = at + 1;
     for (;;) {
       if (i >= length) throw new NotTheJson("unterminated string");
+      // Room before each cell, for the rest of the input as it is: a cell's text is at most its input (escapes
+      // only shrink), but the cells before it may have grown past theirs. One needing more gets it below.
+      const room = o + (length - i) + MARKUP;
+      if (room > out.length) out = grownBytes(out, o, room - o);
       if (column === 0) {
         if (b[i] === QUOTE) break;
-        // A cell's text is at most its input (escapes only shrink); one that needs a string gets room of its own below.
-        const room = o + (length - i) + width * MARKUP + ROW_CLOSE.length;
-        if (room > out.length) out = grownBytes(out, o, room - o);
         o = put(out, o, ROW_OPEN);
       }
       const kind = column < width ? kinds[column] : undefined;

@@ -86,6 +86,8 @@ export function xlsxEncoder(
     page: pageXml,
     end,
     failure: () => "",
+    // Rows copied as bytes are rows of the sheet all the same: the limit and the marker's place count them.
+    copied: (rows) => void (rowNumber += rows),
     cutOff: (reason, rowLimit) => {
       // A full sheet has no row left for the marker: the workbook is then left broken instead.
       if (!rowLimit || rowNumber >= SHEET_ROWS) return undefined;

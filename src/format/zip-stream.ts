@@ -1,7 +1,8 @@
+import { FormatSizeExceeded } from "../errors.ts";
 import { concatBytes } from "../rows/bytes.ts";
 import { release } from "../rows/owned-bytes.ts";
 import { BlockDeflater, type DeflateState } from "./deflate.ts";
-import { DEFLATED, ZIP_ENTRY_LIMIT, ZipWriter } from "./zip.ts";
+import { DEFLATED, WAY_OUT, ZIP_ENTRY_LIMIT, ZipWriter } from "./zip.ts";
 
 const utf8 = new TextEncoder();
 
@@ -35,7 +36,7 @@ export class DeflatedZip {
   write(chunk: Uint8Array): Uint8Array {
     const deflated = this.#zip.data(this.#deflater.write(chunk));
     if (this.#deflater.size > ZIP_ENTRY_LIMIT)
-      throw new RangeError("The sheet passed 4 GiB, the most a ZIP entry without ZIP64 holds.");
+      throw new FormatSizeExceeded(`The sheet passed 4 GiB, the most a ZIP entry without ZIP64 holds.${WAY_OUT}`);
     return deflated;
   }
 

@@ -1,3 +1,4 @@
+import { FormatSizeExceeded } from "../errors.ts";
 import { concatBytes } from "../rows/bytes.ts";
 /**
  * ZIP framing written as it streams (APPNOTE 6.3.x): each entry is a local header, its data and,
@@ -30,6 +31,9 @@ const LIMIT = 0xffffffff;
 
 /** The most one entry (and so an XLSX sheet's XML) may hold without ZIP64. */
 export const ZIP_ENTRY_LIMIT = LIMIT;
+/** What to do instead, said by every refusal at ZIP's limits: a FormatSizeExceeded, as no later try would fit (a snapshot stops for good). */
+export const WAY_OUT = " Use a smaller limit, fewer fields, or CSV.";
+const ARCHIVE_TOO_BIG = `The archive passed 4 GiB, the most a ZIP without ZIP64 holds.${WAY_OUT}`;
 
 export const STORED = 0;
 export const DEFLATED = 8;
@@ -59,7 +63,7 @@ export class ZipWriter {
 
   private out(bytes: Uint8Array): Uint8Array {
     this.written += bytes.byteLength;
-    if (this.written > LIMIT) throw new RangeError("The archive passed 4 GiB, the most a ZIP without ZIP64 holds.");
+    if (this.written > LIMIT) throw new FormatSizeExceeded(ARCHIVE_TOO_BIG);
     return bytes;
   }
 
@@ -119,14 +123,14 @@ export class ZipWriter {
   /** Counts data of the entry started last that an earlier invocation sent (a snapshot's earlier steps). */
   sent(length: number): void {
     this.written += length;
-    if (this.written > LIMIT) throw new RangeError("The archive passed 4 GiB, the most a ZIP without ZIP64 holds.");
+    if (this.written > LIMIT) throw new FormatSizeExceeded(ARCHIVE_TOO_BIG);
   }
 
   /** The data descriptor of the entry started last. */
   finishEntry(crc: number, compressed: number, size: number): Uint8Array {
     const entry = this.entries.at(-1)!;
     if (compressed > LIMIT || size > LIMIT)
-      throw new RangeError(`ZIP entry ${new TextDecoder().decode(entry.name)} passed 4 GiB.`);
+      throw new FormatSizeExceeded(`ZIP entry ${new TextDecoder().decode(entry.name)} passed 4 GiB.${WAY_OUT}`);
     Object.assign(entry, { crc, compressed, size });
     return this.out(
       record(16, (v) => {

@@ -15,7 +15,11 @@ const OUTPUT_REVISION = "4";
  * allow-list rule, the output revision, and what the route adds (the resource an alias stands for
  * today, or every alias).
  */
-export function cacheKey(url: URL, config: Config, shapedBy: readonly unknown[]): string {
+export function cacheKey(
+  url: URL,
+  config: Pick<Config, "datastoreSearchUrl" | "maxRows" | "apiToken" | "allowUnlisted">,
+  shapedBy: readonly unknown[],
+): string {
   const params = new URLSearchParams([...url.searchParams].filter(([name]) => name !== "exp"));
   const settings = [
     config.datastoreSearchUrl,

@@ -1,6 +1,5 @@
 import { describeAggregate, openAggregate } from "../aggregate/pipeline.ts";
 import { parseAggregateQuery, type AggregateQuery } from "../aggregate/query.ts";
-import type { UpstreamFetch } from "../ckan/types.ts";
 import type { Config } from "../config/config.ts";
 import { serveExport, type Pipeline } from "../http/export-route.ts";
 import { FORMATS, type FormatName } from "../query/formats.ts";
@@ -10,8 +9,8 @@ import { errors, queryParameter, type Json, type Operations } from "./openapi-pa
 import type { Route } from "./route.ts";
 
 /** Aggregates: the same link handling as exports, another computation between link and bytes. */
-const aggregatesWith = (config: Config, upstreamFetch: UpstreamFetch): Pipeline<AggregateQuery> => ({
-  open: (query, site, onDone) => openAggregate(query, config, site, onDone, upstreamFetch),
+const aggregatesWith = (config: Config): Pipeline<AggregateQuery> => ({
+  open: (query, site, onDone) => openAggregate(query, config, site, onDone),
   describe: (query, site) => describeAggregate(query, config, site),
 });
 
@@ -60,12 +59,7 @@ export const aggregateRoute: Route<AggregateQuery> = {
   input: ({ request, url, config, info }) =>
     named(info, parseAggregateQuery(url.searchParams, formatOf(request, "aggregate"), config)),
   handle: ({ request, config, deps, info, keep, refresh }, query) =>
-    serveExport(
-      request,
-      query,
-      sinkDeps({ config, deps, info, keep, refresh }),
-      aggregatesWith(config, deps.upstreamFetch),
-    ),
+    serveExport(request, query, sinkDeps({ config, deps, info, keep, refresh }), aggregatesWith(config)),
   answerError: answerInline,
   openapi: () =>
     Object.fromEntries(

@@ -11,6 +11,8 @@ import {
   TooManyRequests,
   UpstreamFailure,
 } from "../errors.ts";
+import { xlsxZip } from "../format/xlsx.ts";
+import { DEFLATED, ZipWriter } from "../format/zip.ts";
 import { CarryLost, isPermanent, TooManyParts } from "./errors.ts";
 
 describe("a snapshot step that fails is tried again, or not, by the class of its failure", () => {
@@ -41,5 +43,28 @@ describe("a snapshot step that fails is tried again, or not, by the class of its
       new CarryLost("The carried bytes are gone."),
     ])
       expect(isPermanent(error), error.message).toBe(true);
+  });
+
+  it("stops at once on an XLSX past ZIP's 4 GiB: its sheet, the archive or an entry's sizes, which a later try passes again", () => {
+    const GIB4 = 2 ** 32;
+    const caught = (make: () => unknown): unknown => {
+      try {
+        make();
+      } catch (error) {
+        return error;
+      }
+      throw new Error("nothing was thrown");
+    };
+    const entry = (): ZipWriter => {
+      const zip = new ZipWriter();
+      zip.startEntry("xl/worksheets/sheet1.xml", DEFLATED);
+      return zip;
+    };
+    for (const error of [
+      caught(() => xlsxZip({ crc: 0, size: GIB4 - 10, compressed: 1000, tail: "" }).write(new Uint8Array(100))),
+      caught(() => xlsxZip({ crc: 0, size: GIB4, compressed: GIB4, tail: "" })),
+      caught(() => entry().finishEntry(0, 1000, GIB4)),
+    ])
+      expect(isPermanent(error), String(error)).toBe(true);
   });
 });

@@ -217,15 +217,7 @@ async function writePart(
   const site = siteFor(config, deps.upstreamFetch);
   const query = run.job.queries[run.format]!;
   const exportCarried = inExport && pausedLog(prev.carried) === null ? (prev.carried ?? undefined) : undefined;
-  const part = await openQueryPart(
-    query,
-    config,
-    site,
-    prev.resume ?? undefined,
-    full,
-    deps.upstreamFetch,
-    exportCarried,
-  );
+  const part = await openQueryPart(query, config, site, prev.resume ?? undefined, full, exportCarried);
   if (prev.step > 0 && !sameColumns(part.columns, prev.columns)) {
     await part.chunks.return();
     throw new ColumnsChanged();
@@ -293,12 +285,7 @@ async function writeWhole(run: FormatRun, upload: SnapshotUpload, deps: Snapshot
   const { config } = deps;
   const site = siteFor(config, deps.upstreamFetch);
   // R2 is the reader: no client to stall (a part's upload is waited for, however long it takes).
-  const exported = await openQuery(
-    run.job.queries[run.format]!,
-    { ...config, stallSeconds: 0 },
-    site,
-    deps.upstreamFetch,
-  );
+  const exported = await openQuery(run.job.queries[run.format]!, { ...config, stallSeconds: 0 }, site);
   const reader = exported.body.getReader();
   let stored = 0;
   try {

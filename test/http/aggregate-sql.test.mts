@@ -43,6 +43,12 @@ const AGGREGATES = [
   "resource=edge&measures=count,sum(amount),avg(amount)&filter.id=-1",
   "resource=sample&group_by=category,month(created)&measures=count,sum(amount),avg(ratio),avg(amount)",
   "resource=sample&group_by=active&measures=count,min(amount),max(amount),avg(id)&sort=avg(id) desc",
+  // q: CKAN's full-text search, as datastore_search applies it and as plainto_tsquery does in SQL.
+  "resource=edge&q=glacier&group_by=category&measures=count,sum(amount),max(created)",
+  "resource=sample&q=river&group_by=month(created)&measures=count,avg(amount)&sort=count desc&limit=5&offset=1",
+  "resource=sample&q=glacier&filter.active=true&measures=count,min(created),max(created)",
+  // An offset past the last group: no rows, and the groups still counted.
+  "resource=edge&group_by=category&measures=count&offset=1000",
 ];
 
 describe("aggregates computed by PostgreSQL and by the worker", () => {
@@ -83,6 +89,9 @@ describe("aggregates computed by PostgreSQL and by the worker", () => {
         expect(byPages.status).toBe(200);
         expect(bySql.headers.get("x-aggregated-by")).toBe("ckan-sql");
         expect(byPages.headers.get("x-aggregated-by")).toBe("worker");
+        // The number of groups before limit and offset, both ways.
+        expect(bySql.headers.get("x-total-count")).toBe(byPages.headers.get("x-total-count"));
+        expect(bySql.headers.get("x-total-count")).toMatch(/^\d+$/);
         const [sql, pages] = [await bySql.text(), await byPages.text()];
         expect(sql.split("\n").length).toBeGreaterThan(1);
         expect(sql).toBe(pages);
