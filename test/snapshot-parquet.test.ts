@@ -1,11 +1,13 @@
 import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { beforeEach, describe, expect, it } from "vitest";
 import { beginFormat, type FormatRun, sealFormat, writeStep } from "../src/snapshot/format-steps.ts";
+import { RunCancelled } from "../src/snapshot/errors.ts";
 import { snapshotJobs } from "../src/snapshot/jobs.ts";
+import { runKey } from "../src/snapshot/keys.ts";
 import { type PausedLog, readPaused } from "../src/snapshot/paused-log.ts";
 import { claimJob, type FormatState, type Json, type UploadState } from "../src/snapshot/run-record.ts";
 import { activeWorker } from "./active-worker.ts";
-import { bucket, runsHarness } from "./snapshot-helpers.ts";
+import { bucket, keys, runsHarness } from "./snapshot-helpers.ts";
 
 // A Parquet snapshot written in bounded steps, as CSV is: each write step writes whole row groups
 // and adds their footer entries to a log in R2, its result carrying only the log's reference; the
@@ -21,17 +23,8 @@ beforeEach(async () => {
   if (all.objects.length > 0) await bucket.delete(all.objects.map((o) => o.key));
 });
 
-/**
- * The job's Parquet file written step by step (1 MiB steps); each step's state and the file's bytes.
- * `retried`: steps run twice from the same state, as after a failure once their writes were done.
- * `change`: a step's state changed before the next step goes on.
- */
-async function stepped(
-  name: string,
-  job: Record<string, unknown>,
-  retried: number[] = [],
-  change: (state: FormatState) => Promise<FormatState> = async (state) => state,
-) {
+/** The job claimed by a run, as a Workflow's claim step leaves it: the run's format, and the steps' deps. */
+async function claimed(name: string, job: Record<string, unknown>) {
   const { h, deps } = runsHarness({ name, formats: ["parquet"], ...job }, undefined, { inline: true });
   const now = new Date().toISOString();
   const instance = `${name}-instance`;
@@ -50,6 +43,21 @@ async function stepped(
     instance,
   };
   const stepDeps = { ...deps, upstreamFetch: activeWorker().upstreamFetch };
+  return { h, run, stepDeps };
+}
+
+/**
+ * The job's Parquet file written step by step (1 MiB steps); each step's state and the file's bytes.
+ * `retried`: steps run twice from the same state, as after a failure once their writes were done.
+ * `change`: a step's state changed before the next step goes on.
+ */
+async function stepped(
+  name: string,
+  job: Record<string, unknown>,
+  retried: number[] = [],
+  change: (state: FormatState) => Promise<FormatState> = async (state) => state,
+) {
+  const { h, run, stepDeps } = await claimed(name, job);
   let state = await beginFormat(run, stepDeps);
   const steps: FormatState[] = [];
   const parts: UploadState["newParts"] = [];
@@ -122,5 +130,17 @@ describe("a Parquet snapshot written in steps", () => {
     expect(JSON.stringify(got, (_, v) => (typeof v === "bigint" ? String(v) : v))).toBe(
       JSON.stringify(want, (_, v) => (typeof v === "bigint" ? String(v) : v)),
     );
+  });
+
+  it("leaves nothing of a step's entries when the run was cancelled while the step wrote", async () => {
+    const { run, stepDeps } = await claimed("gone", { resource: "big", limit: 100_000 });
+    const first = await writeStep(run, await beginFormat(run, stepDeps), stepDeps);
+    const staged = await keys("gone/.staging/");
+    expect(staged).toContainEqual(expect.stringContaining("paused-tail-1"));
+    // Cancelled while step 2 writes (the job released; the cancel deletes what was staged before):
+    // the step deletes what it staged itself, its entries too, once it finds the job gone.
+    await bucket.delete(runKey("gone"));
+    await expect(writeStep(run, first, stepDeps)).rejects.toThrow(RunCancelled);
+    expect(await keys("gone/.staging/")).toEqual(staged);
   });
 });
