@@ -96,7 +96,10 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
     }
     const kind = column < width ? kinds[column]! : Kind.Drop;
     const start = i;
-    if (kind !== Kind.Drop) o = put(out, o, keys[column]!);
+    if (kind !== Kind.Drop) {
+      const key = keys[column]!;
+      for (let k = 0; k < key.length; k++) out[o++] = key[k]!;
+    }
     if (kind === Kind.String) {
       readString(b, i, out, o);
     } else {
@@ -219,9 +222,21 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
         continue;
       }
       if (e === 0x6e && !quoted) break;
-      const step = copyEscape(b, i, out, o);
-      i += step >> 8;
-      o += step & 7;
+      if (e === 0x75) {
+        const written = unicodeEscape(b, i, out, o);
+        i += written >> 8;
+        o += written & 7;
+        continue;
+      }
+      if (e === 0x2f) {
+        out[o++] = e;
+        i += 2;
+        continue;
+      }
+      // \" (a quote in an unquoted cell), \\, \n, \r, \t, \b, \f: to_json's escapes as well.
+      out[o++] = BACKSLASH;
+      out[o++] = e!;
+      i += 2;
       continue;
     }
     if (!quoted && (c === COMMA || c === QUOTE)) break;
@@ -235,26 +250,15 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
 }
 
 /**
- * The escape at b[i] (a backslash, then neither a cell's end nor a doubled quote) as to_json writes
- * it, at out[o]: returns the bytes read << 8 | the bytes written.
+ * The `\uXXXX` escape at b[i] as to_json writes it, at out[o]: a control character as it is
+ * (lowercased, as Python writes it), anything else as its UTF-8. Returns the bytes read << 8 | the
+ * bytes written.
  */
-function copyEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
-  const e = b[i + 1]!;
-  if (e === 0x75) {
-    // A control character: to_json writes \u00xx too (lowercase, as Python does).
-    if (hex4(b, i + 2) >= 0x20) return writeEscape(b, i, out, o);
-    for (let k = 0; k < 6; k++) {
-      const d = b[i + k]!;
-      out[o + k] = k >= 2 && d >= 0x41 && d <= 0x46 ? d | 0x20 : d;
-    }
-    return (6 << 8) | 6;
+function unicodeEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
+  if (hex4(b, i + 2) >= 0x20) return writeEscape(b, i, out, o);
+  for (let k = 0; k < 6; k++) {
+    const d = b[i + k]!;
+    out[o + k] = k >= 2 && d >= 0x41 && d <= 0x46 ? d | 0x20 : d;
   }
-  if (e === 0x2f) {
-    out[o] = e;
-    return (2 << 8) | 1;
-  }
-  // \" (a quote in an unquoted cell), \\, \n, \r, \t, \b, \f: to_json's escapes as well.
-  out[o] = BACKSLASH;
-  out[o + 1] = e;
-  return (2 << 8) | 2;
+  return (6 << 8) | 6;
 }
