@@ -2,7 +2,7 @@ import type { CkanSite } from "../ckan/site.ts";
 import { admitExport, type Admission } from "../ckan/page-budget.ts";
 import { describeTable, openTable, type PagingOptions, type Resume, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
-import { ExportLimit, FormatSizeExceeded, type HttpError } from "../errors.ts";
+import { ExportLimit, type HttpError } from "../errors.ts";
 import type { Batch, PassthroughFactory } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
@@ -11,6 +11,7 @@ import { xlsxCsvReader } from "../format/xlsx-from-csv.ts";
 import { type Closing, closingFor, encoderFor, ENCODERS } from "../format/index.ts";
 import type { Encoder, EncoderCarry } from "../format/types.ts";
 import { encodeTable, MIN_BYTES_PER_SECOND, toByteStream, type ByteStreamHooks } from "./byte-stream.ts";
+import { primed, touching, withinSize } from "./chunks.ts";
 import { packing } from "./container.ts";
 import type { ExportQuery } from "../query/export-query.ts";
 
@@ -88,11 +89,13 @@ export async function openExport(
   site: CkanSite,
   onDone?: (progress: ExportProgress) => void,
 ): Promise<OpenExport> {
+  // What the query asks of the paging (page sizes, limits, the pass-through) is settled before a request.
+  const options = pagingOptions(query, config);
   const abort = new AbortController();
   const admission = admitExport();
   let table: Table;
   try {
-    table = await openTable(site, query, { ...pagingOptions(query, config), signal: abort.signal });
+    table = await openTable(site, query, { ...options, signal: abort.signal });
   } catch (error) {
     admission.release();
     throw error;
@@ -241,8 +244,9 @@ export async function openExportPart(
 ): Promise<ExportPart> {
   const format = ENCODERS[query.format];
   if (!format.resumable) throw new Error(`${query.format} cannot be written in parts`);
+  const options = pagingOptions(query, config);
   const table = await openTable(site, query, {
-    ...pagingOptions(query, config),
+    ...options,
     subrequestLimit: Number.POSITIVE_INFINITY,
     ...(resume === undefined ? {} : { resume }),
   });
@@ -280,66 +284,3 @@ export const describeExport = (
     pageSize: config.pageSize,
     subrequestLimit: config.subrequestLimit,
   });
-
-/** The chunks; each one tells the isolate's admission the export moves. */
-async function* touching<T>(
-  admission: Admission,
-  chunks: AsyncGenerator<T, void, undefined>,
-): AsyncGenerator<T, void, undefined> {
-  for await (const chunk of chunks) {
-    admission.touch();
-    yield chunk;
-  }
-}
-
-/**
- * A format with a size limit of its own (XLSX: one sheet in a ZIP without ZIP64) is refused as soon
- * as its first page shows the file would pass it, estimated from the rows' encoded text (an upper
- * bound of what compression leaves): before the first byte, for every sink, never after gigabytes
- * written to R2. Past the limit anyway (CKAN's count was short), it stops there.
- */
-async function* withinSize<T>(
-  chunks: AsyncGenerator<T, void, undefined>,
-  max: { limit: number; refusal: (estimate: number) => string },
-  table: Pick<Table, "expectedRows">,
-  progress: Pick<ExportProgress, "rows" | "chars">,
-): AsyncGenerator<T, void, undefined> {
-  let judged = false;
-  for await (const chunk of chunks) {
-    if (!judged && progress.rows > 0 && table.expectedRows !== undefined) {
-      judged = true;
-      const estimate = (progress.chars / progress.rows) * table.expectedRows;
-      if (estimate > max.limit) throw new FormatSizeExceeded(max.refusal(estimate));
-    }
-    if (progress.chars > max.limit) throw new FormatSizeExceeded(max.refusal(progress.chars));
-    yield chunk;
-  }
-}
-
-/**
- * The chunks with the first one already encoded: what the first page tells about the whole file (a
- * size the format cannot hold) is an error status before any sink has a byte, as a failed first
- * page is. On such a failure the paging stops at once.
- */
-async function primed<T>(
-  chunks: AsyncGenerator<T, void, undefined>,
-  abort: AbortController,
-): Promise<AsyncGenerator<T, void, undefined>> {
-  let first: IteratorResult<T, void>;
-  try {
-    first = await chunks.next();
-  } catch (error) {
-    abort.abort();
-    await chunks.return();
-    throw error;
-  }
-  return (async function* () {
-    try {
-      if (first.done) return;
-      yield first.value;
-      yield* chunks;
-    } finally {
-      await chunks.return();
-    }
-  })();
-}
