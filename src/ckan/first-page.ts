@@ -1,7 +1,7 @@
 import type { TableQuery } from "../query/table-query.ts";
 import { fetchFirstPage, type FirstPage } from "./keyset-probe.ts";
 import { explainRefusal } from "./refusals.ts";
-import { baseRequest, firstFormat, requestedFields } from "./requests.ts";
+import { firstFormat, requestedFields } from "./requests.ts";
 import type { CkanSite } from "./site.ts";
 import type { SearchRequest } from "./types.ts";
 
@@ -18,15 +18,18 @@ interface Resumed {
  */
 export async function openFirstPage(
   site: CkanSite,
+  base: SearchRequest,
   query: TableQuery,
   resume: Resumed | undefined,
   limit: number,
   signal: AbortSignal,
 ): Promise<FirstPage> {
+  const fields = { plain: requestedFields(query, false), withId: requestedFields(query, true) };
+  const recordsFormat = firstFormat(query);
   const body = (keyset: boolean): SearchRequest => ({
-    ...baseRequest(query),
-    ...requestedFields(query, keyset),
-    records_format: firstFormat(query),
+    ...base,
+    ...(keyset ? fields.withId : fields.plain),
+    records_format: recordsFormat,
     limit,
     offset: query.offset,
     include_total: true,
@@ -37,7 +40,7 @@ export async function openFirstPage(
   const opening =
     resume === undefined
       ? fetchFirstPage(site, keysetPossible ? body(true) : undefined, body(false), signal)
-      : resumedPage(site, query, resume, body(false), signal);
+      : resumedPage(site, query, resume, body(false), fields.withId, signal);
   return await opening.catch((error: unknown) => {
     throw explainRefusal(error, query, site.rangeFilters === false);
   });
@@ -52,13 +55,14 @@ async function resumedPage(
   query: TableQuery,
   resume: Resumed,
   plain: SearchRequest,
+  withId: { fields?: string[] },
   signal: AbortSignal,
 ): Promise<FirstPage> {
   const keyset = resume.afterId !== undefined;
   const body: SearchRequest = keyset
     ? {
         ...plain,
-        ...requestedFields(query, true),
+        ...withId,
         offset: 0,
         filters: { ...query.filters, _id: { gt: resume.afterId! } },
         include_total: false,

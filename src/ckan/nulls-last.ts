@@ -1,11 +1,9 @@
 import type { SortKey } from "../query/sort.ts";
-import type { TableQuery } from "../query/table-query.ts";
 import type { CkanClient } from "./client.ts";
 import { CkanValidationError } from "./error-answers.ts";
 import type { PageSizer } from "./page-budget.ts";
 import type { StretchPlanner } from "./paging.ts";
-import { baseRequest } from "./requests.ts";
-import type { SearchResult } from "./types.ts";
+import type { SearchRequest, SearchResult } from "./types.ts";
 
 // `sort=amount desc nulls last` (or `amount nulls first`): CKAN takes no NULLS clause, and PostgreSQL
 // puts nulls first descending, last ascending. CKAN's order (its sort, ended by `_id`) is therefore
@@ -40,14 +38,14 @@ const PROBE_ROWS = 2000;
  */
 export async function splitAtNulls(
   client: CkanClient,
-  query: TableQuery,
+  request: SearchRequest,
   key: SortKey,
   signal: AbortSignal,
 ): Promise<NullSplit> {
   let requests = 0;
   // Rows a probe holds: fewer when the site caps pages lower (rows_max); a shorter probe is the table's end.
   let page = PROBE_ROWS;
-  const base = { ...baseRequest(query), fields: [key.column], records_format: "lists" as const };
+  const base = { ...request, fields: [key.column], records_format: "lists" as const };
   const cells = async (offset: number, withTotal = false): Promise<{ result: SearchResult; values: string[] }> => {
     requests++;
     const result = await client
@@ -77,7 +75,7 @@ export async function splitAtNulls(
   if (first.values.length < page) return { moved: movedEnd(first.values)!, rows: first.values.length, requests };
   const total = typeof first.result.total === "number" ? first.result.total : page;
   const counted =
-    first.result.total_was_estimated === false || Object.keys(query.filters).length > 0 || query.q !== undefined;
+    first.result.total_was_estimated === false || request.filters !== undefined || request.q !== undefined;
   const rowsEnd = async (offset: number): Promise<number | undefined> => {
     const { values } = await cells(offset);
     return values.length < page ? values.length : undefined;

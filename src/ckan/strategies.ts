@@ -1,9 +1,8 @@
-import type { TableQuery } from "../query/table-query.ts";
 import type { CkanClient } from "./client.ts";
 import type { PageSizer } from "./page-budget.ts";
 import { segmentStretches, type Segment } from "./nulls-last.ts";
 import { idStretches, offsetStretches, type StretchPlanner } from "./paging.ts";
-import { baseRequest, lastIdOf } from "./requests.ts";
+import { lastIdOf } from "./requests.ts";
 import type { SearchRequest } from "./types.ts";
 
 /**
@@ -20,7 +19,8 @@ export type PagingStrategy = "offset" | "id-ranges" | "nulls-last";
 /** What a strategy plans from: the export, its first page, and the counts judged from it. */
 export interface PlanInput {
   client: CkanClient;
-  query: TableQuery;
+  /** The export's request (requests.ts's baseRequest), built once from its query. */
+  base: SearchRequest;
   signal: AbortSignal;
   sizer: PageSizer;
   /** Rows wanted in all (the limit, or the row limit and one more). */
@@ -68,7 +68,7 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     if (window === 1 || pagesPlanned <= 1)
       return { window, stretches: idStretches(after, undefined, 1, wanted, sizer, 0) };
     const rowsAfter = input.available === undefined ? undefined : Math.max(0, input.available - input.firstRows);
-    const stretches = largestId(input.client, input.query, input.signal).then((largest) => {
+    const stretches = largestId(input.client, input.base, input.signal).then((largest) => {
       const density =
         largest === undefined || rowsAfter === undefined || largest <= after ? 1 : rowsAfter / (largest - after);
       // Ranges asked together share CKAN's cores and would come back together, CKAN then idle while
@@ -84,9 +84,9 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
 };
 
 /** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */
-async function largestId(client: CkanClient, query: TableQuery, signal: AbortSignal): Promise<number | undefined> {
+async function largestId(client: CkanClient, base: SearchRequest, signal: AbortSignal): Promise<number | undefined> {
   const probe: SearchRequest = {
-    ...baseRequest(query),
+    ...base,
     sort: "_id desc",
     fields: ["_id"],
     limit: 1,

@@ -150,7 +150,7 @@ type Judged = ReturnType<typeof judgeFirstPage>;
  * What the first page tells: the columns, CKAN's count checked against the row limit, how later
  * pages are asked for, and how many the subrequest budget allows.
  */
-function judgeFirstPage({ query, options, done, wanted }: Opening, { moved, firstLimit, first, keyset }: Start) {
+function judgeFirstPage({ query, options, done, wanted }: Opening, { base, moved, firstLimit, first, keyset }: Start) {
   const columns = outputColumns(query, first.fields);
   // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
   const count = countOf(
@@ -159,7 +159,7 @@ function judgeFirstPage({ query, options, done, wanted }: Opening, { moved, firs
     options.rowLimit,
     done,
   );
-  const later = laterPages(query, first, columns, keyset, options.resume, options.passthrough);
+  const later = laterPages(base, first, columns, keyset, options.resume, options.passthrough);
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
   const after = later.byId && full ? lastIdOf(first) : undefined;
@@ -184,7 +184,7 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
   const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
   const plan = STRATEGIES[strategy]({
     client: site.client,
-    query,
+    base: start.base,
     signal,
     sizer,
     wanted,
@@ -222,10 +222,10 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
  * A sort whose first key wants its nulls where PostgreSQL does not put them: CKAN's order split
  * (nulls-last.ts), and the segments of it that give the rows from the link's offset and the rows done.
  */
-async function movedRows(site: CkanSite, query: TableQuery, done: number, signal: AbortSignal) {
+async function movedRows(site: CkanSite, query: TableQuery, base: SearchRequest, done: number, signal: AbortSignal) {
   const key = movedNulls(query.sort);
   if (key === undefined) return undefined;
-  const split = await splitAtNulls(site.client, query, key, signal).catch((error: unknown) => {
+  const split = await splitAtNulls(site.client, base, key, signal).catch((error: unknown) => {
     throw explainRefusal(error, query, site.rangeFilters === false);
   });
   const segments: Segment[] = segmentsFrom(split, query.offset + done);
@@ -243,19 +243,22 @@ async function openStart(
   limit: number,
   signal: AbortSignal,
 ) {
-  const moved = await movedRows(site, query, resume?.rows ?? 0, signal);
+  // Every request of the export starts from this one, built once from the query.
+  const base = baseRequest(query);
+  const moved = await movedRows(site, query, base, resume?.rows ?? 0, signal);
   const firstLimit = Math.min(limit, moved?.segments[0]?.count ?? Number.POSITIVE_INFINITY);
   const { result: first, keyset } =
     moved === undefined
-      ? await openFirstPage(site, query, resume, firstLimit, signal)
+      ? await openFirstPage(site, base, query, resume, firstLimit, signal)
       : await openFirstPage(
           site,
+          base,
           { ...query, offset: moved.segments[0]?.offset ?? moved.split.rows },
           undefined,
           firstLimit,
           signal,
         );
-  return { moved, firstLimit, first, keyset };
+  return { base, moved, firstLimit, first, keyset };
 }
 
 /**
@@ -281,7 +284,7 @@ function countOf(
  * rows need no rearranging, and CSV ones can be rewritten as text.
  */
 function laterPages(
-  query: TableQuery,
+  request: SearchRequest,
   first: SearchResult,
   columns: Column[],
   keyset: boolean,
@@ -300,11 +303,11 @@ function laterPages(
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
   // `fields` order), pages go by offset, which CKAN 2.12 serves as well.
   const byId = keyset && incoming.at(-1)?.id === "_id";
-  const base = baseRequest(query);
+  const base = { ...request };
   base.fields = incoming.map((c) => c.id);
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
-  if (resume?.afterId !== undefined) base.filters = { ...query.filters, _id: { gt: resume.afterId } };
+  if (resume?.afterId !== undefined) base.filters = { ...request.filters, _id: { gt: resume.afterId } };
   const passthrough = passthroughFactory?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
   const pageOf = (result: SearchResult): Page => {
