@@ -11,6 +11,12 @@ export interface HeapPeak {
   /** Largest sum of the two seen in one sample, bytes. */
   total: number;
   samples: number;
+  /**
+   * Largest `usedSize` read right after a collection the sampler forced (only when asked for, see
+   * heapSampler): what the isolate holds live, without the garbage V8 had not yet collected. Absent
+   * when no collection was asked for or answered.
+   */
+  live?: number;
 }
 
 interface HeapUsage {
@@ -20,7 +26,7 @@ interface HeapUsage {
 }
 
 export interface HeapSampler {
-  /** Starts sampling afresh (runs use fresh processes: wrangler's proxy never answers HeapProfiler.collectGarbage). */
+  /** Starts sampling afresh (runs use fresh processes, so no run inherits another's garbage). */
   start(): Promise<void>;
   /** Stops sampling and gives the peaks since `start`. */
   stop(): Promise<HeapPeak>;
@@ -29,8 +35,13 @@ export interface HeapSampler {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Samples every `everyMs` (one request in flight at a time: a busy isolate answers between tasks). */
-export async function heapSampler(inspectorPort: number, everyMs = 5): Promise<HeapSampler> {
+/**
+ * Samples every `everyMs` (one request in flight at a time: a busy isolate answers between tasks).
+ * With `liveEveryMs`, also forces a full collection that often (HeapProfiler.collectGarbage) and
+ * reads the heap right after it: the live peak. Those collections cost the isolate CPU and lower
+ * the plain peak too, so a run that asks for them measures nothing else.
+ */
+export async function heapSampler(inspectorPort: number, everyMs = 5, liveEveryMs = 0): Promise<HeapSampler> {
   const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as {
     webSocketDebuggerUrl?: string;
     title?: string;
@@ -64,14 +75,14 @@ export async function heapSampler(inspectorPort: number, everyMs = 5): Promise<H
     for (const call of waiting.values()) call.reject(new Error("the inspector closed (the isolate died?)"));
     waiting.clear();
   });
-  const call = <T>(method: string): Promise<T> =>
+  const call = <T>(method: string, waitMs = 30_000): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = ++nextId;
       // An isolate that stops answering (killed mid-call) must not hang the run.
       const timer = setTimeout(() => {
         waiting.delete(id);
         reject(new Error(`${method}: no answer from the inspector`));
-      }, 30_000);
+      }, waitMs);
       waiting.set(id, {
         resolve: (value) => (clearTimeout(timer), resolve(value as T)),
         reject: (error) => (clearTimeout(timer), reject(error)),
@@ -79,13 +90,28 @@ export async function heapSampler(inspectorPort: number, everyMs = 5): Promise<H
       socket.send(JSON.stringify({ id, method }));
     });
 
+  // The proxy leaves a first collectGarbage unanswered (seen with wrangler 4); later ones answer.
+  const collect = (): Promise<boolean> =>
+    call("HeapProfiler.collectGarbage", 5_000).then(
+      () => true,
+      () => false,
+    );
+  if (liveEveryMs > 0) await collect();
+
   let running = false;
   let loop: Promise<void> = Promise.resolve();
   let peak: HeapPeak = { heap: 0, arrayBuffers: 0, total: 0, samples: 0 };
+  /** The heap right after a forced collection, into `peak.live`. */
+  const readLive = async (): Promise<void> => {
+    if (!(await collect())) return;
+    const { usedSize } = await call<HeapUsage>("Runtime.getHeapUsage");
+    peak.live = Math.max(peak.live ?? 0, usedSize);
+  };
   return {
     async start() {
       peak = { heap: 0, arrayBuffers: 0, total: 0, samples: 0 };
       running = true;
+      let lastLive = performance.now();
       loop = (async () => {
         while (running) {
           try {
@@ -95,6 +121,10 @@ export async function heapSampler(inspectorPort: number, everyMs = 5): Promise<H
             peak.arrayBuffers = Math.max(peak.arrayBuffers, buffers);
             peak.total = Math.max(peak.total, usage.usedSize + buffers);
             peak.samples++;
+            if (liveEveryMs > 0 && performance.now() - lastLive >= liveEveryMs) {
+              await readLive();
+              lastLive = performance.now();
+            }
           } catch {
             return; // the isolate is gone: the peaks so far stand
           }

@@ -467,7 +467,9 @@ ${floorsTable(report)}`);
 (\`--max-old-space-size\`), the isolate read over the inspector (\`Runtime.getHeapUsage\`: \`usedSize\` is the JavaScript
 heap, \`backingStorageSize\` the ArrayBuffers outside it, both inside a production isolate's 128 MB) as often as the busy
 isolate answers (asked every 5 ms: "samples"). CKAN 2.12 at zero cost, edge cache off. "died": the isolate reached its
-heap limit. CPU / CSV compares with CSV's export of the same rows under the same cap, in the same run.
+heap limit. CPU / CSV compares with CSV's export of the same rows under the same cap, in the same run. "live heap": a
+run of its own under the small cap that forces a full collection (\`HeapProfiler.collectGarbage\`) every 100 ms and reads
+\`usedSize\` right after it, the heap without the garbage V8 collects lazily (its CPU includes those collections).
 
 ${renderMemory(report.memory)}`);
   }
