@@ -46,7 +46,7 @@ function countFailure(client: string, now: number): void {
  * MAX_ADMIN_FAILURES wrong tokens within a minute gets 429 with Retry-After for the rest of it,
  * whatever it sends: guessing the token costs a minute per ten guesses (per isolate).
  */
-export async function requireAdmin(request: Request, config: Config): Promise<void> {
+export async function requireAdmin(request: Request, config: Pick<Config, "adminToken">): Promise<void> {
   if (config.adminToken === undefined) {
     throw new HttpError(404, "Not found. (Operator routes are off: ADMIN_TOKEN is not set.)");
   }

@@ -7,7 +7,7 @@ const EXPOSED =
  * Cross-origin reads for dashboards. With a list of origins, an origin not on it gets no
  * Access-Control-Allow-Origin, so the browser refuses to hand the response to its page.
  */
-export function corsHeaders(request: Request, config: Config | undefined): Record<string, string> {
+export function corsHeaders(request: Request, config: Pick<Config, "corsOrigins"> | undefined): Record<string, string> {
   const allowed = config?.corsOrigins ?? "*";
   const origin = request.headers.get("origin");
   if (allowed === "*") return { "access-control-allow-origin": "*", "access-control-expose-headers": EXPOSED };

@@ -9,7 +9,11 @@ const refuse = (message: string): HttpError => new HttpError(403, message, { par
  * parameter, and its `exp` (if any) has not passed. The signature is checked before `exp` is
  * believed: an unsigned `exp` says nothing.
  */
-export async function requireSignedLink(url: URL, config: Config, now = Date.now()): Promise<void> {
+export async function requireSignedLink(
+  url: URL,
+  config: Pick<Config, "linkSigningKey">,
+  now = Date.now(),
+): Promise<void> {
   const key = config.linkSigningKey;
   if (key === undefined) return;
   const sigs = url.searchParams.getAll("sig");

@@ -14,7 +14,7 @@ export const clientOf = (request: Request): string => request.headers.get("cf-co
 export async function enforceRateLimit(
   request: Request,
   env: Env,
-  config: Config,
+  config: Pick<Config, "linkSigningKey" | "rateLimitPeriodSeconds">,
   verifiedSig?: string,
 ): Promise<void> {
   if (env.RATE_LIMITER === undefined) return;
