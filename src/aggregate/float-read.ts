@@ -1,3 +1,5 @@
+import { productError } from "../format/shortest-float.ts";
+
 // A float8 cell's bytes (`0.7290384031087160`, `-12.5`) read as the double Number() would read from
 // its text, without making the text: a float sum reads one value per row, and a string per row is
 // most of what an aggregate would otherwise allocate. Decimals of up to 19 significant digits and 22
@@ -10,20 +12,6 @@
 
 /** 10^0 .. 10^22, each exact (read from its text: 10^22 is the largest power of ten a double holds). */
 const POWERS = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
-
-/** Veltkamp's split constant, 2^27 + 1. */
-const SPLIT = 134217729;
-
-/** The rounding error of a * b (a * b = product + error exactly: Dekker's TwoProduct). */
-function productError(a: number, b: number, product: number): number {
-  let c = SPLIT * a;
-  const ah = c - (c - a);
-  const al = a - ah;
-  c = SPLIT * b;
-  const bh = c - (c - b);
-  const bl = b - bh;
-  return ah * bh - product + ah * bl + al * bh + al * bl;
-}
 
 /** Far above the double-double's relative error (about 2^-104), far below a double's half unit (2^-53). */
 const ERROR = 2 ** -96;

@@ -1,6 +1,7 @@
 import { ByteWriter, type SchemaElement } from "hyparquet-writer";
 import { FormatSizeExceeded } from "../errors.ts";
 import type { NumericMode } from "../query/formats.ts";
+import { concatBytes } from "../rows/bytes.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
 import { type ParquetCarry, packGroup, parquetFooter } from "./parquet-footer.ts";
@@ -54,16 +55,6 @@ function layout(columns: Column[], options: ParquetOptions) {
   const mapped = columns.map((c, i) => parquetColumn(c, names[i]!, options.numeric));
   const schema: SchemaElement[] = [{ name: "root", num_children: mapped.length }, ...mapped.map((m) => m.element)];
   return { schema, values: (): ColumnValues[] => mapped.map(columnValues) };
-}
-
-function joined(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
 
 /** Row groups written from pages: each group's bytes, its footer entry kept in `carry`. */
@@ -161,12 +152,12 @@ export function parquetEncoder(columns: Column[], options: ParquetOptions, conti
       const written = groups.take(page);
       if (!firstSent) written.push(groups.flush());
       firstSent = true;
-      return written.length === 0 ? "" : written.length === 1 ? written[0]! : joined(...written);
+      return written.length === 0 ? "" : concatBytes(written);
     },
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
     end() {
       if (continued !== undefined) throw new Error("a Parquet file written in parts ends with parquetEnd");
-      return joined(groups.flush(), parquetFooter(schema, carry.groups, CREATED_BY));
+      return concatBytes([groups.flush(), parquetFooter(schema, carry.groups, CREATED_BY)]);
     },
     failure: () => "",
     pause: () => ({ chunk: groups.flush(), carried: { groups: carry.groups.splice(0) } }),

@@ -19,7 +19,7 @@ const SPLIT = 134_217_729; // 2^27 + 1
 const MARGIN = 1e-6;
 
 /** The rounding error of `p = a * b`: a * b - p exactly (Dekker, for values far from overflow). */
-function productError(a: number, b: number, p: number): number {
+export function productError(a: number, b: number, p: number): number {
   let t = SPLIT * a;
   const ah = t - (t - a);
   const al = a - ah;
