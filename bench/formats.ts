@@ -26,7 +26,7 @@ import { BlockDeflater, LEVEL } from "../src/format/deflate.ts";
 import { BASE } from "./ckan/tables.ts";
 import { download, sleep } from "./http.ts";
 import { startUpstream, type Upstream } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, startWrangler, type Wrangler } from "./workerd.ts";
+import { buildWorker, killAllNow, lastWords, sample, startWrangler, type Wrangler } from "./workerd.ts";
 
 const ROWS = Number(process.env.FORMATS_ROWS ?? 1_000_000);
 const REPEAT = Number(process.env.FORMATS_REPEAT ?? 2);
@@ -82,19 +82,6 @@ function fresh(up: Upstream, vars: Record<string, string> = {}): Promise<Wrangle
   return startWrangler({ root, ...built, vars: all, persistTo, v8Flags: HEAP_CAP });
 }
 
-/** The worker's last lines, for a failure's message (paths of this machine cut out). */
-const lastWords = (worker: Wrangler): string =>
-  worker.output
-    .slice(-6)
-    .map((l) =>
-      l
-        .replace(/\x1b\[[0-9;]*m/g, "")
-        .split(root)
-        .join("")
-        .slice(0, 240),
-    )
-    .join(" | ");
-
 /** One export in a fresh process; a failed one (a machine shared with other work) is tried once more. */
 async function exportRun(up: Upstream, format: string, n: number, retry = true): Promise<ExportRow> {
   try {
@@ -121,7 +108,7 @@ async function exportOnce(up: Upstream, format: string, n: number): Promise<Expo
     if (format === "xlsx") workbook = kept;
     if (d.status !== 200 || d.cutOff)
       throw new Error(
-        `${format}: HTTP ${d.status} ${d.cutOff ?? ""} after ${d.bytes} bytes; worker: ${lastWords(worker)}`,
+        `${format}: HTTP ${d.status} ${d.cutOff ?? ""} after ${d.bytes} bytes; worker: ${lastWords(worker, root, 6)}`,
       );
     await settle(worker.workerPid);
     const after = sample(worker.workerPid);

@@ -31,7 +31,7 @@ import { BASE } from "./ckan/tables.ts";
 import { type Download, download, lineCounter, sleep } from "./http.ts";
 import { SNAPSHOT_SECTION, withSection } from "./report.ts";
 import { startUpstream, type Upstream } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, startWrangler, type Wrangler } from "./workerd.ts";
+import { buildWorker, killAllNow, lastWords, sample, startWrangler, type Wrangler } from "./workerd.ts";
 
 const DEFAULT_ROWS = 20_000_000;
 const { values } = parseArgs({
@@ -252,18 +252,6 @@ async function call(url: string, init: RequestInit = {}): Promise<{ status: numb
   }
 }
 
-const lastWords = (worker: Wrangler): string =>
-  worker.output
-    .slice(-8)
-    .map((l) =>
-      l
-        .replace(/\x1b\[[0-9;]*m/g, "")
-        .split(root)
-        .join("")
-        .slice(0, 240),
-    )
-    .join(" | ");
-
 const gib = (bytes: number): string => (bytes / 2 ** 30).toFixed(2);
 const thousands = (n: number): string => n.toLocaleString("en-US");
 const clock = (seconds: number): string =>
@@ -314,7 +302,7 @@ async function main(): Promise<void> {
   const started = await call(`${base}/run`, { method: "POST" });
   if (started.status !== 202)
     throw new Error(
-      `POST ${JOB}/run answered ${started.status}: ${JSON.stringify(started.body).slice(0, 300)}; worker: ${lastWords(worker)}`,
+      `POST ${JOB}/run answered ${started.status}: ${JSON.stringify(started.body).slice(0, 300)}; worker: ${lastWords(worker, root, 8)}`,
     );
   const instance = (started.body as { instance: string; stamp: string }).instance;
   const stamp = (started.body as { stamp: string }).stamp;
@@ -338,12 +326,12 @@ async function main(): Promise<void> {
         `  ${clock((Date.now() - t0) / 1000)}  (no answer in 5 s: R2 busy)  CPU ${(now.cpuSeconds - cpu0).toFixed(1)} s  RSS ${now.rssMb.toFixed(0)} MB  worker heap ${heap.lastMb.toFixed(0)} MB ${((Date.now() - heap.lastAt) / 1000).toFixed(0)} s ago`,
       );
       if (Number.isNaN(now.cpuSeconds))
-        throw new Error(`the worker's workerd process is gone; worker: ${lastWords(worker)}`);
+        throw new Error(`the worker's workerd process is gone; worker: ${lastWords(worker, root, 8)}`);
       continue;
     }
     if (Number.isNaN(now.cpuSeconds))
       throw new Error(
-        `the worker's workerd process is gone (wrangler dev may have started another: its CPU would not be counted); worker: ${lastWords(worker)}`,
+        `the worker's workerd process is gone (wrangler dev may have started another: its CPU would not be counted); worker: ${lastWords(worker, root, 8)}`,
       );
     if (shown.status === 200) {
       const view = shown.body as RunView;
@@ -370,7 +358,7 @@ async function main(): Promise<void> {
       break;
     }
     if (Date.now() - t0 > 120_000 && seen.length === 0)
-      throw new Error(`the run never showed up; worker: ${lastWords(worker)}`);
+      throw new Error(`the run never showed up; worker: ${lastWords(worker, root, 8)}`);
   }
   const tEnd = Date.parse(lastRun.finished);
   const wallS = (tEnd - Date.parse(lastRun.started)) / 1000;

@@ -314,3 +314,16 @@ export function buildWorker(root: string, outDir: string): { bundle: string; con
   writeFileSync(config, toml);
   return { bundle: join(outDir, "build", "index.js"), config };
 }
+
+/** The worker's last `lines` lines of output, for a failure's message (paths of this machine, under `root`, cut out). */
+export const lastWords = (worker: Wrangler, root: string, lines: number): string =>
+  worker.output
+    .slice(-lines)
+    .map((l) =>
+      l
+        .replace(/\x1b\[[0-9;]*m/g, "")
+        .split(root)
+        .join("")
+        .slice(0, 240),
+    )
+    .join(" | ");
