@@ -69,6 +69,14 @@ function idBounds(
   const leaves = condition === undefined ? [] : conjuncts(condition);
   const rest: Condition[] = [];
   for (const leaf of leaves) {
+    const listed = leaf.kind === "leaf" && leaf.column === 0 && leaf.op === "in" ? idSpan(leaf.values) : undefined;
+    if (listed !== undefined) {
+      // An `_id` list bounds the scan; checked per row too unless it lists every `_id` between its ends.
+      lo = Math.max(lo, listed.lo);
+      hi = Math.min(hi, listed.hi);
+      if (!listed.whole) rest.push(leaf);
+      continue;
+    }
     const value = leaf.kind === "leaf" ? leaf.values[0] : undefined;
     if (leaf.kind !== "leaf" || leaf.column !== 0 || leaf.op === "in" || typeof value !== "number") {
       rest.push(leaf);
@@ -85,6 +93,16 @@ function idBounds(
     if (leaf.op === "lte") hi = Math.min(hi, Math.floor(value));
   }
   return { lo, hi, rest: rest.length === 0 ? undefined : { kind: "$and", children: rest } };
+}
+
+/** The ends of a list of `_id`s, and whether it holds every integer between them (the worker's lists do). */
+function idSpan(values: readonly unknown[]): { lo: number; hi: number; whole: boolean } | undefined {
+  if (values.length === 0 || !values.every((v): v is number => typeof v === "number" && Number.isInteger(v)))
+    return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const lo = sorted[0]!;
+  const hi = sorted.at(-1)!;
+  return { lo, hi, whole: sorted.every((v, i) => v === lo + i) };
 }
 
 function scan(plan: Plan, lo: number, hi: number, rest: Condition | undefined): Matched {

@@ -159,6 +159,12 @@ export function asCsvText(value: unknown): string {
 /** The probe for the largest `_id` (CKAN 2.12, `_id` order): one small call beside the pages. */
 export const isProbe = (body: Record<string, unknown>): boolean => body.sort === "_id desc" && body.limit === 1;
 
+/** A page after an export's first: asked at an offset, or by `_id` (a range, or a list before CKAN 2.12). */
+export const isLaterPage = (body: Record<string, unknown>): boolean =>
+  !isProbe(body) &&
+  ((typeof body.offset === "number" && body.offset > 0) ||
+    (typeof body.filters === "object" && body.filters !== null && "_id" in body.filters));
+
 /** The upstream calls that fetched pages (the probe left out). */
 export const pageCalls = (calls: UpstreamCall[]): UpstreamCall[] => calls.filter((c) => !isProbe(c.body));
 

@@ -14,7 +14,7 @@ describe("paging", () => {
     expect(pageCalls(calls).map((c) => c.body.limit)).toEqual([1000, 16000, 23000]);
   });
 
-  it("keeps UPSTREAM_CONCURRENCY offset pages in flight when the total is known, and writes them in order", async () => {
+  it("keeps UPSTREAM_CONCURRENCY offset pages in a user's order in flight when the total is known, and writes them in order", async () => {
     let open = 0;
     let most = 0;
     const { get, calls } = harness({
@@ -29,7 +29,8 @@ describe("paging", () => {
         return undefined;
       },
     });
-    const text = await (await get(`/export.csv?resource=sample&limit=6000&offset=7&fields=id`)).text();
+    // `id` is `_id`'s order, but a sort of the user's is asked as offsets.
+    const text = await (await get(`/export.csv?resource=sample&limit=6000&offset=7&fields=id&sort=id`)).text();
     expect(ids(text)).toEqual(range(8, 6000));
     expect(most).toBe(3);
     const offsets = calls.slice(1).map((c) => c.body.offset);
@@ -64,6 +65,54 @@ describe("paging", () => {
     const later = pageCalls(h.calls.slice(1));
     expect(later.every((c) => c.body.offset === undefined && c.body.include_total === false)).toBe(true);
     expect(later.every((c) => (c.body.filters as Record<string, unknown>).category === "alpha")).toBe(true);
+  });
+
+  it("before CKAN 2.12 keeps UPSTREAM_CONCURRENCY `_id` lists in flight, written in table order, and never asks an offset", async () => {
+    let open = 0;
+    let most = 0;
+    const h = harness({
+      env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3", BUFFER_BYTES: "0" },
+      fault: async (n, body) => {
+        if (n <= 1 || isProbe(body)) return undefined;
+        open++;
+        most = Math.max(most, open);
+        // Later lists answer sooner: only strict ordering keeps the rows in order.
+        const first = (body.filters as { _id: number[] })._id[0]!;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, 40 - first / 200)));
+        open--;
+        return undefined;
+      },
+    });
+    const text = await (await h.get("/export.csv?resource=sample&limit=6000&offset=7&fields=id")).text();
+    expect(ids(text)).toEqual(range(8, 6000));
+    expect(most).toBe(3);
+    // The first page by offset, with `_id` to go on from (the link's fields leave it out of the CSV).
+    const firstPage = h.calls.find((c) => c.body.include_total === true && c.body.include_next_page === undefined);
+    expect(firstPage?.body).toMatchObject({ offset: 7, fields: ["id", "_id"] });
+    const later = pageCalls(h.calls.slice(2));
+    expect(later.every((c) => c.body.offset === undefined && c.body.include_total === false)).toBe(true);
+    // Each page lists the `_id`s after the one before it, none twice, none left out.
+    const listed = later.flatMap((c) => (c.body.filters as { _id: number[] })._id);
+    expect(listed).toEqual(range(508, listed.length));
+    expect(listed.length).toBeGreaterThanOrEqual(5500);
+  });
+
+  it("before CKAN 2.12 lists `_id`s only where most are rows: a sparse filter pages by offset, a denser one by lists", async () => {
+    const sparse = harness({ env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3" } });
+    const oneCategory = "/export.csv?resource=sample&filter.category=alpha&fields=id&limit=3000";
+    const text = await (await sparse.get(oneCategory)).text();
+    expect(text.trimEnd().split("\r\n")).toHaveLength(3001);
+    expect(pageCalls(sparse.calls.slice(2)).every((c) => typeof c.body.offset === "number")).toBe(true);
+    // Four categories of five: gaps in the `_id`s, and every matching row once, as offsets give them.
+    const path = `/export.csv?resource=sample${["alpha", "beta", "gamma", "delta"].map((c) => `&filter.category=${c}`).join("")}&fields=id,category&limit=4000`;
+    const dense = harness({ env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3" } });
+    const byLists = await (await dense.get(path)).text();
+    const byOffset = await (await harness({ env: { PAGE_SIZE: "500" } }).get(`${path}&sort=id`)).text();
+    expect(byLists).toBe(byOffset);
+    expect(byLists.trimEnd().split("\r\n")).toHaveLength(4001);
+    const later = pageCalls(dense.calls.slice(2));
+    expect(later.every((c) => Array.isArray((c.body.filters as { _id: unknown })._id))).toBe(true);
+    expect(later.every((c) => (c.body.filters as { category: string[] }).category.length === 4)).toBe(true);
   });
 
   it("fills the gaps when the site caps pages lower than asked, even with pages in flight", async () => {
@@ -109,9 +158,10 @@ describe("CSV pass-through against the row encoder", () => {
     const on = harness({ env: { PAGE_SIZE: "700" } });
     const off = harness({ env: { PAGE_SIZE: "700", CSV_PASSTHROUGH: "false" } });
     const [a, b] = [await (await on.get(query)).text(), await (await off.get(query)).text()];
-    expect(on.calls.slice(1).every((c) => c.body.records_format === "csv")).toBe(true);
+    expect(pageCalls(on.calls.slice(1)).every((c) => c.body.records_format === "csv")).toBe(true);
     // q without fields: the first page comes as objects (CKAN's lists would be a 409), the rest as lists.
     expect(off.calls.map((c) => c.body.records_format)).toEqual(["objects", ...off.calls.slice(1).map(() => "lists")]);
+    expect(pageCalls(on.calls).length).toBeGreaterThan(2);
     const { default: Papa } = await import("papaparse");
     expect(Papa.parse(a.trimEnd(), { newline: "\r\n" }).data).toHaveLength(5001);
     expect(a).toBe(b);
@@ -161,16 +211,18 @@ describe("paging limits and failures", () => {
   it("stops the pages still in flight when one fails", async () => {
     const { get, calls } = harness({
       env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3", UPSTREAM_RETRIES: "0", BUFFER_BYTES: "0" },
-      fault: async (n) => {
-        if (n === 2) return new Response("down", { status: 500 });
-        if (n > 2) await new Promise((resolve) => setTimeout(resolve, 100));
+      fault: async (n, body) => {
+        if (n < 2 || isProbe(body)) return undefined;
+        // The first of the pages asked together fails; the others are still on their way.
+        if (pageCalls(calls.slice(2)).length === 1) return new Response("down", { status: 500 });
+        await new Promise((resolve) => setTimeout(resolve, 100));
         return undefined;
       },
     });
     const res = await get("/export.csv?resource=sample&limit=5000&fields=id");
     const { error } = await readAll(res);
     expect(error).toBeDefined();
-    const inFlight = calls.slice(2);
+    const inFlight = pageCalls(calls.slice(2)).slice(1);
     expect(inFlight.length).toBeGreaterThan(0);
     expect(inFlight.every((c) => c.signal.aborted)).toBe(true);
   });

@@ -1,5 +1,5 @@
 import type { TableQuery } from "../query/table-query.ts";
-import { fetchFirstPage, type FirstPage } from "./keyset-probe.ts";
+import { fetchFirstPage, keysetByVersion, type FirstPage } from "./keyset-probe.ts";
 import { explainRefusal } from "./refusals.ts";
 import { firstFormat, requestedFields } from "./requests.ts";
 import type { CkanSite } from "./site.ts";
@@ -26,17 +26,19 @@ export async function openFirstPage(
 ): Promise<FirstPage> {
   const fields = { plain: requestedFields(query, false), withId: requestedFields(query, true) };
   const recordsFormat = firstFormat(query);
+  // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
+  const byIdPossible = idOrdered(query);
+  const keysetPossible = byIdPossible && site.mayUseKeyset;
+  // Later pages go on after the first page's last `_id`, by range or by list (see idPagingOf).
   const body = (keyset: boolean): SearchRequest => ({
     ...base,
-    ...(keyset ? fields.withId : fields.plain),
+    ...(keyset || byIdPossible ? fields.withId : fields.plain),
     records_format: recordsFormat,
     limit,
     offset: query.offset,
     include_total: true,
     ...(keyset ? { include_next_page: true } : {}),
   });
-  // next_page is a filter on `_id`, so it only works in `_id` order and beside no `_id` filter of the user's.
-  const keysetPossible = query.sort === undefined && !("_id" in query.filters) && site.mayUseKeyset;
   const opening =
     resume === undefined
       ? fetchFirstPage(site, keysetPossible ? body(true) : undefined, body(false), signal)
@@ -44,6 +46,21 @@ export async function openFirstPage(
   return await opening.catch((error: unknown) => {
     throw explainRefusal(error, query, site.rangeFilters === false);
   });
+}
+
+/** An export in `_id` order with no `_id` filter of the user's: its pages can go by `_id`. */
+const idOrdered = (query: TableQuery): boolean => query.sort === undefined && !("_id" in query.filters);
+
+/**
+ * How an export's later pages go by `_id`, once its first page is in: by range filters where the
+ * first page was asked by keyset (CKAN 2.12), by lists of `_id`s where the site is known to have
+ * no range filters (an older CKAN: it refused keyset paging, or its version says so), by offset
+ * (undefined) otherwise.
+ */
+export function idPagingOf(site: CkanSite, query: TableQuery, keyset: boolean): "ranges" | "lists" | undefined {
+  if (keyset) return "ranges";
+  if (!idOrdered(query)) return undefined;
+  return site.rangeFilters === false || keysetByVersion(site.facts.version) === false ? "lists" : undefined;
 }
 
 /**

@@ -14,11 +14,15 @@ import type { Filters } from "../query/table-query.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
 /**
- * A stretch of the table one request asks for: rows from an offset (CKAN before 2.12, or a user's
- * sort), or rows in an `_id` range (CKAN 2.12's range filters: no deep offsets, and ranges can be
- * fetched side by side). `upTo` undefined: to the end of the table.
+ * A stretch of the table one request asks for: rows from an offset (a user's sort), or rows in an
+ * `_id` range, which has no deep offsets to re-scan and can be fetched side by side. A range is a
+ * range filter (CKAN 2.12), or, `listed`, the list of every `_id` in it: CKAN before 2.12 has no
+ * range filters but takes a list as SQL's `IN`. `upTo` undefined: to the end of the table (never
+ * listed: a list ends).
  */
-export type Stretch = { offset: number; count: number } | { after: number; upTo: number | undefined; count: number };
+export type Stretch =
+  | { offset: number; count: number }
+  | { after: number; upTo: number | undefined; count: number; listed?: true };
 
 /** A page as the loop reads it: the batch for the encoder and the last `_id` in it (for `_id` ranges). */
 export interface Page {
@@ -107,14 +111,7 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
   const body: SearchRequest =
     "offset" in stretch
       ? { ...plan.base, offset: stretch.offset, limit: stretch.count }
-      : {
-          ...plan.base,
-          limit: stretch.count,
-          filters: {
-            ...plan.filters,
-            _id: stretch.upTo === undefined ? { gt: stretch.after } : { gt: stretch.after, lte: stretch.upTo },
-          },
-        };
+      : { ...plan.base, limit: stretch.count, filters: { ...plan.filters, _id: idFilter(stretch) } };
   if (plan.stream !== undefined && plan.reader !== undefined) {
     const opened = plan.client.open(body, plan.signal);
     // In flight until CKAN starts answering: its errors and retries happen here, as for a whole page.
@@ -129,6 +126,13 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
   }
   const result = await plan.client.search(body, plan.signal, plan.reader);
   return () => fetched(plan, stretch, result);
+}
+
+/** A range's `_id` filter: bounds, or every `_id` between them (see `Stretch`). */
+function idFilter(range: Extract<Stretch, { after: number }>): Filters[string] {
+  if (range.upTo === undefined) return { gt: range.after };
+  if (range.listed !== true) return { gt: range.after, lte: range.upTo };
+  return Array.from({ length: range.upTo - range.after }, (_, i) => range.after + 1 + i);
 }
 
 function fetched(
@@ -158,7 +162,7 @@ function fetched(
     page,
     result,
     ended: false,
-    rest: done ? undefined : { after: page.lastId, upTo: stretch.upTo, count: sizer.rows },
+    rest: done ? undefined : { ...stretch, after: page.lastId, count: sizer.rows },
   };
 }
 
@@ -217,6 +221,41 @@ export function idStretches(
     const stretch = { after: next, upTo: next + span, count: rows };
     next += span;
     ranges++;
+    return stretch;
+  };
+}
+
+/** Ids a list may hold per row it asks for: lists are used only where at least half the ids are rows. */
+const LIST_IDS_PER_ROW = 2;
+
+/**
+ * `_id` lists after `after` (the first page's last `_id`) up to `largest` (the largest `_id`
+ * matching, from one probe), for CKAN before 2.12 (see `Stretch`): each lists about a page's rows
+ * at the table's `_id` density. They end at `largest`: rows added past it since the probe are left,
+ * as offset paging leaves rows added past CKAN's count. A list holding more rows than its page
+ * continues, one holding fewer costs a short request; `firstShare` as for `idStretches`.
+ */
+export function idListStretches(
+  after: number,
+  largest: number,
+  density: number,
+  wanted: number,
+  sizer: PageSizer,
+  firstShare = 1,
+): StretchPlanner {
+  let next = after;
+  let lists = 0;
+  return (planned, inflight) => {
+    if (next >= largest) return undefined;
+    const page = lists === 0 && sizer.rows >= STAGGER_MIN_ROWS ? Math.ceil(sizer.rows * firstShare) : sizer.rows;
+    const rows = Math.min(page, wanted - planned);
+    // Lists enough for the rows wanted are out: more only if they come back emptier than foreseen.
+    if (rows <= 0 && inflight > 0) return undefined;
+    const count = rows > 0 ? rows : page;
+    const span = Math.min(largest - next, Math.ceil(count / Math.max(density, 1 / LIST_IDS_PER_ROW)));
+    const stretch = { after: next, upTo: next + span, count: Math.min(count, span), listed: true as const };
+    next += span;
+    lists++;
     return stretch;
   };
 }

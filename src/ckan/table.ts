@@ -5,7 +5,7 @@ import type { TableQuery } from "../query/table-query.ts";
 import type { Batch, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
-import { openFirstPage } from "./first-page.ts";
+import { idPagingOf, openFirstPage } from "./first-page.ts";
 import { checkCount, checkSubrequests, pageTarget } from "./limits.ts";
 import { segmentsFrom, splitAtNulls, type Segment } from "./nulls-last.ts";
 import { PageSizer } from "./page-budget.ts";
@@ -122,7 +122,8 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     pages: laterPagesRead(opening, start, judged, position),
     resumeAt: () => ({
       rows: done + position.rows,
-      afterId: judged.later.byId ? position.lastId : undefined,
+      // Only a range filter can start after an `_id`: listed pages go on by offset (see laterPages).
+      afterId: judged.later.byId === "ranges" ? position.lastId : undefined,
       total,
       estimated,
     }),
@@ -150,7 +151,7 @@ type Judged = ReturnType<typeof judgeFirstPage>;
  * What the first page tells: the columns, CKAN's count checked against the row limit, how later
  * pages are asked for, and how many the subrequest budget allows.
  */
-function judgeFirstPage({ query, options, done, wanted }: Opening, { base, moved, firstLimit, first, keyset }: Start) {
+function judgeFirstPage({ query, options, done, wanted }: Opening, { base, moved, firstLimit, first, byId }: Start) {
   const columns = outputColumns(query, first.fields);
   // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
   const count = countOf(
@@ -159,7 +160,7 @@ function judgeFirstPage({ query, options, done, wanted }: Opening, { base, moved
     options.rowLimit,
     done,
   );
-  const later = laterPages(base, first, columns, keyset, options.resume, options.passthrough);
+  const later = laterPages(base, first, columns, byId, options.resume, options.passthrough);
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
   const after = later.byId && full ? lastIdOf(first) : undefined;
@@ -178,7 +179,14 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
   const { site, query, options, done, wanted, sizer, signal } = opening;
   const { moved, first, firstLimit } = start;
   const { later, after, firstRows } = judged;
-  const strategy: PagingStrategy = moved !== undefined ? "nulls-last" : after === undefined ? "offset" : "id-ranges";
+  const strategy: PagingStrategy =
+    moved !== undefined
+      ? "nulls-last"
+      : after === undefined
+        ? "offset"
+        : later.byId === "ranges"
+          ? "id-ranges"
+          : "id-lists";
   const resume = options.resume;
   // Resumed after an `_id`, offsets count from there (the later pages' filters hold the bound).
   const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
@@ -258,7 +266,7 @@ async function openStart(
           firstLimit,
           signal,
         );
-  return { base, moved, firstLimit, first, keyset };
+  return { base, moved, firstLimit, first, byId: moved === undefined ? idPagingOf(site, query, keyset) : undefined };
 }
 
 /**
@@ -280,29 +288,31 @@ function countOf(
 
 /**
  * How the pages after the first are asked for and read. The first page told the columns: later
- * pages are asked for exactly those, in output order (plus `_id` last for keyset paging), so their
+ * pages are asked for exactly those, in output order (plus `_id` last for paging by `_id`), so their
  * rows need no rearranging, and CSV ones can be rewritten as text.
  */
 function laterPages(
   request: SearchRequest,
   first: SearchResult,
   columns: Column[],
-  keyset: boolean,
+  byIdAsked: "ranges" | "lists" | undefined,
   resume: Resume | undefined,
   passthroughFactory: PassthroughFactory | undefined,
 ): {
   base: SearchRequest;
-  byId: boolean;
+  byId: "ranges" | "lists" | undefined;
   pageOf: (result: SearchResult) => Page;
   reader: RecordsReader | undefined;
   stream: (() => RecordsStream) | undefined;
 } {
   const idColumn = first.fields.find((f) => f.id === "_id");
   const incoming =
-    keyset && idColumn !== undefined && !columns.some((c) => c.id === "_id") ? [...columns, idColumn] : columns;
+    byIdAsked !== undefined && idColumn !== undefined && !columns.some((c) => c.id === "_id")
+      ? [...columns, idColumn]
+      : columns;
   // `_id` ranges read each page's last `_id` from its last cell; with `_id` elsewhere (a user's
-  // `fields` order), pages go by offset, which CKAN 2.12 serves as well.
-  const byId = keyset && incoming.at(-1)?.id === "_id";
+  // `fields` order), pages go by offset, which CKAN serves as well.
+  const byId = incoming.at(-1)?.id === "_id" ? byIdAsked : undefined;
   const base = { ...request };
   base.fields = incoming.map((c) => c.id);
   // The count is known from the first page: later pages skip CKAN's count(*).
