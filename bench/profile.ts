@@ -3,6 +3,7 @@
 // workerd, so it answers "where does an export's CPU go" quickly; `--cpu-prof` gives the profile.
 // Memory is printed too, but this process also holds the upstream's serialised rows: compare runs.
 //   PROFILE_FORMAT=csv|json (csv)  PROFILE_ROWS (250000)  PROFILE_RUNS (4)  PROFILE_CKAN=2.12|2.10 (2.10)
+//   PROFILE_SORT=_id: the link sorts by `_id` itself, so pages go by offset (CKAN 2.10: against `_id` lists)
 import { BASE, RICH } from "./ckan/tables.ts";
 import { startUpstream, type Version } from "./upstream.ts";
 import { parseConfig } from "../src/config/config.ts";
@@ -27,7 +28,15 @@ try {
   const fetcher = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => fetch(input, init);
   // The first run also serialises the upstream's pages: only later runs count.
   for (let i = 0; i <= runs; i++) {
-    const query = parseExportQuery(new URLSearchParams({ resource: "t", limit: String(rows) }), format, config);
+    const query = parseExportQuery(
+      new URLSearchParams({
+        resource: "t",
+        limit: String(rows),
+        ...(process.env.PROFILE_SORT ? { sort: process.env.PROFILE_SORT } : {}),
+      }),
+      format,
+      config,
+    );
     const cpu = process.cpuUsage();
     const wall = performance.now();
     const run = await openExport(query, config, siteFor(config, fetcher));

@@ -132,7 +132,9 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
 function idFilter(range: Extract<Stretch, { after: number }>): Filters[string] {
   if (range.upTo === undefined) return { gt: range.after };
   if (range.listed !== true) return { gt: range.after, lte: range.upTo };
-  return Array.from({ length: range.upTo - range.after }, (_, i) => range.after + 1 + i);
+  const ids = new Array<number>(range.upTo - range.after);
+  for (let i = 0; i < ids.length; i++) ids[i] = range.after + 1 + i;
+  return ids;
 }
 
 function fetched(

@@ -179,6 +179,9 @@ export class StreamedAnswer {
   #head: string | undefined;
   #whole = false;
   #bytes = 0;
+  /** Bytes already searched for the records' key (see `#keyArrived`). */
+  #keyFrom = 0;
+  #keySeen = false;
 
   constructor(records: RecordsStream) {
     this.#records = records;
@@ -199,6 +202,10 @@ export class StreamedAnswer {
     }
     this.#gather(chunk);
     if (this.#head !== undefined || this.#whole) return undefined;
+    if (!this.#keyArrived()) {
+      if (this.#used > HEAD_LIMIT) this.#whole = true;
+      return undefined;
+    }
     const at = this.#recordsAt();
     if (at < 0) {
       if (this.#used > HEAD_LIMIT) this.#whole = true;
@@ -239,6 +246,19 @@ export class StreamedAnswer {
     this.#used += chunk.length;
   }
 
+  /**
+   * Whether the bytes `"records"` have arrived: until then the head is not walked member by member.
+   * A long head (CKAN echoes a page's `_id` list before its records) walked at every chunk would
+   * cost its length squared; the key is looked for in each chunk's bytes once.
+   */
+  #keyArrived(): boolean {
+    if (this.#keySeen) return true;
+    const from = Math.max(0, this.#keyFrom - RECORDS_KEY.length + 1);
+    this.#keyFrom = this.#used;
+    this.#keySeen = indexOfBytes(this.#gathered, RECORDS_KEY, from, this.#used) >= 0;
+    return this.#keySeen;
+  }
+
   /** Where the records value starts in the bytes gathered, or -1 while they do not reach it. */
   #recordsAt(): number {
     try {
@@ -252,3 +272,16 @@ export class StreamedAnswer {
 }
 
 const utf8Text = (bytes: Uint8Array): string => lenientUtf8.decode(bytes);
+
+const RECORDS_KEY = new TextEncoder().encode('"records"');
+
+/** Where `needle` first starts in `b[from, to)`, or -1. */
+function indexOfBytes(b: Uint8Array, needle: Uint8Array, from: number, to: number): number {
+  const first = needle[0]!;
+  for (let i = b.indexOf(first, from); i >= 0 && i + needle.length <= to; i = b.indexOf(first, i + 1)) {
+    let k = 1;
+    while (k < needle.length && b[i + k] === needle[k]) k++;
+    if (k === needle.length) return i;
+  }
+  return -1;
+}
