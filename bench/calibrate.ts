@@ -125,7 +125,7 @@ export async function selfCheck(models: CostModel[] = VERSIONS.map((v) => fit(v)
 
 export function describeModel(model: CostModel): string {
   const r = model.rowUs;
-  return `CKAN ${model.version}: fixed ${model.fixedMs.toFixed(1)} ms a request; per row served ${r.csv.toFixed(2)} µs csv (lists charged alike), ${r.objects.toFixed(2)} µs objects, ${model.dumpRowUs.toFixed(2)} µs the dump's; offset ${model.skipUs.toFixed(3)} µs a skipped row; include_total ${model.countUs === 0 ? "nothing measurable (a cached total)" : `${((model.countUs * REAL_ROWS) / 1000).toFixed(1)} ms for 200,000 rows (${model.countUs.toFixed(3)} µs a matching row)`}; dump pages by ${model.dumpByOffset ? "offset" : "keyset"}; fit within ${model.fitRmsMs.toFixed(1)} ms rms (worst ${model.fitWorstMs.toFixed(1)} ms) of its real timings`;
+  return `CKAN ${model.version}: fixed ${model.fixedMs.toFixed(1)} ms a request; per row served ${r.csv.toFixed(2)} µs csv (lists charged alike), ${r.objects.toFixed(2)} µs objects, ${model.dumpRowUs.toFixed(2)} µs the dump's; offset ${model.skipUs.toFixed(3)} µs a skipped row; a listed \`_id\` ${model.listUs.toFixed(1)} µs (LIST-FILTER.md); include_total ${model.countUs === 0 ? "nothing measurable (a cached total)" : `${((model.countUs * REAL_ROWS) / 1000).toFixed(1)} ms for 200,000 rows (${model.countUs.toFixed(3)} µs a matching row)`}; dump pages by ${model.dumpByOffset ? "offset" : "keyset"}; fit within ${model.fitRmsMs.toFixed(1)} ms rms (worst ${model.fitWorstMs.toFixed(1)} ms) of its real timings`;
 }
 
 /** The exports of issue 28 measured against real CKAN: pages sized to answer bytes, CSV of the whole table. */
@@ -158,7 +158,7 @@ export function impliedCores(models: CostModel[]): CoresRow[] {
   return MEASURED_EXPORTS.flatMap(({ version, pageMiB, ratios }) => {
     const model = models.find((m) => m.version === version)!;
     const per = Math.floor((pageMiB * 1024 * 1024) / REAL_CSV_ROW_BYTES);
-    const first = costSeconds(model, { format: "lists", rows: 1000, skipped: 0, counted: REAL_ROWS });
+    const first = costSeconds(model, { format: "lists", rows: 1000, skipped: 0, listed: 0, counted: REAL_ROWS });
     let work = 0;
     let pages = 0;
     for (let at = 1000; at < REAL_ROWS; at += per, pages++)
@@ -166,6 +166,7 @@ export function impliedCores(models: CostModel[]): CoresRow[] {
         format: "csv",
         rows: Math.min(per, REAL_ROWS - at),
         skipped: version === "2.12" ? 0 : at,
+        listed: 0,
         counted: undefined,
       });
     const dump = dumpSeconds(model, REAL_ROWS);

@@ -199,7 +199,7 @@ function dumpTable(report: Report): string {
     "worker / dump",
     "up req",
     "CKAN work s",
-    "of it fixed / rows / offset / count s",
+    "of it fixed / rows / offset / lists / count s",
     "CKAN busy s",
     "CKAN idle s",
     "most req at once",
@@ -223,7 +223,7 @@ function dumpTable(report: Report): string {
         dump && ok(e) ? `**${fixed(e.wallMs / dump.wallMs, 2)}**` : "-",
         String(e.upstreamRequests),
         fixed(e.upstreamModelS, 2),
-        `${fixed(p.fixed, 2)} / ${fixed(p.rows, 2)} / ${fixed(p.skipped, 2)} / ${fixed(p.counted, 2)}`,
+        `${fixed(p.fixed, 2)} / ${fixed(p.rows, 2)} / ${fixed(p.skipped, 2)} / ${fixed(p.listed, 2)} / ${fixed(p.counted, 2)}`,
         fixed(e.upstreamBusyS, 2),
         fixed(e.wallMs / 1000 - e.upstreamBusyS, 2),
         String(e.upstreamPeak),
@@ -248,7 +248,7 @@ function whereTimeGoes(report: Report): string {
     )
     .map((e) => {
       const p = e.upstreamParts;
-      const work = p.fixed + p.rows + p.skipped + p.counted;
+      const work = p.fixed + p.rows + p.skipped + p.listed + p.counted;
       const share = (x: number): string => `${fixed((100 * x) / work, 0)}%`;
       const dump = dumpFor(report, e);
       const wall = e.wallMs / 1000;
@@ -258,7 +258,7 @@ function whereTimeGoes(report: Report): string {
       const ratio = (s: number): string => (dump ? ` (${fixed(s / (dump.wallMs / 1000), 2)}x the dump)` : "");
       return (
         `- CKAN ${e.mode}, ${e.cores} cores, ${e.format.toUpperCase()}: ${fixed(wall, 2)} s${ratio(wall)}${dump ? `, the dump ${fixed(dump.wallMs / 1000, 2)} s` : ""}. ` +
-        `CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests (rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}): ` +
+        `CKAN's work ${fixed(work, 2)} s over ${e.upstreamRequests} requests (rows served ${share(p.rows)}, rows skipped by offset ${share(p.skipped)}, \`_id\`s listed ${share(p.listed)}, the fixed cost per request ${share(p.fixed)}, include_total's count ${share(p.counted)}): ` +
         `${fixed(floor, 2)} s on ${e.cores} cores however it is asked${ratio(floor)}, the floor for these requests. ` +
         `The export's ${fixed(wall, 2)} s: ${fixed(e.ckanFirstS, 2)} s before CKAN began (the request reaching the worker, the first page asked), ` +
         `${fixed(e.upstreamFullS, 2)} s with all of CKAN's cores busy, ${fixed(spare, 2)} s with requests in service but cores to spare (fewer asked than CKAN has cores: the first page and its probe, answers waiting for the worker to read them, the last pages), ` +
@@ -397,7 +397,7 @@ export function render(report: Report): string {
 \`npm run bench\`${report.subset.length ? ` (a subset: ${report.subset.join(", ")})` : ""}, ${m.date}. Machine: ${m.cores} cores (${m.cpuModel}), ${fixed(m.memoryGb, 1)} GB memory, Node ${m.node}, workerd ${m.workerd}, wrangler ${m.wrangler}. Whole run: ${fixed(report.totalSeconds, 0)} s. ${load}
 
 The upstream is a synthetic CKAN on loopback (\`bench/upstream.ts\`): \`datastore_search\` as CKAN 2.12 (keyset paging with
-\`include_next_page\`, range filters on \`_id\`) or as CKAN 2.11 or 2.10 (409 on \`include_next_page\`, so the worker pages by offset,
+\`include_next_page\`, range filters on \`_id\`) or as CKAN 2.11 or 2.10 (409 on \`include_next_page\`: no range filters, so the worker pages by offset, or by lists of \`_id\`s where offsets would run deeper than the lists cost,
 ${"`UPSTREAM_CONCURRENCY`"} pages at once), and \`/datastore/dump/<id>\`. Tables: "base", 12 columns (int, numeric, float8, text with
 commas/quotes/non-ASCII, timestamp, bool, nulls) plus \`_id\`, and "rich", 10 columns with \`_text\` arrays, json, numerics
 of 29 digits and many formula-like texts. The worker runs in \`wrangler dev\` (workerd), bundled once from the working
@@ -428,9 +428,10 @@ ${coresTable(report.cores)}`);
     sections.push(`## Against CKAN's own dump (the upstream costs what CKAN costs)
 
 Each export is the whole table, with the edge cache off (wrangler dev's cache is JavaScript in the worker's own process: see bench/run.ts), one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
-table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.11 and 2.10 by offset). "CKAN work" is the work the
+table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.11 and 2.10 by offset). The worker pages 2.12 by
+\`_id\` ranges, 2.11 and 2.10 by offset (lists of \`_id\`s cost CKAN more at these sizes: bench/ckan/LIST-FILTER.md). "CKAN work" is the work the
 model charged, summed over requests as if each ran alone, and where it went: the fixed cost per request, rows served,
-rows skipped by offset, include_total's count(*). "CKAN busy" is the wall time CKAN had any request in service, "CKAN
+rows skipped by offset, \`_id\`s named by list filters, include_total's count(*). "CKAN busy" is the wall time CKAN had any request in service, "CKAN
 idle" the rest of the export's wall time (the worker's first page, its CPU, gaps between pages). "most req at once" counts
 requests in service or queued (${report.models[0]?.workers ?? 3} CKAN workers).
 

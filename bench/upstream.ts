@@ -59,7 +59,7 @@ const freshStats = (): UpstreamStats => ({
   formats: {},
   log: [],
   modelSeconds: 0,
-  modelParts: { fixed: 0, rows: 0, skipped: 0, counted: 0 },
+  modelParts: { fixed: 0, rows: 0, skipped: 0, listed: 0, counted: 0 },
   lateMs: 0,
   worstLateMs: 0,
   peakRequests: 0,
@@ -158,8 +158,9 @@ export async function startUpstream(options: {
       stats.formats[answer.format] = (stats.formats[answer.format] ?? 0) + 1;
       if (model) {
         const parts = costParts(model, answer.work);
-        const cost = parts.fixed + parts.rows + parts.skipped + parts.counted;
-        for (const key of ["fixed", "rows", "skipped", "counted"] as const) stats.modelParts[key] += parts[key];
+        const cost = parts.fixed + parts.rows + parts.skipped + parts.listed + parts.counted;
+        for (const key of ["fixed", "rows", "skipped", "listed", "counted"] as const)
+          stats.modelParts[key] += parts[key];
         stats.modelSeconds += cost;
         late(await cpu.run(cost));
       }

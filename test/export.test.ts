@@ -40,9 +40,8 @@ describe("GET /export.csv", () => {
     const text = await (await get("/export.csv?resource=sample&limit=3500&fields=id")).text();
     const ids = text.trimEnd().split("\r\n").slice(1).map(Number);
     expect(ids).toEqual(Array.from({ length: 3500 }, (_, i) => i + 1));
-    const pages = pageCalls(calls);
-    expect(pages.map((c) => c.body.limit)).toEqual([1000, 1000, 1000, 500]);
-    for (const [n, call] of pages.entries()) {
+    expect(calls.map((c) => c.body.limit)).toEqual([1000, 1000, 1000, 500]);
+    for (const [n, call] of calls.entries()) {
       expect(call.method).toBe("POST");
       expect(call.url).toMatch(/^http:\/\/ckan-\d+\.test\/data\/en\/api\/action\/datastore_search$/);
       expect(call.body.sort).toBe("_id");
@@ -51,16 +50,7 @@ describe("GET /export.csv", () => {
       // The count is asked once: CKAN counts on every page that does not say false.
       expect(call.body.include_total).toBe(n === 0);
     }
-    // CKAN 2.10 (the emulator's default) has no range filters: later pages list their `_id`s, up to
-    // the largest one matching (one probe), and skip no rows by offset.
-    expect(calls.filter((c) => isProbe(c.body))).toHaveLength(1);
-    const listed = pages.slice(1).map((c) => (c.body.filters as { _id: number[] })._id);
-    expect(listed.map((ids) => [ids[0], ids.at(-1)])).toEqual([
-      [1001, 2000],
-      [2001, 3000],
-      [3001, 3500],
-    ]);
-    expect(pages.slice(1).every((c) => c.body.offset === undefined)).toBe(true);
+    expect(calls.slice(1).map((c) => c.body.offset)).toEqual([1000, 2000, 3000]);
   });
 
   it("keeps _id order with q, and leaves out rank and _id unless fields asks", async () => {
@@ -273,9 +263,8 @@ describe("Workers' subrequest limit", () => {
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { message: string; parameter: string } };
     expect(error.parameter).toBe("limit");
-    // Pages by `_id` (lists, before CKAN 2.12) may each end part-way: twice the pages are counted.
     expect(error.message).toMatch(
-      /about 201 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=4000/,
+      /about 102 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=8000/,
     );
     expect(calls).toHaveLength(1);
     // HEAD knows no row's cost: it refuses only what even full pages could not fetch.
@@ -288,13 +277,14 @@ describe("Workers' subrequest limit", () => {
     expect(whole.status).toBe(200);
     expect((await whole.text()).trimEnd().split("\r\n")).toHaveLength(100_001);
     expect(roomy.calls.length).toBeLessThan(10);
-    const fits = await get("/export.csv?resource=sample&fields=id&limit=4000");
+    const fits = await get("/export.csv?resource=sample&fields=id&limit=8000");
     expect(fits.status).toBe(200);
-    expect((await fits.text()).trimEnd().split("\r\n")).toHaveLength(4001);
-    // In a user's order, pages go by offset: each ends where the next begins, so the pages alone are counted.
-    const sorted = await get("/export.csv?resource=sample&fields=id&sort=id");
-    expect(((await sorted.json()) as { error: { message: string } }).error.message).toMatch(
-      /about 102 requests to CKAN \(1000 rows each\), more than the 10 .*SUBREQUEST_LIMIT.*limit=8000/,
+    expect((await fits.text()).trimEnd().split("\r\n")).toHaveLength(8001);
+    // Pages by `_id` lists (deep enough to pay before CKAN 2.12) may each end part-way: twice the pages counted.
+    const small = harness({ env: { SUBREQUEST_LIMIT: "10", PAGE_SIZE: "200" } });
+    const lists = await small.get("/export.csv?resource=sample&fields=id");
+    expect(((await lists.json()) as { error: { message: string } }).error.message).toMatch(
+      /about 1001 requests to CKAN \(200 rows each\).*limit=/,
     );
   });
 });
@@ -325,7 +315,7 @@ describe("keyset paging", () => {
     expect(later[0]!.body.filters).toEqual({ _id: { gt: 510, lte: 1010 } });
   });
 
-  it("falls back to `_id` lists when CKAN 2.10 rejects include_next_page, without a round trip, and remembers", async () => {
+  it("falls back to offset paging when CKAN 2.10 rejects include_next_page, without a round trip, and remembers", async () => {
     const { get, calls } = harness({ warm: false, env: { PAGE_SIZE: "500" } });
     const text = await (await get("/export.csv?resource=sample&limit=1200&fields=id")).text();
     expect(text.trimEnd().split("\r\n")).toHaveLength(1201);
@@ -333,13 +323,7 @@ describe("keyset paging", () => {
     expect(calls[0]!.body.include_next_page).toBe(true);
     expect(calls[1]!.body).toMatchObject({ offset: 0, limit: 500, include_total: true });
     expect(calls.slice(1).every((c) => c.body.include_next_page === undefined)).toBe(true);
-    const later = pageCalls(calls.slice(2));
-    expect(later.map((c) => c.body.offset)).toEqual([undefined, undefined]);
-    const listed = later.map((c) => (c.body.filters as { _id: number[] })._id);
-    expect(listed.map((ids) => [ids[0], ids.at(-1)])).toEqual([
-      [501, 1000],
-      [1001, 1200],
-    ]);
+    expect(calls.slice(2).map((c) => c.body.offset)).toEqual([500, 1000]);
     const before = calls.length;
     await (await get("/export.csv?resource=sample&limit=10")).text();
     expect(calls.length).toBe(before + 1);

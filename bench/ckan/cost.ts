@@ -41,6 +41,8 @@ export interface CostModel {
   countUs: number;
   /** Per row skipped by offset, µs. */
   skipUs: number;
+  /** Per `_id` named by a list filter (`IN`), µs: see LIST_FILTER. */
+  listUs: number;
   /** The dump pages by offset (2.10, 2.11: no keyset) and pays for the rows it skips. */
   dumpByOffset: boolean;
   /** gunicorn's workers: requests served at once; the rest queue. */
@@ -53,6 +55,16 @@ export interface CostModel {
   fitRmsMs: number;
   fitWorstMs: number;
 }
+
+/**
+ * What CKAN charges per `_id` a list filter names (`"filters": {"_id": [ids]}`, an SQL `IN`: how the
+ * worker pages deep offsets before 2.12), in rows an offset skips. No real CKAN timing of one exists:
+ * it is charged relative to the offset skip fitted on real CKAN, by the ratio of the two measured on
+ * one machine (PostgreSQL 15 and CKAN's own Python steps: sqlparse's check of the SQL text with a
+ * placeholder per `_id`, and on 2.11 SQLAlchemy's literal rendering; bench/ckan/LIST-FILTER.md,
+ * list-filter-timings.json). 2.12 pages by range filters and is charged as 2.11.
+ */
+export const LIST_FILTER_PER_ID_OVER_SKIP: Record<Version, number> = { "2.10": 33.6, "2.11": 86.6, "2.12": 86.6 };
 
 /** One real timing (real-timings.json). */
 export type Timing =
@@ -96,6 +108,7 @@ export function workOf(t: SearchTiming): Work {
     format: t.records_format,
     rows: Math.min(t.limit, Math.max(0, matching - offset)),
     skipped: offset,
+    listed: 0,
     counted: t.include_total ? matching : undefined,
   };
 }
@@ -169,6 +182,7 @@ export function fit(
     dumpRowUs: us(dumpRow),
     countUs: us(counted / REAL_ROWS),
     skipUs: us(skip),
+    listUs: us(skip) * LIST_FILTER_PER_ID_OVER_SKIP[version],
     dumpByOffset,
     workers: options.workers ?? 3,
     cores: options.cores ?? CKAN_CORES,
@@ -185,15 +199,18 @@ export interface Work {
   rows: number;
   /** Rows an offset skipped. */
   skipped: number;
+  /** `_id`s a list filter named (`IN`), matched or not. */
+  listed: number;
   /** Rows matching the filters, when include_total asks for a count; undefined when it does not. */
   counted: number | undefined;
 }
 
-/** Where a request's seconds go: the fixed part, rows served, rows an offset skipped, include_total's count. */
+/** Where a request's seconds go: the fixed part, rows served, rows an offset skipped, `_id`s listed, include_total's count. */
 export interface CostParts {
   fixed: number;
   rows: number;
   skipped: number;
+  listed: number;
   counted: number;
 }
 
@@ -202,6 +219,7 @@ export function costParts(model: CostModel, work: Work): CostParts {
     fixed: model.fixedMs / 1000,
     rows: (work.rows * model.rowUs[work.format]) / 1e6,
     skipped: (work.skipped * model.skipUs) / 1e6,
+    listed: (work.listed * model.listUs) / 1e6,
     counted: ((work.counted ?? 0) * model.countUs) / 1e6,
   };
 }
@@ -209,7 +227,7 @@ export function costParts(model: CostModel, work: Work): CostParts {
 /** Seconds of CKAN's work one datastore_search call takes, alone on the machine. */
 export function costSeconds(model: CostModel, work: Work): number {
   const p = costParts(model, work);
-  return p.fixed + p.rows + p.skipped + p.counted;
+  return p.fixed + p.rows + p.skipped + p.listed + p.counted;
 }
 
 /** Seconds of one dump page of `rows` rows starting `at` rows into the table, alone on the machine. */

@@ -61,11 +61,15 @@ const flag = (value: unknown, fallback: boolean): boolean =>
 const empty = (v: unknown): boolean =>
   v === undefined || v === "" || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
-/** The `_id` range the filters leave, as [lo, hi] (inclusive); only `_id` filters are supported. */
-function idRange(filters: unknown, rows: number, version: Version): { lo: number; hi: number } {
+/**
+ * The `_id` range the filters leave, as [lo, hi] (inclusive), and how many `_id`s a list named (an
+ * SQL `IN`, charged per `_id`); only `_id` filters are supported, lists only of consecutive `_id`s.
+ */
+function idRange(filters: unknown, rows: number, version: Version): { lo: number; hi: number; listed: number } {
   let lo = 1;
   let hi = rows;
-  if (empty(filters)) return { lo, hi };
+  let listed = 0;
+  if (empty(filters)) return { lo, hi, listed };
   if (typeof filters !== "object" || filters === null || Array.isArray(filters))
     throw validation({ filters: ["Filters must be defined as a dict or a list of dicts"] });
   for (const [field, value] of Object.entries(filters)) {
@@ -73,6 +77,15 @@ function idRange(filters: unknown, rows: number, version: Version): { lo: number
     if (typeof value === "number" || (typeof value === "string" && /^\d+$/.test(value))) {
       lo = Math.max(lo, Number(value));
       hi = Math.min(hi, Number(value));
+      continue;
+    }
+    if (Array.isArray(value)) {
+      const ids = value.map(Number);
+      if (ids.length === 0 || ids.some((id, i) => !Number.isSafeInteger(id) || id !== ids[0]! + i))
+        throw validation({ filters: ["the bench upstream lists consecutive _ids only"] });
+      lo = Math.max(lo, ids[0]!);
+      hi = Math.min(hi, ids.at(-1)!);
+      listed += ids.length;
       continue;
     }
     // CKAN 2.10 and 2.11 have no range filters: they fail building SQL for a dict value.
@@ -89,7 +102,7 @@ function idRange(filters: unknown, rows: number, version: Version): { lo: number
       else throw validation({ filters: [`Unknown filter operation: '${op}'`] });
     }
   }
-  return { lo, hi };
+  return { lo, hi, listed };
 }
 
 export interface Answer {
@@ -141,7 +154,7 @@ export function search(
         });
   const includeTotal = flag(params.include_total, true);
   const includeNextPage = version === "2.12" && flag(params.include_next_page, false);
-  const { lo, hi } = idRange(params.filters, rows, version);
+  const { lo, hi, listed } = idRange(params.filters, rows, version);
   const matching = Math.max(0, hi - lo + 1);
   const n = Math.max(0, Math.min(limit, matching - offset));
 
@@ -176,7 +189,9 @@ export function search(
       .sort()
       .map((k) => [k, echo[k]]),
   );
-  const head = `{"help": ${JSON.stringify(help)}, "success": true, "result": ${JSON.stringify(result).slice(0, -1)}, "records": ${format === "csv" ? '"' : "["}`;
+  // Python's json.dumps separators, as CKAN writes them (an echoed `_id` list's bytes count); no echoed text has a comma or colon.
+  const echoed = JSON.stringify(result).slice(0, -1).replaceAll(",", ", ").replaceAll(":", ": ");
+  const head = `{"help": ${JSON.stringify(help)}, "success": true, "result": ${echoed}, "records": ${format === "csv" ? '"' : "["}`;
   let tail = `${format === "csv" ? '"' : "]"}, "fields": ${JSON.stringify(columns.map((i) => shape.fields[i]))}`;
   if (version !== "2.12")
     tail += `, "_links": ${JSON.stringify({ start: "/api/action/datastore_search", next: `/api/action/datastore_search?offset=${offset + limit}` })}`;
@@ -189,6 +204,7 @@ export function search(
     format,
     rows: n,
     skipped: Math.min(offset, matching),
+    listed,
     counted: includeTotal ? matching : undefined,
   };
   return { parts: [Buffer.from(head), ...parts, Buffer.from(tail)], work, format };

@@ -12,8 +12,8 @@ import type { SearchRequest } from "./types.ts";
  * - `id-ranges`: rows in `_id` ranges after the first page's last `_id` (CKAN 2.12's range filters:
  *   no deep offsets), side by side, sized by the table's density between there and its largest `_id`;
  * - `id-lists`: the same ranges for CKAN before 2.12, each asked as the list of its `_id`s (an SQL
- *   `IN`: no deep offsets either), where CKAN's count is exact and at least half the `_id`s between
- *   the first page and the largest are rows; offsets otherwise;
+ *   `IN`: no deep offsets either), where that costs CKAN less than offsets would (`listsPay`); offsets
+ *   otherwise;
  * - `nulls-last`: offset stretches through segments of CKAN's order (nulls-last.ts: the rows that
  *   stay, then the nulls moved after them), side by side, their counts exact.
  */
@@ -42,6 +42,8 @@ export interface PlanInput {
   from: number;
   /** `id-ranges`: the first page's last `_id`. */
   after: number;
+  /** `id-lists`: what CKAN charges per listed `_id`, in rows an offset re-reads (`listIdCost`). */
+  listIdCost: number;
   /** `nulls-last`: the stretches of CKAN's order in the user's order, the first page at the first one's start. */
   segments?: Segment[];
 }
@@ -55,13 +57,34 @@ export interface Plan {
 /** The first `_id` range's share of a page (see `id-ranges`). */
 const FIRST_RANGE_SHARE = 0.5;
 
-/**
- * Below this share of `_id`s being rows, lists would ask mostly for `_id`s that are not there:
- * offsets instead. Offset paging re-reads every row before a page's offset (0.41 µs a row on real
- * CKAN, 60% of CKAN's work for 1,000,000 rows); a listed `_id` costs about as much as a row skipped
- * (bench/ckan/LIST-FILTER.md), once.
- */
+/** Below this share of `_id`s being rows, lists would ask mostly for `_id`s that are not there. */
 const MIN_LIST_DENSITY = 0.5;
+
+/**
+ * What CKAN before 2.12 charges per `_id` a list names, in rows an offset re-reads: before it runs a
+ * page, its Python checks the SQL text, one placeholder per `_id` (sqlparse), and 2.11 also renders
+ * each `_id` as a literal (SQLAlchemy). Measured against the offset skip on one machine (PostgreSQL
+ * 15 and CKAN's Python steps; bench/ckan/LIST-FILTER.md): 34 on 2.10, 87 on 2.11, which also stands
+ * for a site whose version is not known.
+ */
+export function listIdCost(version: string | undefined): number {
+  return version !== undefined && /^2\.10\b/.test(version) ? 34 : 87;
+}
+
+/**
+ * Whether `_id` lists cost CKAN less than offsets for the rows after the first page: offset pages
+ * re-read every row before them (in all, about the rows times their mean offset, over the page
+ * size), lists pay per `_id` named (the rows over the density). So lists pay only for deep offsets:
+ * past about 2 million rows on 2.10, 5.5 million on 2.11, in pages of 32,000.
+ */
+export function listsPay(
+  input: Pick<PlanInput, "from" | "firstRows" | "listIdCost"> & { pageRows: number },
+  rows: number,
+  density: number,
+): boolean {
+  const meanOffset = input.from + input.firstRows + rows / 2;
+  return density >= MIN_LIST_DENSITY && (rows * meanOffset) / input.pageRows > (rows / density) * input.listIdCost;
+}
 
 export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
   offset: (input) => {
@@ -90,12 +113,14 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
   },
   "id-lists": (input) => {
     const { after, wanted, sizer, available, firstRows } = input;
-    // A list needs its far end: without an exact count (nor a page beyond the first) offsets do as well.
-    if (!input.exact || available === undefined || input.pagesPlanned <= 1) return STRATEGIES.offset(input);
-    const rowsAfter = Math.max(0, available - firstRows);
+    // A list needs its far end, so an exact count; and offsets as deep as lists pay for, even if every `_id` is a row.
+    const rows = available === undefined ? 0 : Math.max(0, Math.min(available, wanted) - firstRows);
+    const costs = { ...input, pageRows: sizer.rows };
+    if (!input.exact || input.pagesPlanned <= 1 || !listsPay(costs, rows, 1)) return STRATEGIES.offset(input);
+    const rowsAfter = Math.max(0, available! - firstRows);
     const stretches = largestId(input.client, input.base, input.signal).then((largest) => {
       const density = largest === undefined || largest <= after ? 0 : Math.min(1, rowsAfter / (largest - after));
-      if (largest === undefined || density < MIN_LIST_DENSITY) return STRATEGIES.offset(input).stretches;
+      if (largest === undefined || !listsPay(costs, rows, density)) return STRATEGIES.offset(input).stretches;
       return idListStretches(after, largest, density, wanted, sizer, FIRST_RANGE_SHARE);
     });
     return { window: Math.max(1, input.concurrency), stretches };

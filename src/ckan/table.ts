@@ -13,7 +13,7 @@ import { readPages, type Page, type Position } from "./paging.ts";
 import { explainRefusal } from "./refusals.ts";
 import { baseRequest, firstFormat, idOf, lastIdOf, requestedFields } from "./requests.ts";
 import type { CkanSite } from "./site.ts";
-import { STRATEGIES, type PagingStrategy } from "./strategies.ts";
+import { listIdCost, listsPay, STRATEGIES, type PagingStrategy } from "./strategies.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
 /** An opened export: the first page is already fetched, so early failures get a real status. */
@@ -151,7 +151,10 @@ type Judged = ReturnType<typeof judgeFirstPage>;
  * What the first page tells: the columns, CKAN's count checked against the row limit, how later
  * pages are asked for, and how many the subrequest budget allows.
  */
-function judgeFirstPage({ query, options, done, wanted }: Opening, { base, moved, firstLimit, first, byId }: Start) {
+function judgeFirstPage(
+  { site, query, options, done, wanted, sizer }: Opening,
+  { base, moved, firstLimit, first, byId }: Start,
+) {
   const columns = outputColumns(query, first.fields);
   // The split counted the matching rows exactly: CKAN 2.12's cached count may lag behind.
   const count = countOf(
@@ -168,10 +171,19 @@ function judgeFirstPage({ query, options, done, wanted }: Opening, { base, moved
   // The split's requests come out of the same budget.
   const budget =
     moved === undefined ? options : { ...options, subrequestLimit: options.subrequestLimit - moved.split.requests };
-  const pagesPlanned = full
-    ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget)
-    : 0;
+  // Pages by `_id` may each end part-way (twice the requests); lists only where they could pay.
+  const costs = { from: fromOffset(query, options.resume, done), firstRows: firstRows.length, pageRows: sizer.rows };
+  const partPages =
+    after !== undefined &&
+    (later.byId === "ranges" ||
+      listsPay({ ...costs, listIdCost: listIdCost(site.facts.version) }, rows - firstRows.length, 1));
+  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, rows, partPages, budget) : 0;
   return { columns, count, later, firstRows, after, pagesPlanned };
+}
+
+/** The offset of the first page's first row: resumed after an `_id`, 0 (the later pages' filters hold the bound). */
+function fromOffset(query: TableQuery, resume: Resume | undefined, done: number): number {
+  return resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
 }
 
 /** The batches, the first page's first: the rest planned by the strategy its paging calls for. */
@@ -187,9 +199,7 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
         : later.byId === "ranges"
           ? "id-ranges"
           : "id-lists";
-  const resume = options.resume;
-  // Resumed after an `_id`, offsets count from there (the later pages' filters hold the bound).
-  const from = resume === undefined ? query.offset : resume.afterId !== undefined ? 0 : query.offset + done;
+  const from = fromOffset(query, options.resume, done);
   const plan = STRATEGIES[strategy]({
     client: site.client,
     base: start.base,
@@ -203,6 +213,7 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
     pagesPlanned: judged.pagesPlanned,
     from,
     after: after ?? 0,
+    listIdCost: listIdCost(site.facts.version),
     ...(moved !== undefined ? { segments: moved.segments } : {}),
   });
   return readPages({
