@@ -130,6 +130,41 @@ describe("paging", () => {
     expect(later.every((c) => (c.body.filters as { category: string[] }).category.length === 4)).toBe(true);
   });
 
+  it("before CKAN 2.12 asks the largest `_id` beside the last pages, not one more page at the deepest offset", async () => {
+    const { get, calls } = harness({ env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
+    const text = await (await get("/export.csv?resource=sample&filter.category=alpha&fields=id")).text();
+    const total = text.trimEnd().split("\r\n").length - 1;
+    expect(total).toBeGreaterThan(15_000);
+    const offsets = pageCalls(calls).map((c) => c.body.offset as number);
+    // Pages up to CKAN's count, none past it; the check beside them is one row of `_id`.
+    expect(Math.max(...offsets)).toBeLessThan(total);
+    expect(calls.filter((c) => isProbe(c.body))).toHaveLength(1);
+  });
+
+  it("before CKAN 2.12 still reads rows added past CKAN's count, once the largest `_id` says they are there", async () => {
+    const { get, calls } = harness({
+      env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3" },
+      fault: async (_n, body) => {
+        if (body.include_total !== true) return undefined;
+        // The first page's count was taken before 1,000 more rows were added.
+        const answer = (await (
+          await harness().emulator.fetch(
+            new Request("http://ckan.test/api/action/datastore_search", { method: "POST", body: JSON.stringify(body) }),
+          )
+        ).json()) as { result: Record<string, unknown> };
+        return Response.json({ ...answer, result: { ...answer.result, total: 2000 } });
+      },
+    });
+    const text = await (await get("/export.csv?resource=sample&fields=id&limit=3000")).text();
+    expect(ids(text)).toEqual(range(1, 3000));
+    expect(calls.filter((c) => isProbe(c.body))).toHaveLength(1);
+    expect(
+      pageCalls(calls)
+        .map((c) => c.body.offset)
+        .filter((o) => (o as number) >= 2000),
+    ).toEqual([2000, 2500]);
+  });
+
   it("fills the gaps when the site caps pages lower than asked, even with pages in flight", async () => {
     const { get, calls } = harness({
       emulator: { rowsMax: 300 },

@@ -10,6 +10,7 @@ import {
 import type { CkanClient } from "./client.ts";
 import { ISOLATE_PAGE_BUDGET, STREAMED_PAGE_COST, WHOLE_PAGE_COST, type PageSizer } from "./page-budget.ts";
 import { streamedPage } from "./streamed-page.ts";
+import { largestIdRequest, lastIdOf } from "./requests.ts";
 import type { Filters } from "../query/table-query.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
 
@@ -22,7 +23,20 @@ import type { SearchRequest, SearchResult } from "./types.ts";
  */
 export type Stretch =
   | { offset: number; count: number }
-  | { after: number; upTo: number | undefined; count: number; listed?: true };
+  | { after: number; upTo: number | undefined; count: number; listed?: true }
+  | TailCheck;
+
+/**
+ * After the last page CKAN's count foresaw (offset paging in `_id` order): whether rows were added
+ * past it, told by the largest `_id` matching, asked beside the last pages. `more` once answered.
+ */
+export interface TailCheck {
+  tail: { more: boolean | undefined };
+  count: 0;
+}
+
+/** A stretch that asks for rows. */
+type PageStretch = Exclude<Stretch, TailCheck>;
 
 /** A page as the loop reads it: the batch for the encoder and the last `_id` in it (for `_id` ranges). */
 export interface Page {
@@ -95,7 +109,7 @@ interface Fetched {
  * unread (in the connection, not in this isolate), then its rows are handed on batch by batch.
  */
 interface Streaming {
-  stretch: Stretch;
+  stretch: PageStretch;
   pages: AsyncGenerator<CopiedRecords, SearchResult, undefined>;
 }
 
@@ -108,6 +122,10 @@ type Pending = (() => Fetched) | Streaming;
  * from them.
  */
 async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> {
+  if ("tail" in stretch) {
+    const result = await plan.client.search(largestIdRequest(plan.base), plan.signal);
+    return () => tailChecked(plan, stretch, result);
+  }
   const body: SearchRequest =
     "offset" in stretch
       ? { ...plan.base, offset: stretch.offset, limit: stretch.count }
@@ -129,7 +147,7 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
 }
 
 /** A range's `_id` filter: bounds, or every `_id` between them (see `Stretch`). */
-function idFilter(range: Extract<Stretch, { after: number }>): Filters[string] {
+function idFilter(range: Extract<PageStretch, { after: number }>): Filters[string] {
   if (range.upTo === undefined) return { gt: range.after };
   if (range.listed !== true) return { gt: range.after, lte: range.upTo };
   const ids = new Array<number>(range.upTo - range.after);
@@ -137,9 +155,17 @@ function idFilter(range: Extract<Stretch, { after: number }>): Filters[string] {
   return ids;
 }
 
+/** The tail check's answer, at its turn (every row before it handed on): rows past the last `_id` handed on, or the end. */
+function tailChecked(plan: PagePlan, check: TailCheck, result: SearchResult): Fetched {
+  const largest = lastIdOf(result);
+  const last = plan.position.lastId;
+  check.tail.more = largest !== undefined && (last === undefined || largest > last);
+  return { page: { batch: [], lastId: last }, result, ended: !check.tail.more, rest: undefined };
+}
+
 function fetched(
   plan: PagePlan,
-  stretch: Stretch,
+  stretch: PageStretch,
   result: SearchResult,
   streamed?: { rows: number; lastId: number | undefined },
 ): Fetched {
@@ -172,9 +198,25 @@ function fetched(
  * Offset stretches: with CKAN's count, up to the count at once; past it (a stale count), one at a
  * time, each asked only once the one before came back full.
  */
-export function offsetStretches(offset: number, counted: number, wanted: number, sizer: PageSizer): StretchPlanner {
+export function offsetStretches(
+  offset: number,
+  counted: number,
+  wanted: number,
+  sizer: PageSizer,
+  tailById = false,
+): StretchPlanner {
+  const check: TailCheck | undefined = tailById ? { tail: { more: undefined }, count: 0 } : undefined;
+  let checking = false;
   return (planned, inflight) => {
     const beyond = planned >= counted;
+    if (beyond && check !== undefined && planned < wanted) {
+      if (!checking) {
+        checking = true;
+        return check;
+      }
+      // Past the count only once the check found rows there; then as below, one page at a time.
+      if (check.tail.more !== true) return undefined;
+    }
     if (beyond && inflight > 0) return undefined;
     const count = Math.min(sizer.rows, (beyond ? wanted : counted) - planned);
     return count > 0 ? { offset: offset + planned, count } : undefined;
@@ -333,7 +375,7 @@ class Pager {
       // The rest of this stretch comes right after it, ahead of the stretches already in flight.
       this.inflight.unshift(this.start(page.rest));
       // An offset stretch's rest was planned with it; an `_id` range held more rows than foreseen.
-      if (!("offset" in page.rest)) this.planned += page.rest.count;
+      if ("after" in page.rest) this.planned += page.rest.count;
     }
     if (!last) this.fill();
     return last;

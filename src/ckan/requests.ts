@@ -27,6 +27,11 @@ export function baseRequest(query: TableQuery): SearchRequest {
   return base;
 }
 
+/** The largest `_id` an export's search matches: one row, one column, walked from the index's far end. */
+export function largestIdRequest(base: SearchRequest): SearchRequest {
+  return { ...base, sort: "_id desc", fields: ["_id"], limit: 1, records_format: "lists", include_total: false };
+}
+
 /** `fields` as asked of CKAN: keyset paging reads `_id` from each page, which the projection drops again. */
 export function requestedFields(query: TableQuery, withId: boolean): { fields?: string[] } {
   if (query.fields === undefined) return {};

@@ -2,7 +2,7 @@ import type { CkanClient } from "./client.ts";
 import type { PageSizer } from "./page-budget.ts";
 import { segmentStretches, type Segment } from "./nulls-last.ts";
 import { idListStretches, idStretches, offsetStretches, type StretchPlanner } from "./paging.ts";
-import { lastIdOf } from "./requests.ts";
+import { largestIdRequest, lastIdOf } from "./requests.ts";
 import type { SearchRequest } from "./types.ts";
 
 /**
@@ -86,15 +86,28 @@ export function listsPay(
   return density >= MIN_LIST_DENSITY && (rows * meanOffset) / input.pageRows > (rows / density) * input.listIdCost;
 }
 
+/**
+ * Offset stretches (see `offset`). `tailById`: the pages carry `_id` in `_id` order, so whether rows
+ * were added past CKAN's count is asked of the largest `_id` beside the last pages, not of one more
+ * page at the deepest offset after them.
+ */
+function offsetPlan(input: PlanInput, tailById = false): Plan {
+  const { exact, available, wanted, sizer } = input;
+  // An estimated total may be short: planning by it could stop early, so count instead.
+  return {
+    window: exact ? Math.max(1, input.concurrency) : 1,
+    stretches: offsetStretches(
+      input.from,
+      exact ? Math.min(available!, wanted) : wanted,
+      wanted,
+      sizer,
+      tailById && exact,
+    ),
+  };
+}
+
 export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
-  offset: (input) => {
-    const { exact, available, wanted, sizer } = input;
-    // An estimated total may be short: planning by it could stop early, so count instead.
-    return {
-      window: exact ? Math.max(1, input.concurrency) : 1,
-      stretches: offsetStretches(input.from, exact ? Math.min(available!, wanted) : wanted, wanted, sizer),
-    };
-  },
+  offset: (input) => offsetPlan(input),
   "id-ranges": (input) => {
     const { after, wanted, sizer, pagesPlanned } = input;
     const window = Math.max(1, input.concurrency);
@@ -116,11 +129,11 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     // A list needs its far end, so an exact count; and offsets as deep as lists pay for, even if every `_id` is a row.
     const rows = available === undefined ? 0 : Math.max(0, Math.min(available, wanted) - firstRows);
     const costs = { ...input, pageRows: sizer.rows };
-    if (!input.exact || input.pagesPlanned <= 1 || !listsPay(costs, rows, 1)) return STRATEGIES.offset(input);
+    if (!input.exact || input.pagesPlanned <= 1 || !listsPay(costs, rows, 1)) return offsetPlan(input, true);
     const rowsAfter = Math.max(0, available! - firstRows);
     const stretches = largestId(input.client, input.base, input.signal).then((largest) => {
       const density = largest === undefined || largest <= after ? 0 : Math.min(1, rowsAfter / (largest - after));
-      if (largest === undefined || !listsPay(costs, rows, density)) return STRATEGIES.offset(input).stretches;
+      if (largest === undefined || !listsPay(costs, rows, density)) return offsetPlan(input, true).stretches;
       return idListStretches(after, largest, density, wanted, sizer, FIRST_RANGE_SHARE);
     });
     return { window: Math.max(1, input.concurrency), stretches };
@@ -133,15 +146,8 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
 
 /** The largest `_id` the export's search matches: one cheap request, the far end of the `_id` ranges. */
 async function largestId(client: CkanClient, base: SearchRequest, signal: AbortSignal): Promise<number | undefined> {
-  const probe: SearchRequest = {
-    ...base,
-    sort: "_id desc",
-    fields: ["_id"],
-    limit: 1,
-    include_total: false,
-  };
   try {
-    return lastIdOf(await client.search(probe, signal));
+    return lastIdOf(await client.search(largestIdRequest(base), signal));
   } catch {
     // Without it (or once the export has stopped), one open-ended range: sequential, and still every row.
     return undefined;
