@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
+import { freedWhile } from "../../test/freed-buffers.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import type { Column } from "../rows/types.ts";
@@ -131,6 +132,15 @@ describe("an answer read as it arrives", () => {
     expect((ended as { whole: Uint8Array }).whole).toEqual(lists);
     const error = utf8.encode('{"help": "h", "success": false, "error": {"__type": "Not Found Error"}}');
     expect((streamed(error, [5]).ended as { whole: Uint8Array }).whole).toEqual(error);
+  });
+
+  it("frees the copy of the records' first bytes it hands on, once they are read", async () => {
+    // The bytes of the first chunk after the answer's head are copied out of the head's buffer; left
+    // to the collector, that copy (up to a read's 256 KB) stayed among the ArrayBuffers, one a page.
+    const { result, freed } = await freedWhile(() => streamed(answer, []));
+    expect(result.rows).toBe(12);
+    const rest = answer.length - memberAt(answer, "result", "records") - 1;
+    expect(freed).toContain(rest);
   });
 
   it("says so when the answer ends inside its records", () => {

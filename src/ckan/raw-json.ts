@@ -5,7 +5,7 @@
 // and each value is cut from the text decoded once at the UTF-16 offsets that scanner counts.
 
 import type { CopiedRecords, RecordsStream } from "../rows/batch.ts";
-import { ownedBytes, release } from "../rows/owned-bytes.ts";
+import { own, ownedBytes, release } from "../rows/owned-bytes.ts";
 import {
   CLOSE_LIST,
   CLOSE_OBJECT,
@@ -209,11 +209,15 @@ export class StreamedAnswer {
       return undefined;
     }
     this.#head = utf8Text(this.#gathered.subarray(0, at));
-    const rest = this.#gathered.slice(at + 1, this.#used);
+    const rest = own(this.#gathered.slice(at + 1, this.#used));
     this.#used = 0;
-    const got = this.#records.push(rest);
-    if (got.after) this.#gather(got.after);
-    return got.records;
+    try {
+      const got = this.#records.push(rest);
+      if (got.after) this.#gather(got.after);
+      return got.records;
+    } finally {
+      release(rest);
+    }
   }
 
   /**
