@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
+import { freedWhile } from "../../test/freed-buffers.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import type { Column } from "../rows/types.ts";
@@ -131,6 +132,29 @@ describe("an answer read as it arrives", () => {
     expect((ended as { whole: Uint8Array }).whole).toEqual(lists);
     const error = utf8.encode('{"help": "h", "success": false, "error": {"__type": "Not Found Error"}}');
     expect((streamed(error, [5]).ended as { whole: Uint8Array }).whole).toEqual(error);
+  });
+
+  it("frees the buffer the answer's head was gathered in once the records begin, not at the answer's end", async () => {
+    // The head is gathered from a whole read (256 KB from fetch): freed as the records begin, not
+    // kept for the small rest after them until the page ends; and the records' first bytes go on
+    // from it, not from a copy (one a page, left to the collector, had piled up).
+    const at = memberAt(answer, "result", "records");
+    const end = new TextDecoder().decode(answer).indexOf('", "fields"');
+    const rows = answer.subarray(at + 1, end);
+    const big = new Uint8Array([
+      ...answer.subarray(0, at + 1),
+      ...Array(30)
+        .fill([...rows])
+        .flat(),
+      ...answer.subarray(end),
+    ]);
+    const stream = new StreamedAnswer(new CsvRecordsStream(reader()));
+    const first = 40_000;
+    const { freed } = await freedWhile(() => stream.push(big.slice(0, first)));
+    // Gathered into a buffer of just its size (past twice the first 16 KB): freed as the records began.
+    expect(freed).toContain(first);
+    stream.push(big.slice(first));
+    expect(JSON.parse((stream.end() as { envelope: string }).envelope).result.total).toBe(csvAnswer.body.result.total);
   });
 
   it("says so when the answer ends inside its records", () => {

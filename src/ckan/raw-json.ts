@@ -163,6 +163,8 @@ export function parseAnswer(bytes: Uint8Array): unknown {
 
 /** Bytes of an answer before its records that are worth searching for them: past this, it is read whole. */
 const HEAD_LIMIT = 1024 * 1024;
+/** The bytes gathered, to begin with: room for an answer's head, or for its rest after the records (fields, total). */
+const TAIL_BYTES = 16 * 1024;
 
 /**
  * A `datastore_search` answer read as it arrives: the bytes before `result.records` gathered until
@@ -173,7 +175,7 @@ const HEAD_LIMIT = 1024 * 1024;
  */
 export class StreamedAnswer {
   readonly #records: RecordsStream;
-  #gathered: Uint8Array<ArrayBuffer> = ownedBytes(16 * 1024);
+  #gathered: Uint8Array<ArrayBuffer> = ownedBytes(TAIL_BYTES);
   #used = 0;
   /** The answer's text before the records value, once found. */
   #head: string | undefined;
@@ -215,12 +217,19 @@ export class StreamedAnswer {
       this.#whole = true;
       return undefined;
     }
-    this.#head = utf8Text(this.#gathered.subarray(0, at));
-    const rest = this.#gathered.slice(at + 1, this.#used);
+    const [head, used] = [this.#gathered, this.#used];
+    this.#head = utf8Text(head.subarray(0, at));
+    // The head's buffer grew to a whole read, the rest after the records is small: a fresh one for
+    // it, and this one freed once the records' first bytes are handed on (copied, see RecordsStream).
+    this.#gathered = ownedBytes(TAIL_BYTES);
     this.#used = 0;
-    const got = this.#records.push(rest);
-    if (got.after) this.#gather(got.after);
-    return got.records;
+    try {
+      const got = this.#records.push(head.subarray(at + 1, used));
+      if (got.after) this.#gather(got.after);
+      return got.records;
+    } finally {
+      release(head);
+    }
   }
 
   /**

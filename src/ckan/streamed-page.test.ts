@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
+import { freedWhile } from "../../test/freed-buffers.ts";
 import { parseConfig } from "../config/config.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
@@ -22,6 +23,25 @@ function body(bytes: Uint8Array, size: number, breakAt?: number): ReadableStream
       if (breakAt !== undefined && at >= breakAt) return controller.error(new TypeError("network connection lost"));
       if (at >= bytes.length) return controller.close();
       const end = Math.min(bytes.length, at + size, breakAt ?? bytes.length);
+      controller.enqueue(bytes.slice(at, end));
+      at = end;
+    },
+  });
+}
+
+/** The same as a byte stream (as fetch's body is): read into the reader's own buffer. */
+function byteBody(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      if (at >= bytes.length) {
+        controller.close();
+        // A read waiting on a closed byte stream ends only when answered (with its buffer, empty).
+        controller.byobRequest?.respond(0);
+        return;
+      }
+      const end = Math.min(bytes.length, at + size);
       controller.enqueue(bytes.slice(at, end));
       at = end;
     },
@@ -93,6 +113,17 @@ describe("a page read as CKAN's answer arrives", () => {
     ]);
     expect(await read(client)).toEqual({ csv: whole(page), rows: 4800, total: csvAnswer.body.result.total });
     expect(requests()).toBe(3);
+  });
+
+  it("frees the buffer it read the answer into once the answer ends, not at the next collection", async () => {
+    // Each read hands the buffer back as a new ArrayBuffer, the end of the answer too: that last one
+    // holds the bytes, and left to the collector it stayed among the isolate's ArrayBuffers (a page's
+    // worth each, growing with the pages of an export).
+    const { client } = upstream([() => byteBody(answer, 1000)]);
+    const { result, freed } = await freedWhile(() => read(client));
+    expect(result.rows).toBe(12);
+    // The answer (11 KB) never fills the 256 KB read buffer, nor does any other buffer reach its size.
+    expect(freed.filter((length) => length === 256 * 1024)).toHaveLength(1);
   });
 
   it("fails the export with a 502 once the answer broke off three times", async () => {

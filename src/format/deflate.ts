@@ -1,5 +1,5 @@
 import { crc32, deflateRawSync } from "node:zlib";
-import { ownedBytes } from "../rows/owned-bytes.ts";
+import { adopt, ownedBytes, release } from "../rows/owned-bytes.ts";
 
 /**
  * A raw deflate stream (RFC 1951) written in pieces: every DEFLATE_BLOCK bytes of input are deflated
@@ -40,13 +40,17 @@ const toBase64 = (bytes: Uint8Array): string => {
   return btoa(text);
 };
 
-/** Pieces joined into bytes of the export's own (freed once stored; a zlib result may share its buffer). */
+/**
+ * Pieces joined into bytes of the export's own (freed once stored), each piece freed once copied: a
+ * sheet's pieces are its whole compressed size, garbage the collector would take its time over.
+ */
 function joined(pieces: Uint8Array[]): Uint8Array<ArrayBuffer> {
   const out = ownedBytes(pieces.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
   for (const piece of pieces) {
     out.set(piece, at);
     at += piece.byteLength;
+    release(piece);
   }
   return out;
 }
@@ -84,7 +88,8 @@ export class BlockDeflater {
   }
 
   #piece(input: Uint8Array, pieces: Uint8Array[]): void {
-    const piece = deflateRawSync(input, { level: this.#level, finishFlush: Z_SYNC_FLUSH });
+    // zlib's result, the export's to free when it is the whole of its buffer (see adopt).
+    const piece = adopt(deflateRawSync(input, { level: this.#level, finishFlush: Z_SYNC_FLUSH }));
     this.#compressed += piece.byteLength;
     pieces.push(piece);
   }

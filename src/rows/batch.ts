@@ -34,6 +34,7 @@ export interface StreamedRecords {
 
 /** A records string read as the answer arrives: its bytes pushed from just after its opening quote. */
 export interface RecordsStream {
+  /** Copies what it keeps of `chunk` (its caller reuses or frees it next); `after` is a view of it. */
   push(chunk: Uint8Array): StreamedRecords;
   readonly ended: boolean;
 }
