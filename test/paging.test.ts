@@ -130,22 +130,24 @@ describe("paging", () => {
     expect(later.every((c) => (c.body.filters as { category: string[] }).category.length === 4)).toBe(true);
   });
 
-  it("before CKAN 2.12 asks the largest `_id` beside the last pages, not one more page at the deepest offset", async () => {
+  it("before CKAN 2.12 counts again beside the last pages, instead of one more page at the deepest offset", async () => {
     const { get, calls } = harness({ env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
     const text = await (await get("/export.csv?resource=sample&filter.category=alpha&fields=id")).text();
     const total = text.trimEnd().split("\r\n").length - 1;
     expect(total).toBeGreaterThan(15_000);
-    const offsets = pageCalls(calls).map((c) => c.body.offset as number);
-    // Pages up to CKAN's count, none past it; the check beside them is one row of `_id`.
-    expect(Math.max(...offsets)).toBeLessThan(total);
-    expect(calls.filter((c) => isProbe(c.body))).toHaveLength(1);
+    const later = calls.slice(1).filter((c) => c.body.limit !== 0);
+    // Pages up to CKAN's count, none past it; beside them, one count of no rows.
+    expect(Math.max(...later.map((c) => c.body.offset as number))).toBeLessThan(total);
+    expect(calls.filter((c) => c.body.limit === 0).map((c) => c.body.include_total)).toEqual([true]);
+    // Lists would not pay here: the pages carry no `_id` they do not need.
+    expect(later.every((c) => (c.body.fields as string[]).join() === "id")).toBe(true);
   });
 
-  it("before CKAN 2.12 still reads rows added past CKAN's count, once the largest `_id` says they are there", async () => {
+  it("before CKAN 2.12 still reads rows added past CKAN's count, once counting again says they are there", async () => {
     const { get, calls } = harness({
       env: { PAGE_SIZE: "500", UPSTREAM_CONCURRENCY: "3" },
       fault: async (_n, body) => {
-        if (body.include_total !== true) return undefined;
+        if (body.include_total !== true || body.limit === 0) return undefined;
         // The first page's count was taken before 1,000 more rows were added.
         const answer = (await (
           await harness().emulator.fetch(
@@ -157,12 +159,32 @@ describe("paging", () => {
     });
     const text = await (await get("/export.csv?resource=sample&fields=id&limit=3000")).text();
     expect(ids(text)).toEqual(range(1, 3000));
-    expect(calls.filter((c) => isProbe(c.body))).toHaveLength(1);
-    expect(
-      pageCalls(calls)
-        .map((c) => c.body.offset)
-        .filter((o) => (o as number) >= 2000),
-    ).toEqual([2000, 2500]);
+    expect(calls.filter((c) => c.body.limit === 0)).toHaveLength(1);
+    const offsets = calls.map((c) => c.body.offset as number);
+    expect(offsets.filter((o) => o >= 2000)).toEqual([2000, 2500]);
+  });
+
+  it("before CKAN 2.12 lists on past the probe's largest `_id` when it grew meanwhile", async () => {
+    let probes = 0;
+    const { get, calls } = harness({
+      env: { PAGE_SIZE: "200", UPSTREAM_CONCURRENCY: "3" },
+      fault: (_n, body) => {
+        // The first probe saw the table before the rows after `_id` 30,000 were added.
+        if (!isProbe(body) || ++probes > 1) return undefined;
+        return Response.json({
+          success: true,
+          result: { fields: [{ id: "_id", type: "int" }], records: [[30000]], limit: 1 },
+        });
+      },
+    });
+    const text = await (await get("/export.csv?resource=sample&fields=id&limit=40000")).text();
+    expect(ids(text)).toEqual(range(1, 40000));
+    expect(probes).toBe(2);
+    const listed = pageCalls(calls).flatMap((c) => {
+      const id = (c.body.filters as { _id?: unknown } | undefined)?._id;
+      return Array.isArray(id) ? (id as number[]) : [];
+    });
+    expect(listed).toEqual(range(201, 39800));
   });
 
   it("fills the gaps when the site caps pages lower than asked, even with pages in flight", async () => {

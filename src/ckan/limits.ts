@@ -26,6 +26,18 @@ export function checkCount(
   return { available, estimated };
 }
 
+/** Rows each page after the first will hold, as the first page's bytes and CKAN's cap tell. */
+export function laterPageRows(
+  first: SearchResult,
+  firstCount: number,
+  firstLimit: number,
+  options: { pageSize: number; passthrough?: PassthroughFactory },
+): number {
+  // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
+  const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
+  return rowsPerPage(cap, first.responseBytes, firstCount, pageTarget(options));
+}
+
 /**
  * An export that would need more upstream requests than a Workers request may make would fail
  * half-way: it is refused before the first byte, with what fits. Counted: the first page, the
@@ -40,9 +52,7 @@ export function checkSubrequests(
   byId: boolean,
   options: { pageSize: number; subrequestLimit: number; passthrough?: PassthroughFactory },
 ): number {
-  // CKAN echoes the limit it applied: below what was asked, it is the site's cap.
-  const cap = Math.max(1, typeof first.limit === "number" && first.limit < firstLimit ? first.limit : options.pageSize);
-  const perPage = rowsPerPage(cap, first.responseBytes, firstCount, pageTarget(options));
+  const perPage = laterPageRows(first, firstCount, firstLimit, options);
   const pages = Math.ceil(Math.max(0, rows - firstCount) / perPage);
   if (pages === 0) return 0;
   // `_id` ranges may each end on a part page: at most as many ranges as pages, so twice the pages.

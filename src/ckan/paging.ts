@@ -27,11 +27,13 @@ export type Stretch =
   | TailCheck;
 
 /**
- * After the last page CKAN's count foresaw (offset paging in `_id` order): whether rows were added
- * past it, told by the largest `_id` matching, asked beside the last pages. `more` once answered.
+ * After the last page planned (CKAN before 2.12): whether rows were added past it, asked beside the
+ * last pages instead of by one more page after them: CKAN's count again (offset pages, against the
+ * count they were planned by), or the largest `_id` (`_id` lists, which then go on up to it). `more`
+ * (and `largest`) once answered.
  */
 export interface TailCheck {
-  tail: { more: boolean | undefined };
+  tail: { by: "count"; total: number; more?: boolean } | { by: "largest"; more?: boolean; largest?: number };
   count: 0;
 }
 
@@ -123,7 +125,11 @@ type Pending = (() => Fetched) | Streaming;
  */
 async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> {
   if ("tail" in stretch) {
-    const result = await plan.client.search(largestIdRequest(plan.base), plan.signal);
+    const asked =
+      stretch.tail.by === "count"
+        ? { ...plan.base, limit: 0, records_format: "lists" as const, include_total: true }
+        : largestIdRequest(plan.base);
+    const result = await plan.client.search(asked, plan.signal);
     return () => tailChecked(plan, stretch, result);
   }
   const body: SearchRequest =
@@ -156,11 +162,14 @@ function idFilter(range: Extract<PageStretch, { after: number }>): Filters[strin
 }
 
 /** The tail check's answer, at its turn (every row before it handed on): rows past the last `_id` handed on, or the end. */
-function tailChecked(plan: PagePlan, check: TailCheck, result: SearchResult): Fetched {
-  const largest = lastIdOf(result);
+function tailChecked(plan: PagePlan, { tail }: TailCheck, result: SearchResult): Fetched {
   const last = plan.position.lastId;
-  check.tail.more = largest !== undefined && (last === undefined || largest > last);
-  return { page: { batch: [], lastId: last }, result, ended: !check.tail.more, rest: undefined };
+  if (tail.by === "count") tail.more = typeof result.total === "number" && result.total > tail.total;
+  else {
+    tail.largest = lastIdOf(result);
+    tail.more = tail.largest !== undefined && (last === undefined || tail.largest > last);
+  }
+  return { page: { batch: [], lastId: last }, result, ended: !tail.more, rest: undefined };
 }
 
 function fetched(
@@ -203,9 +212,8 @@ export function offsetStretches(
   counted: number,
   wanted: number,
   sizer: PageSizer,
-  tailById = false,
+  check?: TailCheck,
 ): StretchPlanner {
-  const check: TailCheck | undefined = tailById ? { tail: { more: undefined }, count: 0 } : undefined;
   let checking = false;
   return (planned, inflight) => {
     const beyond = planned >= counted;
@@ -286,11 +294,22 @@ export function idListStretches(
   wanted: number,
   sizer: PageSizer,
   firstShare = 1,
+  check?: TailCheck,
 ): StretchPlanner {
   let next = after;
   let lists = 0;
+  let checking = false;
   return (planned, inflight) => {
-    if (next >= largest) return undefined;
+    if (next >= largest) {
+      // Beside the last lists, the largest `_id` again: rows added since the probe are listed too (once).
+      if (check === undefined || check.tail.by !== "largest") return undefined;
+      if (!checking) {
+        checking = true;
+        return check;
+      }
+      if (check.tail.more !== true || (check.tail.largest ?? 0) <= largest) return undefined;
+      largest = check.tail.largest!;
+    }
     const page = lists === 0 && sizer.rows >= STAGGER_MIN_ROWS ? Math.ceil(sizer.rows * firstShare) : sizer.rows;
     const rows = Math.min(page, wanted - planned);
     // Lists enough for the rows wanted are out: more only if they come back emptier than foreseen.

@@ -1,7 +1,7 @@
 import type { CkanClient } from "./client.ts";
 import type { PageSizer } from "./page-budget.ts";
 import { segmentStretches, type Segment } from "./nulls-last.ts";
-import { idListStretches, idStretches, offsetStretches, type StretchPlanner } from "./paging.ts";
+import { idListStretches, idStretches, offsetStretches, type StretchPlanner, type TailCheck } from "./paging.ts";
 import { largestIdRequest, lastIdOf } from "./requests.ts";
 import type { SearchRequest } from "./types.ts";
 
@@ -44,6 +44,13 @@ export interface PlanInput {
   after: number;
   /** `id-lists`: what CKAN charges per listed `_id`, in rows an offset re-reads (`listIdCost`). */
   listIdCost: number;
+  /** Rows each page after the first will hold (limits.ts's `laterPageRows`). */
+  pageRows: number;
+  /**
+   * CKAN's exact count (a site without range filters): past it, whether rows were added is asked by
+   * counting again, beside the last pages, instead of asking one more page at the deepest offset.
+   */
+  countTail: number | undefined;
   /** `nulls-last`: the stretches of CKAN's order in the user's order, the first page at the first one's start. */
   segments?: Segment[];
 }
@@ -78,7 +85,7 @@ export function listIdCost(version: string | undefined): number {
  * past about 2 million rows on 2.10, 5.5 million on 2.11, in pages of 32,000.
  */
 export function listsPay(
-  input: Pick<PlanInput, "from" | "firstRows" | "listIdCost"> & { pageRows: number },
+  input: Pick<PlanInput, "from" | "firstRows" | "listIdCost" | "pageRows">,
   rows: number,
   density: number,
 ): boolean {
@@ -86,23 +93,15 @@ export function listsPay(
   return density >= MIN_LIST_DENSITY && (rows * meanOffset) / input.pageRows > (rows / density) * input.listIdCost;
 }
 
-/**
- * Offset stretches (see `offset`). `tailById`: the pages carry `_id` in `_id` order, so whether rows
- * were added past CKAN's count is asked of the largest `_id` beside the last pages, not of one more
- * page at the deepest offset after them.
- */
-function offsetPlan(input: PlanInput, tailById = false): Plan {
-  const { exact, available, wanted, sizer } = input;
+/** Offset stretches (see `offset`), with CKAN's count asked again past its end where it is exact (`countTail`). */
+function offsetPlan(input: PlanInput): Plan {
+  const { exact, available, wanted, sizer, countTail } = input;
+  const tail: TailCheck | undefined =
+    exact && countTail !== undefined ? { tail: { by: "count", total: countTail }, count: 0 } : undefined;
   // An estimated total may be short: planning by it could stop early, so count instead.
   return {
     window: exact ? Math.max(1, input.concurrency) : 1,
-    stretches: offsetStretches(
-      input.from,
-      exact ? Math.min(available!, wanted) : wanted,
-      wanted,
-      sizer,
-      tailById && exact,
-    ),
+    stretches: offsetStretches(input.from, exact ? Math.min(available!, wanted) : wanted, wanted, sizer, tail),
   };
 }
 
@@ -128,13 +127,15 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     const { after, wanted, sizer, available, firstRows } = input;
     // A list needs its far end, so an exact count; and offsets as deep as lists pay for, even if every `_id` is a row.
     const rows = available === undefined ? 0 : Math.max(0, Math.min(available, wanted) - firstRows);
-    const costs = { ...input, pageRows: sizer.rows };
-    if (!input.exact || input.pagesPlanned <= 1 || !listsPay(costs, rows, 1)) return offsetPlan(input, true);
+    if (!input.exact || input.pagesPlanned <= 1 || !listsPay(input, rows, 1)) return offsetPlan(input);
     const rowsAfter = Math.max(0, available! - firstRows);
     const stretches = largestId(input.client, input.base, input.signal).then((largest) => {
       const density = largest === undefined || largest <= after ? 0 : Math.min(1, rowsAfter / (largest - after));
-      if (largest === undefined || !listsPay(costs, rows, density)) return offsetPlan(input, true).stretches;
-      return idListStretches(after, largest, density, wanted, sizer, FIRST_RANGE_SHARE);
+      if (largest === undefined || !listsPay(input, rows, density)) return offsetPlan(input).stretches;
+      return idListStretches(after, largest, density, wanted, sizer, FIRST_RANGE_SHARE, {
+        tail: { by: "largest" },
+        count: 0,
+      });
     });
     return { window: Math.max(1, input.concurrency), stretches };
   },

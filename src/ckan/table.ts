@@ -6,7 +6,7 @@ import type { Batch, PassthroughFactory, RecordsReader, RecordsStream } from "..
 import type { Column } from "../rows/types.ts";
 import { outputColumns, rowsOf } from "./columns.ts";
 import { idPagingOf, openFirstPage } from "./first-page.ts";
-import { checkCount, checkSubrequests, pageTarget } from "./limits.ts";
+import { checkCount, checkSubrequests, laterPageRows, pageTarget } from "./limits.ts";
 import { segmentsFrom, splitAtNulls, type Segment } from "./nulls-last.ts";
 import { PageSizer } from "./page-budget.ts";
 import { readPages, type Page, type Position } from "./paging.ts";
@@ -152,7 +152,7 @@ type Judged = ReturnType<typeof judgeFirstPage>;
  * pages are asked for, and how many the subrequest budget allows.
  */
 function judgeFirstPage(
-  { site, query, options, done, wanted, sizer }: Opening,
+  { site, query, options, done, wanted }: Opening,
   { base, moved, firstLimit, first, byId }: Start,
 ) {
   const columns = outputColumns(query, first.fields);
@@ -163,22 +163,30 @@ function judgeFirstPage(
     options.rowLimit,
     done,
   );
-  const later = laterPages(base, first, columns, byId, options.resume, options.passthrough);
   const firstRows = rowsOf(first, columns);
   const full = firstRows.length >= Math.min(firstLimit, typeof first.limit === "number" ? first.limit : firstLimit);
-  const after = later.byId && full ? lastIdOf(first) : undefined;
   const rows = count.available === undefined ? wanted : Math.min(count.available, wanted);
+  const costs = {
+    from: fromOffset(query, options.resume, done),
+    firstRows: firstRows.length,
+    pageRows: laterPageRows(first, firstRows.length, firstLimit, options),
+    listIdCost: listIdCost(site.facts.version),
+  };
+  // Without range filters, pages carry `_id` only where lists could pay even if every `_id` were a row.
+  const lists = byId === "lists" && count.exact && listsPay(costs, rows - firstRows.length, 1);
+  const pagedBy = byId === "ranges" ? "ranges" : lists ? "lists" : undefined;
+  const later = laterPages(base, first, columns, pagedBy, options.resume, options.passthrough);
+  const after = later.byId && full ? lastIdOf(first) : undefined;
   // The split's requests come out of the same budget.
   const budget =
     moved === undefined ? options : { ...options, subrequestLimit: options.subrequestLimit - moved.split.requests };
-  // Pages by `_id` may each end part-way (twice the requests); lists only where they could pay.
-  const costs = { from: fromOffset(query, options.resume, done), firstRows: firstRows.length, pageRows: sizer.rows };
-  const partPages =
-    after !== undefined &&
-    (later.byId === "ranges" ||
-      listsPay({ ...costs, listIdCost: listIdCost(site.facts.version) }, rows - firstRows.length, 1));
-  const pagesPlanned = full ? checkSubrequests(first, firstRows.length, firstLimit, rows, partPages, budget) : 0;
-  return { columns, count, later, firstRows, after, pagesPlanned };
+  // Pages by `_id` may each end part-way: twice the requests.
+  const pagesPlanned = full
+    ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget)
+    : 0;
+  // Without range filters CKAN counts exactly (a count(*)): counted again, it tells whether rows were added.
+  const countTail = byId === "lists" && count.exact ? count.total : undefined;
+  return { columns, count, later, firstRows, after, pagesPlanned, costs, countTail };
 }
 
 /** The offset of the first page's first row: resumed after an `_id`, 0 (the later pages' filters hold the bound). */
@@ -199,7 +207,6 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
         : later.byId === "ranges"
           ? "id-ranges"
           : "id-lists";
-  const from = fromOffset(query, options.resume, done);
   const plan = STRATEGIES[strategy]({
     client: site.client,
     base: start.base,
@@ -209,11 +216,10 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
     concurrency: options.concurrency,
     available: judged.count.available,
     exact: judged.count.exact,
-    firstRows: firstRows.length,
     pagesPlanned: judged.pagesPlanned,
-    from,
+    ...judged.costs,
+    countTail: judged.countTail,
     after: after ?? 0,
-    listIdCost: listIdCost(site.facts.version),
     ...(moved !== undefined ? { segments: moved.segments } : {}),
   });
   return readPages({
