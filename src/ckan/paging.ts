@@ -283,9 +283,9 @@ const LIST_IDS_PER_ROW = 2;
 /**
  * `_id` lists after `after` (the first page's last `_id`) up to `largest` (the largest `_id`
  * matching, from one probe), for CKAN before 2.12 (see `Stretch`): each lists about a page's rows
- * at the table's `_id` density. They end at `largest`: rows added past it since the probe are left,
- * as offset paging leaves rows added past CKAN's count. A list holding more rows than its page
- * continues, one holding fewer costs a short request; `firstShare` as for `idStretches`.
+ * at the table's `_id` density. Beside the last ones, `check` asks the largest `_id` again and the
+ * lists go on to it: rows added since the probe are read too. A list holding more rows than its
+ * page continues, one holding fewer costs a short request; `firstShare` as for `idStretches`.
  */
 export function idListStretches(
   after: number,

@@ -97,7 +97,7 @@ export function listsPay(
 function offsetPlan(input: PlanInput): Plan {
   const { exact, available, wanted, sizer, countTail } = input;
   const tail: TailCheck | undefined =
-    exact && countTail !== undefined ? { tail: { by: "count", total: countTail }, count: 0 } : undefined;
+    countTail === undefined ? undefined : { tail: { by: "count", total: countTail }, count: 0 };
   // An estimated total may be short: planning by it could stop early, so count instead.
   return {
     window: exact ? Math.max(1, input.concurrency) : 1,
@@ -124,11 +124,12 @@ export const STRATEGIES: Record<PagingStrategy, (input: PlanInput) => Plan> = {
     return { window, stretches };
   },
   "id-lists": (input) => {
+    // Chosen (table.ts) where CKAN's count is exact and lists would pay were every `_id` a row; the
+    // probe then tells how many are.
     const { after, wanted, sizer, available, firstRows } = input;
-    // A list needs its far end, so an exact count; and offsets as deep as lists pay for, even if every `_id` is a row.
-    const rows = available === undefined ? 0 : Math.max(0, Math.min(available, wanted) - firstRows);
-    if (!input.exact || input.pagesPlanned <= 1 || !listsPay(input, rows, 1)) return offsetPlan(input);
-    const rowsAfter = Math.max(0, available! - firstRows);
+    if (input.pagesPlanned <= 1 || available === undefined) return offsetPlan(input);
+    const rows = Math.max(0, Math.min(available, wanted) - firstRows);
+    const rowsAfter = Math.max(0, available - firstRows);
     const stretches = largestId(input.client, input.base, input.signal).then((largest) => {
       const density = largest === undefined || largest <= after ? 0 : Math.min(1, rowsAfter / (largest - after));
       if (largest === undefined || !listsPay(input, rows, density)) return offsetPlan(input).stretches;
