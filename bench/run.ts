@@ -65,6 +65,7 @@ const SUBSET_VARS = [
   "BENCH_REPEAT",
   "BENCH_CPU_MODE",
   "BENCH_V8_FLAGS",
+  "BENCH_TIMELINE",
 ];
 const subset = SUBSET_VARS.filter((name) => process.env[name] !== undefined);
 

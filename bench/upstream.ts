@@ -10,6 +10,12 @@ import { dump } from "./ckan/dump.ts";
 import { CkanError, search, type Resource, type Version } from "./ckan/search.ts";
 import { RowStore } from "./ckan/store.ts";
 
+/**
+ * BENCH_TIMELINE=1: each search answer's arrival, start (a CKAN worker free), end of CKAN's work and
+ * hand-over, in ms since the process started, on stderr: where an export waits, request by request.
+ */
+const TIMELINE = process.env.BENCH_TIMELINE === "1";
+
 export type { Resource, Version } from "./ckan/search.ts";
 
 export interface UpstreamStats {
@@ -101,6 +107,7 @@ export async function startUpstream(options: {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrived = performance.now();
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     stats.requests++;
@@ -137,6 +144,7 @@ export async function startUpstream(options: {
     if (model && model.latencyMs > 0) await delay(model.latencyMs);
     // gunicorn's worker: waited for, then held until the answer is handed over.
     const release = model ? await pool.acquire() : () => {};
+    const acquired = performance.now();
     let summary = `${req.method} ${url.pathname}`;
     try {
       if (!url.pathname.endsWith("/api/action/datastore_search") || req.method !== "POST")
@@ -164,7 +172,12 @@ export async function startUpstream(options: {
         stats.modelSeconds += cost;
         late(await cpu.run(cost));
       }
+      const computed = performance.now();
       await send(res, 200, answer.parts, summary);
+      if (TIMELINE)
+        console.error(
+          `timeline ${[arrived, acquired, computed, performance.now()].map((t) => t.toFixed(0).padStart(6)).join(" ")} ${summary.slice(0, 120)}`,
+        );
     } catch (error) {
       if (!(error instanceof CkanError)) throw error;
       // An error still went through CKAN's stack: it costs the fixed part.

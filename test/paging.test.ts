@@ -131,10 +131,27 @@ describe("paging", () => {
   });
 
   it("before CKAN 2.12 counts again beside the last pages, instead of one more page at the deepest offset", async () => {
-    const { get, calls } = harness({ env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
+    let open = 0;
+    let openAtCount = -1;
+    const { get, calls } = harness({
+      env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" },
+      fault: async (n, body) => {
+        if (n <= 1) return undefined;
+        if (body.limit === 0) {
+          openAtCount = open;
+          return undefined;
+        }
+        open++;
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        open--;
+        return undefined;
+      },
+    });
     const text = await (await get("/export.csv?resource=sample&filter.category=alpha&fields=id")).text();
     const total = text.trimEnd().split("\r\n").length - 1;
     expect(total).toBeGreaterThan(15_000);
+    // Asked with the last page, while the window's pages are all still out: not after a slot freed.
+    expect(openAtCount).toBe(3);
     const later = calls.slice(1).filter((c) => c.body.limit !== 0);
     // Pages up to CKAN's count, none past it; beside them, one count of no rows.
     expect(Math.max(...later.map((c) => c.body.offset as number))).toBeLessThan(total);

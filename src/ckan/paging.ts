@@ -22,13 +22,14 @@ import type { SearchRequest, SearchResult } from "./types.ts";
  * listed: a list ends).
  */
 export type Stretch =
-  | { offset: number; count: number }
-  | { after: number; upTo: number | undefined; count: number; listed?: true }
+  | { offset: number; count: number; beside?: TailCheck }
+  | { after: number; upTo: number | undefined; count: number; listed?: true; beside?: TailCheck }
   | TailCheck;
 
 /**
  * After the last page planned (CKAN before 2.12): whether rows were added past it, asked beside the
- * last pages instead of by one more page after them: CKAN's count again (offset pages, against the
+ * last page (its `beside`, outside the window: a cheap request that would otherwise wait for a slot
+ * and end the export alone) instead of by one more page after them: CKAN's count again (offset pages, against the
  * count they were planned by), or the largest `_id` (`_id` lists, which then go on up to it). `more`
  * (and `largest`) once answered.
  */
@@ -227,7 +228,12 @@ export function offsetStretches(
     }
     if (beyond && inflight > 0) return undefined;
     const count = Math.min(sizer.rows, (beyond ? wanted : counted) - planned);
-    return count > 0 ? { offset: offset + planned, count } : undefined;
+    if (count <= 0) return undefined;
+    const stretch = { offset: offset + planned, count };
+    // The page that reaches the count takes the check along.
+    if (beyond || check === undefined || checking || planned + count < counted || counted >= wanted) return stretch;
+    checking = true;
+    return { ...stretch, beside: check };
   };
 }
 
@@ -319,7 +325,10 @@ export function idListStretches(
     const stretch = { after: next, upTo: next + span, count: Math.min(count, span), listed: true as const };
     next += span;
     lists++;
-    return stretch;
+    // The list that reaches the largest `_id` takes the check along.
+    if (next < largest || checking || check === undefined || check.tail.by !== "largest") return stretch;
+    checking = true;
+    return { ...stretch, beside: check };
   };
 }
 
@@ -384,6 +393,7 @@ class Pager {
       if (stretch === undefined) break;
       this.inflight.push(this.start(stretch));
       this.planned += stretch.count;
+      if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.start(stretch.beside));
     }
   }
 
