@@ -307,7 +307,7 @@ export function idListStretches(
   let checking = false;
   return (planned, inflight) => {
     if (next >= largest) {
-      // Beside the last lists, the largest `_id` again: rows added since the probe are listed too (once).
+      // With the last list (or here, if none carried it), the largest `_id` again: rows added since the probe are listed too (once).
       if (check === undefined || check.tail.by !== "largest") return undefined;
       if (!checking) {
         checking = true;
