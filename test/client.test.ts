@@ -5,6 +5,7 @@ import { searchSql } from "../src/ckan/sql-search.ts";
 import { parseConfig } from "../src/config/config.ts";
 import { HttpError } from "../src/errors.ts";
 import { FIXTURES as fixtures } from "./fixtures/ckan-2.10.ts";
+import { freedWhile } from "./freed-buffers.ts";
 import { harness } from "./harness.ts";
 
 const TOKEN = "tok-SECRET-client-5150";
@@ -137,6 +138,31 @@ describe("a CKAN_BASE_URL no deployed worker can reach", () => {
 });
 
 describe("what the client tells the page sizer", () => {
+  it("leaves a page's rows in its answer's bytes until its turn, then reads them as they would have been read at once", async () => {
+    for (const [name, fixture] of Object.entries(fixtures)) {
+      if (fixture.status !== 200) continue;
+      const request = { ...(fixture.request as { resource_id: string }), limit: 5 };
+      const now = await replay(fixture.status, fixture.content_type, fixture.body).client.search(request);
+      const later = await replay(fixture.status, fixture.content_type, fixture.body).client.search(
+        request,
+        undefined,
+        undefined,
+        true,
+      );
+      if (typeof now.records === "string") {
+        // CSV records are one string: nothing to defer.
+        expect(later.recordsLater, name).toBeUndefined();
+        continue;
+      }
+      expect(later.records, name).toEqual([]);
+      const { result: rows, freed } = await freedWhile(() => later.recordsLater!());
+      expect(rows, name).toEqual(now.records);
+      expect({ ...later, records: rows, recordsLater: undefined }, name).toEqual({ ...now, recordsLater: undefined });
+      // The answer's bytes are freed once read, not left to a collection.
+      expect(freed, name).toContain(later.responseBytes);
+    }
+  });
+
   it("reports each answer's size in bytes, read before its buffer is released", async () => {
     const answer = { success: true, result: { fields: [{ id: "id", type: "int4" }], records: [[1], [2]], total: 2 } };
     const { client } = replay(200, "application/json", answer);

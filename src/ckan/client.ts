@@ -1,10 +1,10 @@
 import { configError, type HttpError, SubrequestBudgetExceeded, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
-import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
+import { memberAt, NotTheJson, OPEN_LIST, QUOTE, skipStringBytes, skipValueBytes } from "../rows/json-bytes.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import { ckanError } from "./error-answers.ts";
-import { parseAnswer } from "./raw-json.ts";
+import { parseAnswer, type RawRecord } from "./raw-json.ts";
 import { readSqlAnswer, type SqlReply } from "./sql-search.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 
@@ -37,6 +37,34 @@ function deferRecords(
       }
     };
     return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, copy };
+  } catch (error) {
+    if (error instanceof NotTheJson) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The same for records as rows (records_format lists or objects): the rest of the answer with
+ * `null` for them, checked now, and a function that reads them when the page's turn comes (then
+ * frees the bytes). A page waiting in flight holds its answer's bytes, outside the JavaScript heap,
+ * not a string per value (a Parquet export's live heap: see bench/RESULTS.md). Undefined when the
+ * answer has no records list there.
+ */
+function deferRows(bytes: Uint8Array): { envelope: string; rows: () => RawRecord[] } | undefined {
+  try {
+    const at = memberAt(bytes, "result", "records");
+    if (at < 0 || bytes[at] !== OPEN_LIST) return undefined;
+    const end = skipValueBytes(bytes, at);
+    const rows = (): RawRecord[] => {
+      try {
+        return (parseAnswer(bytes) as { result: { records: RawRecord[] } }).result.records;
+      } catch (error) {
+        throw new UpstreamFailure(502, "CKAN's records could not be read.", { cause: error });
+      } finally {
+        release(bytes);
+      }
+    };
+    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, rows };
   } catch (error) {
     if (error instanceof NotTheJson) return undefined;
     throw error;
@@ -181,12 +209,18 @@ export class CkanClient {
 
   /**
    * One `datastore_search`. With `reader`, the records of a successful answer are read straight from
-   * its bytes by `result.copy()` (and `result.records` is empty); an answer of another shape is read
-   * as usual.
+   * its bytes by `result.copy()` (and `result.records` is empty); with `rowsAtTurn`, as rows by
+   * `result.recordsLater()`; an answer of another shape is read as usual.
    */
-  async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
+  async search(
+    body: SearchRequest,
+    signal?: AbortSignal,
+    reader?: RecordsReader,
+    rowsAtTurn = false,
+  ): Promise<SearchResult> {
     const url = this.#settings.datastoreSearchUrl;
-    const read = (response: Response, bytes: Uint8Array) => this.#readSearch(response, bytes, reader);
+    const read = (response: Response, bytes: Uint8Array) =>
+      this.#readSearch(response, bytes, reader, bytes.byteLength, rowsAtTurn);
     return (await this.#retrying({ url, body, read }, signal)) as SearchResult;
   }
 
@@ -352,8 +386,15 @@ export class CkanClient {
     bytes: Uint8Array,
     reader: RecordsReader | undefined,
     size = bytes.byteLength,
+    rowsAtTurn = false,
   ): SearchResult {
-    const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
+    const deferred = !response.ok
+      ? undefined
+      : reader !== undefined
+        ? deferRecords(bytes, reader)
+        : rowsAtTurn
+          ? deferRows(bytes)
+          : undefined;
     let result: SearchResult;
     try {
       // A reader's envelope holds `null` for the records: nothing in it to keep exact.
@@ -365,7 +406,11 @@ export class CkanClient {
       // view reads as empty from here on. Records still to copy free them once copied.
       if (deferred === undefined) release(bytes);
     }
-    if (deferred !== undefined) result.copy = deferred.copy;
+    if (deferred !== undefined && "copy" in deferred) result.copy = deferred.copy;
+    else if (deferred !== undefined) {
+      result.records = [];
+      result.recordsLater = deferred.rows;
+    }
     result.responseBytes = size;
     return result;
   }
