@@ -11,32 +11,15 @@ import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 const utf8 = new TextDecoder();
 
 /**
- * The rest of the answer as text with `null` for its records, and a function that reads the
- * records with `reader` from the answer's bytes when the page's turn comes (then frees them): a page
- * waiting in flight holds only its answer, not the output made from it (for JSON, 2-3 times
- * larger). Undefined when the answer has no records string there.
+ * Where an answer's `result.records` opens, when it opens with `opening` (a string's quote, a list's
+ * bracket), and the rest of the answer as text with `null` for the records; undefined otherwise.
  */
-function deferRecords(
-  bytes: Uint8Array,
-  reader: RecordsReader,
-): { envelope: string; copy: () => CopiedRecords } | undefined {
+function recordsSpan(bytes: Uint8Array, opening: number): { at: number; envelope: string } | undefined {
   try {
     const at = memberAt(bytes, "result", "records");
-    if (at < 0 || bytes[at] !== QUOTE) return undefined;
-    const end = skipStringBytes(bytes, at);
-    const copy = (): CopiedRecords => {
-      try {
-        return reader(bytes, at);
-      } catch (error) {
-        // The same answer read as text would give a records string no reader could read.
-        if (error instanceof NotTheJson)
-          throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
-        throw error;
-      } finally {
-        release(bytes);
-      }
-    };
-    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, copy };
+    if (at < 0 || bytes[at] !== opening) return undefined;
+    const end = opening === QUOTE ? skipStringBytes(bytes, at) : skipValueBytes(bytes, at);
+    return { at, envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}` };
   } catch (error) {
     if (error instanceof NotTheJson) return undefined;
     throw error;
@@ -44,31 +27,49 @@ function deferRecords(
 }
 
 /**
- * The same for records as rows (records_format lists or objects): the rest of the answer with
- * `null` for them, checked now, and a function that reads them when the page's turn comes (then
- * frees the bytes). A page waiting in flight holds its answer's bytes, outside the JavaScript heap,
- * not a string per value (a Parquet export's live heap: see bench/RESULTS.md). Undefined when the
- * answer has no records list there.
+ * The answer's envelope (see recordsSpan), and a function that reads the records string with
+ * `reader` from the answer's bytes when the page's turn comes (then frees them): a page waiting in
+ * flight holds only its answer, not the output made from it (for JSON, 2-3 times larger).
+ */
+function deferRecords(
+  bytes: Uint8Array,
+  reader: RecordsReader,
+): { envelope: string; copy: () => CopiedRecords } | undefined {
+  const span = recordsSpan(bytes, QUOTE);
+  if (span === undefined) return undefined;
+  const copy = (): CopiedRecords => {
+    try {
+      return reader(bytes, span.at);
+    } catch (error) {
+      // The same answer read as text would give a records string no reader could read.
+      if (error instanceof NotTheJson)
+        throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
+      throw error;
+    } finally {
+      release(bytes);
+    }
+  };
+  return { envelope: span.envelope, copy };
+}
+
+/**
+ * The same for records as rows (records_format lists or objects): read when the page's turn comes
+ * (then the bytes are freed). A page waiting in flight holds its answer's bytes, outside the
+ * JavaScript heap, not a string per value.
  */
 function deferRows(bytes: Uint8Array): { envelope: string; rows: () => RawRecord[] } | undefined {
-  try {
-    const at = memberAt(bytes, "result", "records");
-    if (at < 0 || bytes[at] !== OPEN_LIST) return undefined;
-    const end = skipValueBytes(bytes, at);
-    const rows = (): RawRecord[] => {
-      try {
-        return (parseAnswer(bytes) as { result: { records: RawRecord[] } }).result.records;
-      } catch (error) {
-        throw new UpstreamFailure(502, "CKAN's records could not be read.", { cause: error });
-      } finally {
-        release(bytes);
-      }
-    };
-    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, rows };
-  } catch (error) {
-    if (error instanceof NotTheJson) return undefined;
-    throw error;
-  }
+  const span = recordsSpan(bytes, OPEN_LIST);
+  if (span === undefined) return undefined;
+  const rows = (): RawRecord[] => {
+    try {
+      return (parseAnswer(bytes) as { result: { records: RawRecord[] } }).result.records;
+    } catch (error) {
+      throw new UpstreamFailure(502, "CKAN's records could not be read.", { cause: error });
+    } finally {
+      release(bytes);
+    }
+  };
+  return { envelope: span.envelope, rows };
 }
 
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */

@@ -9,6 +9,7 @@ import {
   scanned,
   writeEscape,
 } from "./csv-records.ts";
+import { isJsonNumber, isOneJsonValue } from "./json-valid.ts";
 import { isJsonType, isNumericType } from "../rows/values.ts";
 import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -134,32 +135,6 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
   };
 }
 
-const isDigit = (c: number | undefined): boolean => c !== undefined && c >= 0x30 && c <= 0x39;
-
-/** Whether out[start, end) is one JSON number as JSON writes it: no `+`, no leading zero, no bare `.`. */
-export function isJsonNumber(out: Uint8Array, start: number, end: number): boolean {
-  let i = start;
-  if (out[i] === 0x2d) i++;
-  if (out[i] === 0x30) i++;
-  else if (isDigit(out[i])) while (i < end && isDigit(out[i])) i++;
-  else return false;
-  if (i < end && out[i] === 0x2e) {
-    const fraction = ++i;
-    while (i < end && isDigit(out[i])) i++;
-    if (i === fraction) return false;
-  }
-  if (i < end && (out[i] === 0x65 || out[i] === 0x45)) {
-    i++;
-    if (i < end && (out[i] === 0x2b || out[i] === 0x2d)) i++;
-    const exponent = i;
-    while (i < end && isDigit(out[i])) i++;
-    if (i === exponent) return false;
-  }
-  return i === end;
-}
-
-const text = new TextDecoder();
-
 /**
  * Whether the raw cell at out[start, end) may be written as it is: null, t/f in a bool column, a
  * JSON number in a number column, one whole JSON value in a json or array column. CKAN writes no
@@ -169,12 +144,7 @@ function fitsBare(out: Uint8Array, start: number, end: number, quoted: boolean, 
   if (end === start && !quoted) return true;
   if (kind === Kind.Bool) return end - start === 1 && (out[start] === 0x74 || out[start] === 0x66);
   if (kind === Kind.Number) return isJsonNumber(out, start, end);
-  try {
-    JSON.parse(text.decode(out.subarray(start, end)));
-    return true;
-  } catch {
-    return false;
-  }
+  return isOneJsonValue(out, start, end);
 }
 
 /** The JSON value of a raw cell now at out[start, end) that fits bare (see fitsBare): returns its new end. */
