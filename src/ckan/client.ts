@@ -1,75 +1,46 @@
 import { configError, type HttpError, SubrequestBudgetExceeded, UpstreamFailure } from "../errors.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { CopiedRecords, RecordsReader } from "../rows/batch.ts";
-import { memberAt, NotTheJson, OPEN_LIST, QUOTE, skipStringBytes, skipValueBytes } from "../rows/json-bytes.ts";
+import { memberAt, NotTheJson, QUOTE, skipStringBytes } from "../rows/json-bytes.ts";
 import { own, release } from "../rows/owned-bytes.ts";
 import { ckanError } from "./error-answers.ts";
-import { parseAnswer, type RawRecord } from "./raw-json.ts";
+import { parseAnswer } from "./raw-json.ts";
 import { readSqlAnswer, type SqlReply } from "./sql-search.ts";
 import type { SearchRequest, SearchResult, UpstreamFetch } from "./types.ts";
 
 const utf8 = new TextDecoder();
 
 /**
- * Where an answer's `result.records` opens, when it opens with `opening` (a string's quote, a list's
- * bracket), and the rest of the answer as text with `null` for the records; undefined otherwise.
- */
-function recordsSpan(bytes: Uint8Array, opening: number): { at: number; envelope: string } | undefined {
-  try {
-    const at = memberAt(bytes, "result", "records");
-    if (at < 0 || bytes[at] !== opening) return undefined;
-    const end = opening === QUOTE ? skipStringBytes(bytes, at) : skipValueBytes(bytes, at);
-    return { at, envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}` };
-  } catch (error) {
-    if (error instanceof NotTheJson) return undefined;
-    throw error;
-  }
-}
-
-/**
- * The answer's envelope (see recordsSpan), and a function that reads the records string with
- * `reader` from the answer's bytes when the page's turn comes (then frees them): a page waiting in
- * flight holds only its answer, not the output made from it (for JSON, 2-3 times larger).
+ * The rest of the answer as text with `null` for its records, and a function that reads the
+ * records with `reader` from the answer's bytes when the page's turn comes (then frees them): a page
+ * waiting in flight holds only its answer, not the output made from it (for JSON, 2-3 times
+ * larger). Undefined when the answer has no records string there.
  */
 function deferRecords(
   bytes: Uint8Array,
   reader: RecordsReader,
 ): { envelope: string; copy: () => CopiedRecords } | undefined {
-  const span = recordsSpan(bytes, QUOTE);
-  if (span === undefined) return undefined;
-  const copy = (): CopiedRecords => {
-    try {
-      return reader(bytes, span.at);
-    } catch (error) {
-      // The same answer read as text would give a records string no reader could read.
-      if (error instanceof NotTheJson)
-        throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
-      throw error;
-    } finally {
-      release(bytes);
-    }
-  };
-  return { envelope: span.envelope, copy };
-}
-
-/**
- * The same for records as rows (records_format lists or objects): read when the page's turn comes
- * (then the bytes are freed). A page waiting in flight holds its answer's bytes, outside the
- * JavaScript heap, not a string per value.
- */
-function deferRows(bytes: Uint8Array): { envelope: string; rows: () => RawRecord[] } | undefined {
-  const span = recordsSpan(bytes, OPEN_LIST);
-  if (span === undefined) return undefined;
-  const rows = (): RawRecord[] => {
-    try {
-      return (parseAnswer(bytes) as { result: { records: RawRecord[] } }).result.records;
-    } catch (error) {
-      throw new UpstreamFailure(502, "CKAN's records could not be read.", { cause: error });
-    } finally {
-      release(bytes);
-    }
-  };
-  return { envelope: span.envelope, rows };
+  try {
+    const at = memberAt(bytes, "result", "records");
+    if (at < 0 || bytes[at] !== QUOTE) return undefined;
+    const end = skipStringBytes(bytes, at);
+    const copy = (): CopiedRecords => {
+      try {
+        return reader(bytes, at);
+      } catch (error) {
+        // The same answer read as text would give a records string no reader could read.
+        if (error instanceof NotTheJson)
+          throw new UpstreamFailure(502, "CKAN's CSV records could not be read.", { cause: error });
+        throw error;
+      } finally {
+        release(bytes);
+      }
+    };
+    return { envelope: `${utf8.decode(bytes.subarray(0, at))}null${utf8.decode(bytes.subarray(end))}`, copy };
+  } catch (error) {
+    if (error instanceof NotTheJson) return undefined;
+    throw error;
+  }
 }
 
 /** The longest `Retry-After` worth waiting for inside one export; longer is passed on to the caller. */
@@ -210,18 +181,12 @@ export class CkanClient {
 
   /**
    * One `datastore_search`. With `reader`, the records of a successful answer are read straight from
-   * its bytes by `result.copy()` (and `result.records` is empty); with `rowsAtTurn`, as rows by
-   * `result.recordsLater()`; an answer of another shape is read as usual.
+   * its bytes by `result.copy()` (and `result.records` is empty); an answer of another shape is read
+   * as usual.
    */
-  async search(
-    body: SearchRequest,
-    signal?: AbortSignal,
-    reader?: RecordsReader,
-    rowsAtTurn = false,
-  ): Promise<SearchResult> {
+  async search(body: SearchRequest, signal?: AbortSignal, reader?: RecordsReader): Promise<SearchResult> {
     const url = this.#settings.datastoreSearchUrl;
-    const read = (response: Response, bytes: Uint8Array) =>
-      this.#readSearch(response, bytes, reader, bytes.byteLength, rowsAtTurn);
+    const read = (response: Response, bytes: Uint8Array) => this.#readSearch(response, bytes, reader);
     return (await this.#retrying({ url, body, read }, signal)) as SearchResult;
   }
 
@@ -387,31 +352,24 @@ export class CkanClient {
     bytes: Uint8Array,
     reader: RecordsReader | undefined,
     size = bytes.byteLength,
-    rowsAtTurn = false,
   ): SearchResult {
-    const deferred = !response.ok
-      ? undefined
-      : reader !== undefined
-        ? deferRecords(bytes, reader)
-        : rowsAtTurn
-          ? deferRows(bytes)
-          : undefined;
+    const deferred = response.ok && reader !== undefined ? deferRecords(bytes, reader) : undefined;
     let result: SearchResult;
     try {
       // A reader's envelope holds `null` for the records: nothing in it to keep exact.
       result = this.#unwrap(response, () =>
         deferred === undefined ? parseAnswer(bytes) : JSON.parse(deferred.envelope),
       );
+    } catch (error) {
+      // Refused (no fields, not a success): no records will be copied from these bytes.
+      if (deferred !== undefined) release(bytes);
+      throw error;
     } finally {
       // Read: its megabytes are freed now rather than at the next collection (see owned-bytes.ts); the
       // view reads as empty from here on. Records still to copy free them once copied.
       if (deferred === undefined) release(bytes);
     }
-    if (deferred !== undefined && "copy" in deferred) result.copy = deferred.copy;
-    else if (deferred !== undefined) {
-      result.records = [];
-      result.recordsLater = deferred.rows;
-    }
+    if (deferred !== undefined) result.copy = deferred.copy;
     result.responseBytes = size;
     return result;
   }

@@ -149,8 +149,7 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
       ),
     };
   }
-  // Rows are made from the answer at the page's turn: until then it waits as bytes.
-  const result = await plan.client.search(body, plan.signal, plan.reader, plan.reader === undefined);
+  const result = await plan.client.search(body, plan.signal, plan.reader);
   return () => fetched(plan, stretch, result);
 }
 
@@ -181,10 +180,6 @@ function fetched(
   streamed?: { rows: number; lastId: number | undefined },
 ): Fetched {
   const { sizer } = plan;
-  if (result.recordsLater !== undefined) {
-    result.records = result.recordsLater();
-    result.recordsLater = undefined;
-  }
   // A streamed page's rows were handed on already: only how many, and the last `_id`, are left.
   const page = streamed === undefined ? plan.pageOf(result) : { batch: [], lastId: streamed.lastId };
   const n = streamed === undefined ? batchRows(page.batch) : streamed.rows;

@@ -32,8 +32,6 @@ export interface SearchResult {
   responseBytes?: number;
   /** Not CKAN's: reads the records from the answer's bytes with the search's reader (once, when the page's turn comes). */
   copy?: () => CopiedRecords;
-  /** Not CKAN's: reads the records (then `records` is empty) from the answer's bytes, once, when the page's turn comes. */
-  recordsLater?: () => RawRecord[];
 }
 
 /** Signature of the upstream fetch, injected so tests and the emulator can stand in for CKAN. */
