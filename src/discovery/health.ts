@@ -1,4 +1,4 @@
-import { CkanClient, redirectRefused } from "../ckan/client.ts";
+import { type ClientSettings, CkanClient, redirectRefused } from "../ckan/client.ts";
 import { siteFacts } from "../ckan/site.ts";
 import { redactorOf } from "../log/redact.ts";
 import type { UpstreamFetch } from "../ckan/types.ts";
@@ -128,7 +128,10 @@ async function probe(client: CkanClient, resourceId: string): Promise<HttpError 
  * answers a wrong token on a public resource as if none were sent, so the token is judged only on
  * what it alone may read: a resource that refuses an anonymous caller.
  */
-export async function upstreamHealth(config: Config, upstreamFetch: UpstreamFetch): Promise<UpstreamHealth> {
+export async function upstreamHealth(
+  config: Pick<Config, "ckanBase" | "resources"> & Secrets & ClientSettings,
+  upstreamFetch: UpstreamFetch,
+): Promise<UpstreamHealth> {
   const problems: string[] = [];
   const status = await statusShow(config, upstreamFetch);
   if (status.problem !== undefined) problems.push(status.problem);
