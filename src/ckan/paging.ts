@@ -196,11 +196,13 @@ function fetched(
   if (n < applied) return { page, result, ended: stretch.upTo === undefined, rest: undefined };
   if (page.lastId === undefined) throw new UpstreamFailure(502, "CKAN's page carries no _id to continue from.");
   const done = stretch.upTo !== undefined && page.lastId >= stretch.upTo;
+  // The rest is a range of its own: the check (if any) went out with the stretch already.
+  const { beside: _sent, ...range } = stretch;
   return {
     page,
     result,
     ended: false,
-    rest: done ? undefined : { ...stretch, after: page.lastId, count: sizer.rows },
+    rest: done ? undefined : { ...range, after: page.lastId, count: sizer.rows },
   };
 }
 

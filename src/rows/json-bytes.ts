@@ -35,7 +35,7 @@ export const SPACE = space;
 /** Bytes that are not the JSON they were taken for (another shape of answer): read them another way. */
 export class NotTheJson extends Error {}
 
-const isSpaceByte = (c: number): boolean => c === space || c === lf || c === cr || c === tab;
+export const isSpaceByte = (c: number | undefined): boolean => c === space || c === lf || c === cr || c === tab;
 
 /**
  * Bytes the skippers passed since `countUnitsFrom` that have no UTF-16 code unit of their own: the byte
