@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BASE } from "./ckan/tables.ts";
 import { startUpstream } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, startWrangler } from "./workerd.ts";
+import { benchVars, buildWorker, killAllNow, sample, startWrangler } from "./workerd.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const ROWS = Number(process.env.CONCURRENT_ROWS ?? 500_000);
@@ -50,13 +50,7 @@ try {
   const worker = await startWrangler({
     root,
     ...built,
-    vars: {
-      CKAN_BASE_URL: up.url,
-      MAX_ROWS: "2000000",
-      RESOURCES: JSON.stringify({ bench: RESOURCE_ID }),
-      SNAPSHOT_JOBS: "[]",
-      CACHE_TTL_SECONDS: "0",
-    },
+    vars: benchVars(up.url, { bench: RESOURCE_ID }),
     persistTo: join(scratch, "state"),
     v8Flags: HEAP_CAP,
   });

@@ -26,7 +26,7 @@ import { BlockDeflater, LEVEL } from "../src/format/deflate.ts";
 import { BASE } from "./ckan/tables.ts";
 import { download, sleep } from "./http.ts";
 import { startUpstream, type Upstream } from "./upstream.ts";
-import { buildWorker, killAllNow, lastWords, sample, startWrangler, type Wrangler } from "./workerd.ts";
+import { benchVars, buildWorker, killAllNow, lastWords, sample, startWrangler, type Wrangler } from "./workerd.ts";
 
 const ROWS = Number(process.env.FORMATS_ROWS ?? 1_000_000);
 const REPEAT = Number(process.env.FORMATS_REPEAT ?? 2);
@@ -71,14 +71,7 @@ function fresh(up: Upstream, vars: Record<string, string> = {}): Promise<Wrangle
   const persistTo = join(scratch, `state-${++serial}`);
   mkdirSync(persistTo, { recursive: true });
   built ??= buildWorker(root, scratch);
-  const all = {
-    CKAN_BASE_URL: up.url,
-    MAX_ROWS: "2000000",
-    RESOURCES: JSON.stringify({ base: id }),
-    SNAPSHOT_JOBS: "[]",
-    CACHE_TTL_SECONDS: "0",
-    ...vars,
-  };
+  const all = benchVars(up.url, { base: id }, vars);
   return startWrangler({ root, ...built, vars: all, persistTo, v8Flags: HEAP_CAP });
 }
 

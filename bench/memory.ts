@@ -14,7 +14,7 @@ import { download, lineCounter } from "./http.ts";
 import { heapSampler, type HeapPeak } from "./inspector.ts";
 import { BASE } from "./ckan/tables.ts";
 import { startUpstream, type Upstream, type Version } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, settle, startWrangler, type Wrangler } from "./workerd.ts";
+import { benchVars, buildWorker, killAllNow, sample, settle, startWrangler, type Wrangler } from "./workerd.ts";
 
 export type MemoryFormat = "csv" | "tsv" | "json" | "ndjson" | "xlsx" | "parquet";
 
@@ -340,13 +340,7 @@ async function main(): Promise<void> {
     const upstream = up;
     const start = (v8Flags: string): Promise<Wrangler> => {
       const persistTo = join(scratch, `state-${++serial}`);
-      const vars = {
-        CKAN_BASE_URL: upstream.url,
-        MAX_ROWS: "2000000",
-        RESOURCES: JSON.stringify({ base: MEMORY_ID }),
-        SNAPSHOT_JOBS: "[]",
-        CACHE_TTL_SECONDS: "0",
-      };
+      const vars = benchVars(upstream.url, { base: MEMORY_ID });
       return startWrangler({ root, ...built, vars, persistTo, v8Flags });
     };
     const rows = await memoryRuns(start, upstream, options);

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { BASE, RICH } from "./ckan/tables.ts";
 import { download } from "./http.ts";
 import { startUpstream, type Version } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, settle, startWrangler, type Wrangler } from "./workerd.ts";
+import { benchVars, buildWorker, killAllNow, sample, settle, startWrangler, type Wrangler } from "./workerd.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const ref = process.argv[2];
@@ -36,13 +36,7 @@ try {
   symlinkSync(join(root, "node_modules"), join(other, "node_modules"));
   const version = (process.env.PAIRED_CKAN ?? "2.10") as Version;
   const up = await startUpstream({ resources: [{ id, shape, rows }], version });
-  const vars = {
-    CKAN_BASE_URL: up.url,
-    MAX_ROWS: "5000000",
-    RESOURCES: JSON.stringify({ bench: id }),
-    SNAPSHOT_JOBS: "[]",
-    CACHE_TTL_SECONDS: "0",
-  };
+  const vars = benchVars(up.url, { bench: id }, { MAX_ROWS: "5000000" });
   const workers: { name: string; worker: Wrangler }[] = [];
   for (const [name, tree] of [
     [ref, other],

@@ -34,7 +34,16 @@ import { memoryDefaults, memoryRuns, type MemoryRow } from "./memory.ts";
 import { aggregateRuns, renderAggregate, sqlRuns, type AggregateRow } from "./aggregate.ts";
 import { evaluateTargets } from "./targets.ts";
 import { startUpstream, type Resource, type Upstream, type Version } from "./upstream.ts";
-import { buildWorker, killAllNow, sample, settle, startWrangler, watchOtherLoad, type Wrangler } from "./workerd.ts";
+import {
+  benchVars,
+  buildWorker,
+  killAllNow,
+  sample,
+  settle,
+  startWrangler,
+  watchOtherLoad,
+  type Wrangler,
+} from "./workerd.ts";
 
 const list = (name: string): string[] | undefined =>
   process.env[name]
@@ -93,7 +102,8 @@ const resources: (Resource & { alias: string })[] = [
   ...baseSizes.map((rows) => ({ alias: baseAlias(rows), id: id(rows), shape: BASE, rows })),
   { alias: "rich", id: "51c40000-0000-4000-8000-000000000001", shape: RICH, rows: RICH_ROWS },
 ];
-const aliases = JSON.stringify(Object.fromEntries(resources.map((r) => [r.alias, r.id])));
+const aliasIds: Record<string, string> = Object.fromEntries(resources.map((r) => [r.alias, r.id]));
+const aliases = JSON.stringify(aliasIds);
 
 /** Module-level only so the final clean-up can close it. */
 let upstream: Upstream | undefined;
@@ -125,14 +135,7 @@ function freshWorker(
       persistTo,
     });
   built ??= buildWorker(root, scratch);
-  const vars = {
-    CKAN_BASE_URL: up.url,
-    MAX_ROWS: "2000000",
-    RESOURCES: aliases,
-    SNAPSHOT_JOBS: "[]",
-    CACHE_TTL_SECONDS: cache ? "300" : "0",
-    ...at,
-  };
+  const vars = benchVars(up.url, aliasIds, { CACHE_TTL_SECONDS: cache ? "300" : "0", ...at });
   return startWrangler({ root, ...built, vars, persistTo, v8Flags });
 }
 

@@ -204,6 +204,25 @@ export interface WranglerOptions {
   v8Flags?: string;
 }
 
+/**
+ * The export worker's settings in a bench run: `upstream` as CKAN, `resources` as its aliases, no
+ * snapshot jobs, the edge cache off (see bench/run.ts), at most `maxRows` rows; `more` added or overriding.
+ */
+export function benchVars(
+  upstream: string,
+  resources: Record<string, string>,
+  more: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    CKAN_BASE_URL: upstream,
+    MAX_ROWS: "2000000",
+    RESOURCES: JSON.stringify(resources),
+    SNAPSHOT_JOBS: "[]",
+    CACHE_TTL_SECONDS: "0",
+    ...more,
+  };
+}
+
 export async function startWrangler(options: WranglerOptions): Promise<Wrangler> {
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const args = [
