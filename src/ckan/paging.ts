@@ -368,6 +368,9 @@ class Pager {
   /** A page read as it arrives holds a batch of rows at a time, not its answer. */
   readonly pageCost: number;
 
+  /** Requests started since the isolate last turned to its event loop (see `send`). */
+  #unsent = false;
+
   constructor(plan: PagePlan, firstCount: number) {
     this.plan = plan;
     this.planned = firstCount;
@@ -376,6 +379,7 @@ class Pager {
   }
 
   start(stretch: Stretch): Promise<Pending> {
+    this.#unsent = true;
     const fetching = fetchStretch(this.plan, stretch);
     // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
     fetching.catch(() => {});
@@ -397,6 +401,18 @@ class Pager {
       this.planned += stretch.count;
       if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.start(stretch.beside));
     }
+  }
+
+  /**
+   * Lets the requests just started leave. workerd sends a `fetch` only once the isolate turns to its
+   * event loop, and writing a page that has already arrived never does: without this, the next
+   * pages left only after the page before them was written (measured: 30-40 ms of CKAN idle at an
+   * export's start, 10-30 ms at each page after).
+   */
+  async send(): Promise<void> {
+    if (!this.#unsent) return;
+    this.#unsent = false;
+    await new Promise((resolve) => setTimeout(resolve, 0));
   }
 
   /** What the loop does once a page's size is known: the rest of its stretch next, more pages asked for. */
@@ -446,6 +462,7 @@ async function* wholePage(pager: Pager, current: Fetched): AsyncGenerator<Batch,
   const count = batchRows(current.page.batch);
   pager.plan.checkRows?.(pager.seen + count);
   const last = pager.following(current, count);
+  await pager.send();
   yield pager.handOn(current.page.batch, current.page.lastId);
   return last;
 }
@@ -459,6 +476,7 @@ async function* wholePage(pager: Pager, current: Fetched): AsyncGenerator<Batch,
 async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<Batch, boolean | undefined, undefined> {
   const { plan } = pager;
   pager.fill(1);
+  await pager.send();
   const from = pager.seen;
   let lastId: number | undefined;
   let result: SearchResult | undefined;
@@ -502,6 +520,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       }
       const next = pager.inflight.shift();
       if (last || next === undefined) return;
+      await pager.send();
       const pending = await next;
       current = typeof pending === "function" ? pending() : pending;
     }
