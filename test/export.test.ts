@@ -40,7 +40,8 @@ describe("GET /export.csv", () => {
     const text = await (await get("/export.csv?resource=sample&limit=3500&fields=id")).text();
     const ids = text.trimEnd().split("\r\n").slice(1).map(Number);
     expect(ids).toEqual(Array.from({ length: 3500 }, (_, i) => i + 1));
-    expect(calls.map((c) => c.body.limit)).toEqual([1000, 1000, 1000, 500]);
+    // The short page CKAN's count leaves right after the first: the full pages after it start shallower.
+    expect(calls.map((c) => c.body.limit)).toEqual([1000, 500, 1000, 1000]);
     for (const [n, call] of calls.entries()) {
       expect(call.method).toBe("POST");
       expect(call.url).toMatch(/^http:\/\/ckan-\d+\.test\/data\/en\/api\/action\/datastore_search$/);
@@ -50,7 +51,7 @@ describe("GET /export.csv", () => {
       // The count is asked once: CKAN counts on every page that does not say false.
       expect(call.body.include_total).toBe(n === 0);
     }
-    expect(calls.slice(1).map((c) => c.body.offset)).toEqual([1000, 2000, 3000]);
+    expect(calls.slice(1).map((c) => c.body.offset)).toEqual([1000, 1500, 2500]);
   });
 
   it("keeps _id order with q, and leaves out rank and _id unless fields asks", async () => {
@@ -323,7 +324,7 @@ describe("keyset paging", () => {
     expect(calls[0]!.body.include_next_page).toBe(true);
     expect(calls[1]!.body).toMatchObject({ offset: 0, limit: 500, include_total: true });
     expect(calls.slice(1).every((c) => c.body.include_next_page === undefined)).toBe(true);
-    expect(calls.slice(2).map((c) => c.body.offset)).toEqual([500, 1000]);
+    expect(calls.slice(2).map((c) => c.body.offset)).toEqual([500, 700]);
     const before = calls.length;
     await (await get("/export.csv?resource=sample&limit=10")).text();
     expect(calls.length).toBe(before + 1);

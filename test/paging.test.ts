@@ -130,6 +130,20 @@ describe("paging", () => {
     expect(later.every((c) => (c.body.filters as { category: string[] }).category.length === 4)).toBe(true);
   });
 
+  it("before CKAN 2.12 asks the short page CKAN's count leaves first, so every full page after it starts shallower", async () => {
+    const { get, calls } = harness({ env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
+    const text = await (await get("/export.csv?resource=sample&limit=4300&fields=id")).text();
+    expect(ids(text)).toEqual(range(1, 4300));
+    // The first page (1,000 rows), then the 300 left over, then full pages: none deeper than 3,300.
+    expect(pageCalls(calls).map((c) => [c.body.offset, c.body.limit])).toEqual([
+      [0, 1000],
+      [1000, 300],
+      [1300, 1000],
+      [2300, 1000],
+      [3300, 1000],
+    ]);
+  });
+
   it("before CKAN 2.12 counts again with the last page, instead of one more page at the deepest offset", async () => {
     const path = "/export.csv?resource=sample&filter.category=alpha&fields=id";
     const env = { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" };

@@ -208,7 +208,11 @@ function fetched(
 
 /**
  * Offset stretches: with CKAN's count, up to the count at once; past it (a stale count), one at a
- * time, each asked only once the one before came back full.
+ * time, each asked only once the one before came back full. The short page the count leaves goes
+ * first, not last: every full page after it starts that much shallower (CKAN re-reads each page's
+ * offset: 75,000 rows fewer re-read for 200,000 rows in pages of 32,000), and it comes back before
+ * the full pages asked beside it, so the worker writes while CKAN computes them. Only by a count
+ * (`exact`): planned by the rows wanted, the short page would guess at the table's end.
  */
 export function offsetStretches(
   offset: number,
@@ -216,8 +220,10 @@ export function offsetStretches(
   wanted: number,
   sizer: PageSizer,
   check?: TailCheck,
+  exact = true,
 ): StretchPlanner {
   let checking = false;
+  let first = exact;
   return (planned, inflight) => {
     const beyond = planned >= counted;
     if (beyond && check !== undefined && planned < wanted) {
@@ -229,7 +235,10 @@ export function offsetStretches(
       if (check.tail.more !== true) return undefined;
     }
     if (beyond && inflight > 0) return undefined;
-    const count = Math.min(sizer.rows, (beyond ? wanted : counted) - planned);
+    const left = (beyond ? wanted : counted) - planned;
+    const short = first && !beyond ? left % sizer.rows : 0;
+    first = false;
+    const count = short > 0 ? short : Math.min(sizer.rows, left);
     if (count <= 0) return undefined;
     const stretch = { offset: offset + planned, count };
     // The page that reaches the count takes the check along.

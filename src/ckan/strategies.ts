@@ -101,7 +101,7 @@ function offsetPlan(input: PlanInput): Plan {
   // An estimated total may be short: planning by it could stop early, so count instead.
   return {
     window: exact ? Math.max(1, input.concurrency) : 1,
-    stretches: offsetStretches(input.from, exact ? Math.min(available!, wanted) : wanted, wanted, sizer, tail),
+    stretches: offsetStretches(input.from, exact ? Math.min(available!, wanted) : wanted, wanted, sizer, tail, exact),
   };
 }
 
