@@ -16,12 +16,13 @@ import { openTable } from "./table.ts";
  * only after the page before them is written, CKAN idle meanwhile.
  */
 describe("the paging loop lets the pages it asks for leave before it hands on a page", () => {
-  for (const [label, streamed] of [
-    ["pages read whole, as rows", false],
-    ["CSV pages read as they arrive", true],
+  for (const [label, streamed, version] of [
+    ["pages read whole, as rows", false, "2.10"],
+    ["CSV pages read as they arrive", true, "2.10"],
+    ["CKAN 2.12: the probe for the largest _id, then ranges", true, "2.12"],
   ] as const) {
     it(`(${label})`, async () => {
-      const emulator = createEmulator({ version: "2.10" });
+      const emulator = createEmulator({ version });
       /** For each request: whether the event loop turned between it being made and the next hand-on. */
       const asked: { turned: boolean }[] = [];
       let handedOn = 0;

@@ -384,6 +384,8 @@ class Pager {
     this.plan = plan;
     this.planned = firstCount;
     this.planner = typeof plan.stretches === "function" ? plan.stretches : undefined;
+    // A probe planning the stretches was just asked (strategies.ts): it too must leave before the first page is written.
+    this.#unsent = this.planner === undefined;
     this.pageCost = plan.stream !== undefined && plan.reader !== undefined ? STREAMED_PAGE_COST : WHOLE_PAGE_COST;
   }
 
