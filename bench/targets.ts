@@ -69,8 +69,9 @@ function failure(e: ExportResult): string {
 /**
  * CKAN's work (s, the cost model) for the least any export of `rows` rows could ask: a first page
  * with the count, then pages of rows_max, each by range filter on 2.12, before it by offset (its
- * rows skipped charged) or by a list of its `_id`s (each charged), whichever costs less. The short
- * page first: by offset, every full page after it then starts shallower.
+ * rows skipped charged) or by a list of its `_id`s (each charged), whichever costs less. By offset
+ * the short page goes first (it then re-reads nothing, where last it would re-read all the others);
+ * by list last (the first page, never listed, is then a full one).
  */
 function leastWork(version: Version, rows: number): number {
   const model = fit(version);
@@ -78,7 +79,7 @@ function leastWork(version: Version, rows: number): number {
   const plan = (by: "range" | "offset" | "list"): number => {
     let work = 0;
     for (let at = 0; at < rows; ) {
-      const page = at === 0 && short > 0 ? short : Math.min(ROWS_MAX, rows - at);
+      const page = by === "offset" && at === 0 && short > 0 ? short : Math.min(ROWS_MAX, rows - at);
       work += costSeconds(model, {
         format: "csv",
         rows: page,

@@ -72,7 +72,13 @@ export class PageSizer {
     this.#rows = Math.min(this.#rows, this.#cap);
   }
 
+  /**
+   * A page's answer tells what a row costs, unless it holds few rows: its envelope (the fields,
+   * the links) would then pass for rows, and the next pages shrink for nothing (offset paging asks
+   * the short page the count leaves before the full ones: it may hold one row).
+   */
   observe(responseBytes: number | undefined, rows: number): void {
+    if (rows < Math.min(this.#rows, FIRST_PAGE_ROWS)) return;
     this.#rows = rowsPerPage(this.#cap, responseBytes, rows, this.#target);
   }
 }

@@ -5,7 +5,7 @@ import type { Env } from "../config/env.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream } from "../format/csv-records.ts";
 import { parseExportQuery } from "../query/export-query.ts";
-import { batchRows } from "../rows/batch.ts";
+import { batchRows, type RecordsReader } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
 import { siteFor } from "./site.ts";
 import { openTable } from "./table.ts";
@@ -23,10 +23,18 @@ describe("the paging loop lets the pages it asks for leave before it hands on a 
   ] as const) {
     it(`(${label})`, async () => {
       const emulator = createEmulator({ version });
-      /** For each request: whether the event loop turned between it being made and the next hand-on. */
+      /** For each request: whether the event loop has turned since it was made. */
       const asked: { turned: boolean }[] = [];
       let handedOn = 0;
-      const turnedBeforeHandOn: boolean[] = [];
+      /** At each hand-on, and each time a page's CSV is read: whether every request made so far had its turn. */
+      const turnedBefore: boolean[] = [];
+      const allTurned = (): void => void turnedBefore.push(asked.every((a) => a.turned));
+      const reading =
+        (read: RecordsReader): RecordsReader =>
+        (answer, at) => {
+          allTurned();
+          return read(answer, at);
+        };
       const fetcher = (request: Request): Promise<Response> => {
         const entry = { turned: false };
         asked.push(entry);
@@ -49,23 +57,22 @@ describe("the paging loop lets the pages it asks for leave before it hands on a 
           ? {
               passthrough: (incoming: Column[], dropFrom: number) => ({
                 recordsFormat: "csv" as const,
-                read: csvRecordsReader(incoming, dropFrom, true),
-                stream: () => new CsvRecordsStream(csvRecordsReader(incoming, dropFrom, true)),
+                read: reading(csvRecordsReader(incoming, dropFrom, true)),
+                stream: () => new CsvRecordsStream(reading(csvRecordsReader(incoming, dropFrom, true))),
               }),
             }
           : {}),
       });
       let rows = 0;
       for await (const batch of table.pages) {
-        // Every request made before this batch was handed on has had its turn to leave.
-        turnedBeforeHandOn.push(asked.every((a) => a.turned));
+        allTurned();
         handedOn++;
         rows += batchRows(batch);
       }
       expect(rows).toBe(4000);
       expect(asked.length).toBeGreaterThan(4);
       expect(handedOn).toBeGreaterThan(4);
-      expect(turnedBeforeHandOn.every(Boolean)).toBe(true);
+      expect(turnedBefore.every(Boolean)).toBe(true);
     });
   }
 });
