@@ -130,32 +130,33 @@ describe("paging", () => {
     expect(later.every((c) => (c.body.filters as { category: string[] }).category.length === 4)).toBe(true);
   });
 
-  it("before CKAN 2.12 asks the short page CKAN's count leaves right after the first, not at the deepest offset", async () => {
-    const { get, calls } = harness({ env: { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" } });
-    const text = await (await get("/export.csv?resource=sample&limit=4300&fields=id")).text();
-    expect(ids(text)).toEqual(range(1, 4300));
-    // The first page (1,000 rows), then the 300 left over, then full pages: CKAN re-reads 1,300 + 2,300 +
-    // 3,300 rows before them, where the short page last would have it re-read 2,000 + 3,000 + 4,000.
-    expect(pageCalls(calls).map((c) => [c.body.offset, c.body.limit])).toEqual([
-      [0, 1000],
-      [1000, 300],
-      [1300, 1000],
-      [2300, 1000],
-      [3300, 1000],
-    ]);
-  });
-
-  it("does not shrink the pages after a short page of one row: its answer's envelope is not what a row costs", async () => {
-    // Pages of rows (the decimal comma), 5 full pages and 1 row after the first page.
-    const { get, calls } = harness({ env: { PAGE_SIZE: "5000", UPSTREAM_CONCURRENCY: "3" } });
-    const text = await (await get("/export.csv?resource=sample&limit=26001&fields=id&delimiter=%3B&decimal=,")).text();
-    expect(ids(text)).toEqual(range(1, 26001));
-    expect(pageCalls(calls).map((c) => [c.body.offset, c.body.limit])).toEqual([
-      [0, 1000],
-      [1000, 1],
-      ...range(0, 5).map((k) => [1001 + k * 5000, 5000]),
-    ]);
-  });
+  for (const { title, pageSize, link, rows, pages } of [
+    {
+      // CKAN re-reads 1,300 + 2,300 + 3,300 rows before the full pages, where the short page last
+      // would have it re-read 2,000 + 3,000 + 4,000.
+      title:
+        "before CKAN 2.12 asks the short page CKAN's count leaves right after the first, not at the deepest offset",
+      pageSize: 1000,
+      link: "limit=4300&fields=id",
+      rows: 4300,
+      pages: [[1000, 300], ...range(0, 3).map((k) => [1300 + k * 1000, 1000])],
+    },
+    {
+      // Pages of rows (the decimal comma): 5 full pages and 1 row after the first page.
+      title: "does not shrink the pages after a short page of one row: its answer's envelope is not what a row costs",
+      pageSize: 5000,
+      link: "limit=26001&fields=id&delimiter=%3B&decimal=,",
+      rows: 26001,
+      pages: [[1000, 1], ...range(0, 5).map((k) => [1001 + k * 5000, 5000])],
+    },
+  ]) {
+    it(title, async () => {
+      const { get, calls } = harness({ env: { PAGE_SIZE: String(pageSize), UPSTREAM_CONCURRENCY: "3" } });
+      const text = await (await get(`/export.csv?resource=sample&${link}`)).text();
+      expect(ids(text)).toEqual(range(1, rows));
+      expect(pageCalls(calls).map((c) => [c.body.offset, c.body.limit])).toEqual([[0, 1000], ...pages]);
+    });
+  }
 
   it("before CKAN 2.12 counts again with the last page, instead of one more page at the deepest offset", async () => {
     const path = "/export.csv?resource=sample&filter.category=alpha&fields=id";
