@@ -119,6 +119,8 @@ export interface Report {
   machine: Machine;
   /** Options (environment variables) that made this run a subset. */
   subset: string[];
+  /** Cost cases of at most `rows` rows ran `runs` times; the run of median wall time is reported. */
+  costRepeat: { rows: number; runs: number };
   models: CostModel[];
   /** The CKAN capacity each export measured against real CKAN implies. */
   cores: CoresRow[];
@@ -433,7 +435,11 @@ table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.11 and 2.10
 model charged, summed over requests as if each ran alone, and where it went: the fixed cost per request, rows served,
 rows skipped by offset, \`_id\`s named by list filters, include_total's count(*). "CKAN busy" is the wall time CKAN had any request in service, "CKAN
 idle" the rest of the export's wall time (the worker's first page, its CPU, gaps between pages). "most req at once" counts
-requests in service or queued (${report.models[0]?.workers ?? 3} CKAN workers).
+requests in service or queued (${report.models[0]?.workers ?? 3} CKAN workers). ${
+      report.costRepeat.runs > 1
+        ? `Cases of ${thousands(report.costRepeat.rows)} rows or fewer ran ${report.costRepeat.runs} times (\`BENCH_COST_REPEAT\`), the dump and the exports in turn, and each row below is the run of median wall time (a second's run spreads 10-20% on a shared machine); longer ones ran once. The first export in each wrangler dev runs in a fresh isolate, its code not yet compiled: about 0.1 s more CPU for 200,000 rows.`
+        : "Each case ran once."
+    }
 
 ${dumpTable(report)}
 
