@@ -379,7 +379,7 @@ class Pager {
   readonly pageCost: number;
 
   /** Requests started since the isolate last turned to its event loop (see `send`). */
-  #unsent = false;
+  #unsent: boolean;
 
   constructor(plan: PagePlan, firstCount: number) {
     this.plan = plan;
