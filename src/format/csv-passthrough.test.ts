@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { parseAnswer } from "../ckan/raw-json.ts";
@@ -8,6 +9,7 @@ import { csvEncoder } from "./csv.ts";
 import { csvRecordsReader } from "./csv-passthrough.ts";
 import { memberAt } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
+import { anyText, copyCell, jsonText } from "../../test/any-text.ts";
 
 const utf8 = new TextEncoder();
 
@@ -169,6 +171,14 @@ describe("pass-through edge cases", () => {
     }
   });
 
+  it("judges a formula past leading whitespace of any kind as the row encoder does", () => {
+    const guarded = csvPassthrough([{ id: "name", type: "text" }], 1, true);
+    // A vertical tab or a line break before `=` leads it; a tab after a space leads plain text.
+    expect(guarded('\u000b=1\n" \n=x"\n" \tx"\n"\ufeff\n"\n\t=x\n').text).toBe(
+      `'\u000b=1\r\n"' \n=x"\r\n" \tx"\r\n"\ufeff\n"\r\n'\t=x\r\n`,
+    );
+  });
+
   it("rewrites a one-column CSV page without commas", () => {
     const rewrite = csvPassthrough([{ id: "name", type: "text" }], 1, true);
     expect(rewrite("\uff1dx,y\n").text).toBe("'\uff1dx\r\n");
@@ -179,5 +189,33 @@ describe("pass-through edge cases", () => {
     const { text, rows } = rewrite(lines);
     expect(rows).toBe(2000);
     expect(text.split("\r\n")[1]).toBe("'=x1");
+  });
+});
+
+describe("pass-through of any text", () => {
+  it("writes any cells as the row encoder does, wherever the bytes that mean something fall", () => {
+    const cols: Column[] = [
+      { id: "name", type: "text" },
+      { id: "note", type: "text" },
+      { id: "active", type: "bool" },
+      { id: "_id", type: "int" },
+    ];
+    const rows = fc.array(fc.tuple(anyText, anyText, fc.boolean()), { minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(rows, fc.boolean(), fc.boolean(), (values, guard, escaped) => {
+        const csv = values.map(([a, b, t], k) => `${copyCell(a)},${copyCell(b)},${t ? "t" : "f"},${k + 1}\n`).join("");
+        const expected = csvEncoder(cols.slice(0, 3), {
+          bom: false,
+          header: "none",
+          delimiter: ",",
+          formulaGuard: guard,
+          decimal: ".",
+        }).page(values.map(([a, b, t]) => [jsonText(a), jsonText(b), t ? "true" : "false"]));
+        const got = csvPassthrough(cols, 3, guard, escaped)(csv);
+        expect(got.text).toBe(expected);
+        expect(got.lastId).toBe(String(values.length));
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -118,7 +118,8 @@ function readPage(b: Uint8Array, at: number, how: Passthrough): ReturnType<Recor
  * (spaces and invisible characters: their UTF-8 lead bytes) or needs quotes at a cell's edge.
  */
 const PLAIN_START = new Uint8Array(256).fill(1);
-for (const c of [SPACE, TAB, CR, LF, 0x3d, 0x40, 0x2b, 0x2d, 0xc2, 0xe1, 0xe2, 0xe3, 0xef]) PLAIN_START[c] = 0;
+for (const c of [SPACE, TAB, LF, 0x0b, 0x0c, CR, 0x3d, 0x40, 0x2b, 0x2d, 0xc2, 0xe1, 0xe2, 0xe3, 0xef])
+  PLAIN_START[c] = 0;
 
 /**
  * Most text cells need no rewriting, and a test of their first and last bytes says so: rewriteCell's
@@ -242,15 +243,15 @@ function requoteCell(out: Uint8Array, cell: number, end: number, separator: numb
 
 /**
  * Where the text from `i` goes on past leading spaces and invisible characters (see guard.ts's
- * LEADING), in UTF-8: space, NBSP, U+1680, U+180E, U+2000-U+200F, U+2028-U+202F, U+205F-U+2064,
- * U+2066-U+206F, U+3000, the BOM.
+ * LEADING), in UTF-8: space, tab, LF, VT, FF, CR, NBSP, U+1680, U+180E, U+2000-U+200F,
+ * U+2028-U+202F, U+205F-U+2064, U+2066-U+206F, U+3000, the BOM.
  */
 function pastLeading(csv: Uint8Array, i: number, end: number): number {
   while (i < end) {
-    const c = csv[i];
+    const c = csv[i]!;
     const d = csv[i + 1];
     const e = csv[i + 2] ?? 0;
-    if (c === SPACE) i++;
+    if (c === SPACE || (c >= TAB && c <= CR)) i++;
     else if (c === 0xc2 && d === 0xa0) i += 2;
     else if (c === 0xe1 && ((d === 0x9a && e === 0x80) || (d === 0xa0 && e === 0x8e))) i += 3;
     else if (c === 0xe2 && d === 0x80 && ((e >= 0x80 && e <= 0x8f) || (e >= 0xa8 && e <= 0xaf))) i += 3;
@@ -263,22 +264,34 @@ function pastLeading(csv: Uint8Array, i: number, end: number): number {
 }
 
 /**
- * Whether the text in [start, end) starts as a formula would (see guard.ts: `=`, `+`, `-`, `@`, tab,
- * CR, LF, their full-width and small forms), past leading spaces and invisible characters, and is
- * not a plain number (`-12.5` stays a number).
+ * Whether the text in [start, end) starts as a formula would, as guard.ts judges it: a trigger (`=`,
+ * `+`, `-`, `@`, tab, CR, LF, their full-width and small forms) first, or one past leading spaces
+ * and invisible characters (tab, CR and LF among them there); not a plain number (`-12.5`).
  */
 function startsFormula(csv: Uint8Array, start: number, end: number): boolean {
+  if (start >= end) return false;
+  const first = triggerAt(csv, start);
+  if (first !== Trigger.None) return first === Trigger.Always || !isPlainNumber(csv, start, end);
   const at = pastLeading(csv, start, end);
+  if (at === start || at >= end) return false;
+  const after = triggerAt(csv, at);
+  return after === Trigger.Always || (after === Trigger.Sign && !isPlainNumber(csv, at, end));
+}
+
+const Trigger = { None: 0, Always: 1, Sign: 2 } as const;
+type Trigger = (typeof Trigger)[keyof typeof Trigger];
+
+/** Whether the character at `at` starts a formula: always, or as a sign (`+`, `-`: not before a plain number). */
+function triggerAt(csv: Uint8Array, at: number): Trigger {
   const c = csv[at];
-  if (at >= end) return false;
-  if (c === 0x3d || c === 0x40 || c === TAB || c === CR || c === LF) return true;
-  if (c === 0x2b || c === 0x2d) return !isPlainNumber(csv, at, end);
-  if (c !== 0xef) return false;
+  if (c === 0x3d || c === 0x40 || c === TAB || c === CR || c === LF) return Trigger.Always;
+  if (c === 0x2b || c === 0x2d) return Trigger.Sign;
+  if (c !== 0xef) return Trigger.None;
   const d = csv[at + 1];
   const e = csv[at + 2];
   // U+FF1D, U+FF0B, U+FF0D, U+FF20 (full width) and U+FE66, U+FE62, U+FE63, U+FE6B (small) in UTF-8.
-  if (d === 0xbc) return e === 0x9d || e === 0x8b || e === 0x8d || e === 0xa0;
-  return d === 0xb9 && (e === 0xa6 || e === 0xa2 || e === 0xa3 || e === 0xab);
+  if (d === 0xbc) return e === 0x9d || e === 0x8b || e === 0x8d || e === 0xa0 ? Trigger.Always : Trigger.None;
+  return d === 0xb9 && (e === 0xa6 || e === 0xa2 || e === 0xa3 || e === 0xab) ? Trigger.Always : Trigger.None;
 }
 
 function hasBom(csv: Uint8Array, start: number, end: number): boolean {

@@ -27,6 +27,9 @@ describe("formula guard", () => {
     ["\ufeff=1+1", "'\ufeff=1+1"],
     ["\u202e=1+1", "'\u202e=1+1"],
     ["  \u00a0+cmd", "'  \u00a0+cmd"],
+    // Any whitespace leads, line breaks and vertical tabs too (JavaScript's \s).
+    ["\u000b=1", "'\u000b=1"],
+    [" \n=x", "' \n=x"],
     // Look-alikes: the small forms beside the full-width ones.
     ["\ufe66HYPERLINK()", "'\ufe66HYPERLINK()"],
     ["\ufe62x", "'\ufe62x"],
@@ -36,12 +39,24 @@ describe("formula guard", () => {
     expect(guardFormula(input)).toBe(expected);
   });
 
-  it.each(["-12.5", "+3", "-403", "1e5", "-.5", "2.", "plain text", "", "a=b", " -12", "\u00a0", " plain"])(
-    "leaves %j alone",
-    (input) => {
-      expect(guardFormula(input)).toBe(input);
-    },
-  );
+  it.each([
+    "-12.5",
+    "+3",
+    "-403",
+    "1e5",
+    "-.5",
+    "2.",
+    "plain text",
+    "",
+    "a=b",
+    " -12",
+    "\u00a0",
+    " plain",
+    " \tx",
+    "\ufeff\n",
+  ])("leaves %j alone", (input) => {
+    expect(guardFormula(input)).toBe(input);
+  });
 
   it("knows numeric PostgreSQL types", () => {
     for (const t of ["int", "int4", "int8", "numeric", "float8", "float"]) expect(isNumericType(t)).toBe(true);

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseAnswer } from "../ckan/raw-json.ts";
 import type { RawRecord } from "../ckan/raw-json.ts";
@@ -7,6 +8,7 @@ import { jsonEncoder, ndjsonEncoder } from "./json.ts";
 import { jsonCsvReader } from "./json-from-csv.ts";
 import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
+import { anyText, copyCell, jsonText } from "../../test/any-text.ts";
 
 const utf8 = new TextEncoder();
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
@@ -85,6 +87,32 @@ describe("JSON records written from CKAN's CSV answer bytes", () => {
     expect(text(jsonCsvReader([{ id: "j", type: "json" }], 1, true)(breaks, 0).page.bytes)).toBe('{"j":{ "a": 1}}\n');
     expect(text(jsonCsvReader([{ id: "j", type: "json" }], 1, false)(breaks, 0).page.bytes)).toBe(
       ',\n{"j":{\n"a": 1}}',
+    );
+  });
+
+  it("writes any text as the row encoder does, wherever the bytes that mean something fall", () => {
+    const cols: Column[] = [
+      { id: "name", type: "text" },
+      { id: "note", type: "text" },
+      { id: "n", type: "int4" },
+      { id: "_id", type: "int" },
+    ];
+    const rows = fc.array(fc.tuple(anyText, anyText), { minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(rows, fc.boolean(), fc.boolean(), (values, ndjson, escaped) => {
+        const csv = values.map(([a, b], k) => `${copyCell(a)},${copyCell(b)},${k},${k + 1}\n`).join("");
+        const expected = viaRows(
+          ndjson,
+          cols.slice(0, 3),
+          values.map(([a, b], k) => [jsonText(a), jsonText(b), String(k)]),
+        );
+        // Escaped as CKAN's Python does, or with UTF-8 as it is.
+        const answer = escaped ? answerOf(csv) : utf8.encode(JSON.stringify(csv));
+        const copied = jsonCsvReader(cols, 3, ndjson)(answer, 0);
+        expect(text(copied.page.bytes)).toBe(expected);
+        expect(copied.lastId).toBe(String(values.length));
+      }),
+      { numRuns: 300 },
     );
   });
 
