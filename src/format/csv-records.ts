@@ -35,18 +35,37 @@ export function readCell(
   oneLine: boolean,
 ): void {
   const quoted = b[i] === BACKSLASH && b[i + 1] === QUOTE;
-  if (!quoted) {
-    o = readPlain(b, i, out, o);
-    scanned.i = endOfCell(b, scanned.i);
-    scanned.o = o;
-    scanned.quoted = false;
+  if (quoted) {
+    readQuoted(b, i + 2, out, o, quotes, oneLine);
     return;
   }
+  o = readPlain(b, i, out, o);
+  scanned.i = endOfCell(b, scanned.i);
+  scanned.o = o;
+  scanned.quoted = false;
+}
+
+/** A quoted cell's text from `i` (past its opening `\"`) into `out` at `o`: see readCell. */
+function readQuoted(b: Uint8Array, i: number, out: Uint8Array, o: number, quotes: boolean, oneLine: boolean): void {
   let bom = false;
-  i += 2;
   if (quotes) out[o++] = QUOTE;
+  const from = wordsIn(b);
+  const to = wordsOut(out);
+  const last = b.length - 4;
   // A tight loop: most of a page's time is spent in this one and readPlain's.
   for (;;) {
+    if (i <= last) {
+      // Four bytes at once where none is a quote, a backslash or non-ASCII (see hasByte).
+      const w = from.getInt32(i, true);
+      const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x5c5c5c5c) | w) & 0x80808080;
+      if (special === 0) {
+        to.setInt32(o, w, true);
+        i += 4;
+        o += 4;
+        continue;
+      }
+      for (let k = firstFlagged(special); k > 0; k--) out[o++] = b[i++]!;
+    }
     const c = b[i]!;
     if (c > QUOTE && c !== BACKSLASH && c < 0xef) {
       out[o++] = c;
@@ -86,7 +105,22 @@ export function readCell(
 /** An unquoted cell's text from `i` into `out` at `o`: returns its end in `out`; sets scanned.i (its delimiter) and bom. */
 function readPlain(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
   let bom = false;
+  const from = wordsIn(b);
+  const to = wordsOut(out);
+  const last = b.length - 4;
   for (;;) {
+    if (i <= last) {
+      // Four bytes at once where none is a quote, a comma, a backslash or non-ASCII (see hasByte).
+      const w = from.getInt32(i, true);
+      const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x2c2c2c2c) | hasByte(w ^ 0x5c5c5c5c) | w) & 0x80808080;
+      if (special === 0) {
+        to.setInt32(o, w, true);
+        i += 4;
+        o += 4;
+        continue;
+      }
+      for (let k = firstFlagged(special); k > 0; k--) out[o++] = b[i++]!;
+    }
     const c = b[i]!;
     // Most bytes are none of the few that mean something here: one test, and copied.
     if (c > QUOTE && c !== COMMA && c !== BACKSLASH && c < 0xef) {
@@ -112,6 +146,32 @@ function readPlain(b: Uint8Array, i: number, out: Uint8Array, o: number): number
   scanned.bom = bom;
   return o;
 }
+
+/**
+ * Sets the high bit of a word's first zero byte (and maybe of bytes after it, never of one before):
+ * `hasByte(w ^ 0x22222222)` finds the first quote of four bytes. The cell loops copy a word with none
+ * of the bytes that mean something to them whole, and the bytes before the first that does one by
+ * one (`firstFlagged`), so each such byte costs one word that fails. Measured, paired in workerd: a
+ * tenth less CPU for a CSV export. Words go through DataViews, at any offset and little-endian: the
+ * bytes keep their order, and a word is written only where its bytes would be (`out` may be `b`).
+ * Each loop (readPlain, readQuoted, json-from-csv's readStringText) spells its word step out: one
+ * function for the three measured 5-10% slower, as V8 no longer inlined it into the page loops.
+ */
+export const hasByte = (x: number): number => (x - 0x01010101) & ~x;
+/** The index of the first byte of a word (little-endian) whose high bit is set in `flags` (not 0). */
+export const firstFlagged = (flags: number): number => (31 - Math.clz32(flags & -flags)) >> 3;
+
+// The last bytes read and written, and their views: a page's cells share them, one view per page.
+let inBytes: Uint8Array | undefined;
+let inView: DataView = new DataView(new ArrayBuffer(0));
+let outBytes: Uint8Array | undefined;
+let outView = inView;
+/** A DataView of the bytes a loop reads, for its words. */
+export const wordsIn = (b: Uint8Array): DataView =>
+  b === inBytes ? inView : ((inBytes = b), (inView = new DataView(b.buffer, b.byteOffset, b.byteLength)));
+/** A DataView of the bytes a loop writes, for its words. */
+export const wordsOut = (b: Uint8Array): DataView =>
+  b === outBytes ? outView : ((outBytes = b), (outView = new DataView(b.buffer, b.byteOffset, b.byteLength)));
 
 /** In a quoted cell, the `\"` at `at` is CSV's doubled quote (another follows), not the closing one. */
 export const doubledQuote = (b: Uint8Array, at: number): boolean => b[at + 2] === BACKSLASH && b[at + 3] === QUOTE;
@@ -247,7 +307,7 @@ export class CsvRecordsStream implements RecordsStream {
   /** Bytes pushed and not yet read: whole rows up to `#rowsEnd`, then part of a row. */
   #pending: Uint8Array<ArrayBuffer> = ownedBytes(1024);
   /** `#pending` four bytes at a time, for `#scan`. */
-  #words = new Uint32Array(this.#pending.buffer);
+  #words = new DataView(this.#pending.buffer);
   #used = 0;
   #rowsEnd = 0;
   #scanAt = 0;
@@ -271,7 +331,7 @@ export class CsvRecordsStream implements RecordsStream {
       bigger.set(this.#pending.subarray(0, this.#used + 1));
       release(this.#pending);
       this.#pending = bigger;
-      this.#words = new Uint32Array(bigger.buffer, 0, bigger.length >> 2);
+      this.#words = new DataView(bigger.buffer);
     }
     // Index 0 is kept for the opening quote the reader expects: written when rows are read.
     this.#pending.set(chunk, this.#used + 1);
@@ -296,17 +356,17 @@ export class CsvRecordsStream implements RecordsStream {
     let inQuotes = this.#inQuotes;
     let rowsEnd = this.#rowsEnd + 1;
     const words = this.#words;
+    const last = end - 4;
     while (i < end) {
       // Four bytes at once where none is a quote or a backslash, as most are: a third less time here.
-      if ((i & 3) === 0 && i + 4 <= end) {
-        const word = words[i >> 2]!;
-        const quotes = word ^ 0x22222222;
-        const slashes = word ^ 0x5c5c5c5c;
-        const zeroByte = ((quotes - 0x01010101) & ~quotes) | ((slashes - 0x01010101) & ~slashes);
-        if ((zeroByte & 0x80808080) === 0) {
+      if (i <= last) {
+        const w = words.getInt32(i, true);
+        const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x5c5c5c5c)) & 0x80808080;
+        if (special === 0) {
           i += 4;
           continue;
         }
+        i += firstFlagged(special);
       }
       const c = b[i]!;
       if (c === QUOTE) {

@@ -3,10 +3,14 @@ import {
   cellDigits,
   doubledQuote,
   endOfCell,
+  firstFlagged,
+  hasByte,
   hex4,
   pageBuffer,
   readCell,
   scanned,
+  wordsIn,
+  wordsOut,
   writeEscape,
 } from "./csv-records.ts";
 import { isJsonNumber, isOneJsonValue } from "./json-valid.ts";
@@ -172,8 +176,28 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
     scanned.o = put(out, o, NULL);
     return;
   }
-  out[o++] = QUOTE;
+  out[o] = QUOTE;
+  readStringText(b, i, out, o + 1, quoted);
+}
+
+/** readString's text from `i` (past the cell's opening quote if `quoted`) and its closing quote. */
+function readStringText(b: Uint8Array, i: number, out: Uint8Array, o: number, quoted: boolean): void {
+  const from = wordsIn(b);
+  const to = wordsOut(out);
+  const last = b.length - 4;
   for (;;) {
+    if (i <= last) {
+      // Four bytes at once where none is a quote, a backslash or a comma (see csv-records.ts).
+      const w = from.getInt32(i, true);
+      const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x2c2c2c2c) | hasByte(w ^ 0x5c5c5c5c)) & 0x80808080;
+      if (special === 0) {
+        to.setInt32(o, w, true);
+        i += 4;
+        o += 4;
+        continue;
+      }
+      for (let k = firstFlagged(special); k > 0; k--) out[o++] = b[i++]!;
+    }
     const c = b[i];
     if (c === undefined) throw new NotTheJson("unterminated string");
     if (c > QUOTE && c !== BACKSLASH && c !== COMMA) {
@@ -192,21 +216,9 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
         continue;
       }
       if (e === 0x6e && !quoted) break;
-      if (e === 0x75) {
-        const written = unicodeEscape(b, i, out, o);
-        i += written >> 8;
-        o += written & 7;
-        continue;
-      }
-      if (e === 0x2f) {
-        out[o++] = e;
-        i += 2;
-        continue;
-      }
-      // \" (a quote in an unquoted cell), \\, \n, \r, \t, \b, \f: to_json's escapes as well.
-      out[o++] = BACKSLASH;
-      out[o++] = e!;
-      i += 2;
+      const written = stringEscape(b, i, out, o);
+      i += written >> 8;
+      o += written & 7;
       continue;
     }
     if (!quoted && (c === COMMA || c === QUOTE)) break;
@@ -217,6 +229,23 @@ function readString(b: Uint8Array, i: number, out: Uint8Array, o: number): void 
   out[o++] = QUOTE;
   scanned.i = endOfCell(b, i);
   scanned.o = o;
+}
+
+/**
+ * Any other escape at b[i], as to_json writes it: `\uXXXX` (see unicodeEscape), `\/` as `/`, and
+ * `\"` (a quote in an unquoted cell), `\\`, `\n`, `\r`, `\t`, `\b`, `\f` as they are. Returns the
+ * bytes read << 8 | the bytes written.
+ */
+function stringEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
+  const e = b[i + 1]!;
+  if (e === 0x75) return unicodeEscape(b, i, out, o);
+  if (e === 0x2f) {
+    out[o] = e;
+    return (2 << 8) | 1;
+  }
+  out[o] = BACKSLASH;
+  out[o + 1] = e;
+  return (2 << 8) | 2;
 }
 
 /**
