@@ -45,7 +45,8 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
   const lead = utf8.encode(ndjson ? "" : ",\n");
   const tail = utf8.encode(keys.length === 0 ? (ndjson ? "{}\n" : "{}") : ndjson ? "}\n" : "}");
   const how: JsonFromCsv = {
-    keys,
+    keys: keys.map(keyWords),
+    keyLengths: keys.map((k) => k.length),
     kinds: columns.map((c, i) => kindOf(c, i >= dropFrom)),
     lead,
     tail,
@@ -57,10 +58,23 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
   return (b, at) => readPage(b, at, how);
 }
 
+/**
+ * A key's bytes as little-endian words, the last padded: written whole, the padding (at most three
+ * bytes) lands where the value and the rest of the row go next, within the room a row is given
+ * (`extra` gives each key five bytes more). Byte by byte, the keys took a sixth of a page's time.
+ */
+function keyWords(key: Uint8Array): Int32Array {
+  const padded = new Uint8Array(Math.ceil(key.length / 4) * 4);
+  padded.set(key);
+  const view = new DataView(padded.buffer);
+  return Int32Array.from({ length: padded.length / 4 }, (_, k) => view.getInt32(4 * k, true));
+}
+
 /** How one reader writes its records, and what its pages so far tell of the next one's size. */
 interface JsonFromCsv {
   /** Each kept column's `{"name":` or `,"name":`. */
-  keys: Uint8Array[];
+  keys: Int32Array[];
+  keyLengths: number[];
   kinds: Kind[];
   /** What goes before each record (`,\n` in a JSON array) and after it. */
   lead: Uint8Array;
@@ -80,7 +94,7 @@ function kindOf(column: Column, dropped: boolean): Kind {
 
 /** One page's CSV records (the JSON string at `at`), written as JSON records: see jsonCsvReader. */
 function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<RecordsReader> {
-  const { keys, kinds, lead, tail, extra, ndjson } = how;
+  const { keys, keyLengths, kinds, lead, tail, extra, ndjson } = how;
   const width = kinds.length;
   if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
   const length = b.length;
@@ -102,8 +116,11 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
     const kind = column < width ? kinds[column]! : Kind.Drop;
     const start = i;
     if (kind !== Kind.Drop) {
+      // A key four bytes at a time, its last word's padding overwritten by what follows (see keyWords).
       const key = keys[column]!;
-      for (let k = 0; k < key.length; k++) out[o++] = key[k]!;
+      const to = wordsOut(out);
+      for (let k = 0; k < key.length; k++) to.setInt32(o + 4 * k, key[k]!, true);
+      o += keyLengths[column]!;
     }
     if (kind === Kind.String) {
       readString(b, i, out, o);
