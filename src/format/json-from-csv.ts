@@ -70,6 +70,13 @@ function keyWords(key: Uint8Array): Int32Array {
   return Int32Array.from({ length: padded.length / 4 }, (_, k) => view.getInt32(4 * k, true));
 }
 
+/** A key at out[o], four bytes at a time, its last word's padding overwritten by what follows: returns its end. */
+function writeKey(out: Uint8Array, o: number, key: Int32Array, length: number): number {
+  const to = wordsOut(out);
+  for (let k = 0; k < key.length; k++) to.setInt32(o + 4 * k, key[k]!, true);
+  return o + length;
+}
+
 /** How one reader writes its records, and what its pages so far tell of the next one's size. */
 interface JsonFromCsv {
   /** Each kept column's `{"name":` or `,"name":`. */
@@ -115,13 +122,7 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
     }
     const kind = column < width ? kinds[column]! : Kind.Drop;
     const start = i;
-    if (kind !== Kind.Drop) {
-      // A key four bytes at a time, its last word's padding overwritten by what follows (see keyWords).
-      const key = keys[column]!;
-      const to = wordsOut(out);
-      for (let k = 0; k < key.length; k++) to.setInt32(o + 4 * k, key[k]!, true);
-      o += keyLengths[column]!;
-    }
+    if (kind !== Kind.Drop) o = writeKey(out, o, keys[column]!, keyLengths[column]!);
     if (kind === Kind.String) {
       readString(b, i, out, o);
     } else {
