@@ -1,7 +1,11 @@
 import fc from "fast-check";
 
-/** Characters that mean something to the CSV readers' loops and the formula guard, and some that do not. */
-const ALPHABET = [...'aZ01. ,=-+@"\\\n\r\t\v\f', ..."\u00a0\u00e9\u2028\u3000\u6771\ufeff\uff1d", "\ud83d\ude00"];
+/** Characters that mean something to the CSV readers' loops, the formula guard and sheet XML, and some that do not. */
+const ALPHABET = [
+  ...'aZ01. ,=-+@"\\\n\r\t\v\f_x&<>\u0001',
+  ..."\u00a0\u00e9\u2028\u3000\u6771\ufeff\uff1d\ufffe",
+  "\ud83d\ude00",
+];
 
 /** Text of up to 14 such characters (to fall anywhere in the words the readers copy), or null. */
 export const anyText = fc.option(

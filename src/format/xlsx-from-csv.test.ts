@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RawRecord } from "../ckan/raw-json.ts";
 import { parseAnswer } from "../ckan/raw-json.ts";
@@ -5,6 +6,7 @@ import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
 import { memberAt, NotTheJson } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
+import { anyText, copyCell, jsonText } from "../../test/any-text.ts";
 import { xlsxEncoder } from "./xlsx.ts";
 import { xlsxCsvReader } from "./xlsx-from-csv.ts";
 
@@ -198,5 +200,27 @@ describe("XLSX rows written from CKAN's CSV answer bytes", () => {
     expect(() => read(utf8.encode("[[1]]"), 0)).toThrow(NotTheJson);
     expect(() => read(utf8.encode('"1,2\\n"'), 0)).toThrow(NotTheJson);
     expect(() => read(utf8.encode('"1\\n'), 0)).toThrow(NotTheJson);
+  });
+});
+
+describe("sheet rows of any text", () => {
+  it("writes any text cells as the row encoder does, wherever the bytes that mean something fall", () => {
+    const cols: Column[] = [
+      { id: "name", type: "text" },
+      { id: "note", type: "text" },
+    ];
+    const rows = fc.array(fc.tuple(anyText, anyText), { minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(rows, fc.boolean(), (values, escaped) => {
+        const csv = values.map(([a, b]) => `${copyCell(a)},${copyCell(b)}\n`).join("");
+        const expected = viaRows(
+          cols,
+          values.map(([a, b]) => [jsonText(a), jsonText(b)]),
+        );
+        // Escaped as CKAN's Python does, or with UTF-8 as it is.
+        expect(viaBytes(cols, escaped ? answerOf(csv) : utf8.encode(JSON.stringify(csv)))).toBe(expected);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
