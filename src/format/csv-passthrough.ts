@@ -1,11 +1,11 @@
 import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import { cellDigits, pageBuffer, readCell, scanned } from "./csv-records.ts";
-import { isJsonType, isNumericType, isPlainNumber } from "../rows/values.ts";
+import { isJsonType, isPlainNumber } from "../rows/values.ts";
 import { BACKSLASH, COMMA, CR, LF, NotTheJson, QUOTE, SPACE, TAB } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
 
-/** How one incoming column is written: as is, text (guarded or not), a boolean, JSON text, or not at all. */
-const Action = { Copy: 0, Text: 1, Guarded: 2, Bool: 3, Json: 4, Drop: 5 } as const;
+/** How one incoming column is written: text (guarded or not), a boolean, JSON text, or not at all. */
+const Action = { Text: 0, Guarded: 1, Bool: 2, Json: 3, Drop: 4 } as const;
 type Action = (typeof Action)[keyof typeof Action];
 
 const APOSTROPHE = 39;
@@ -91,7 +91,7 @@ function readPage(b: Uint8Array, at: number, how: Passthrough): ReturnType<Recor
       quoted = false;
     }
     if (action === Action.Drop) o = cell;
-    else if (action !== Action.Copy && o > cell && !keptAsIs(out, cell, o, quoted, action))
+    else if (o > cell && !keptAsIs(out, cell, o, quoted, action))
       o = rewriteCell(out, cell, o, quoted, action, scanned.bom, formulaGuard);
     if (requote && action !== Action.Drop && o > cell) o = requoteCell(out, cell, o, separator);
     if (scanned.ended) {
@@ -143,8 +143,8 @@ function actionOf(column: Column, dropped: boolean, formulaGuard: boolean): Acti
   if (dropped) return Action.Drop;
   if (column.type === "bool") return Action.Bool;
   if (isJsonType(column.type)) return Action.Json;
-  // The guard judges the value, not the column's type: a number column's cell may be any text.
-  if (isNumericType(column.type)) return formulaGuard ? Action.Guarded : Action.Copy;
+  // The guard judges the value, not the column's type: a number column's cell may be any text, and
+  // is quoted for an edge space or a BOM as papaparse quotes it, guard or none.
   return formulaGuard ? Action.Guarded : Action.Text;
 }
 
