@@ -5,6 +5,8 @@ const ALPHABET = [
   ...'aZ01. ,=-+@"\\\n\r\t\v\f_x&<>\u0001',
   ..."\u00a0\u00e9\u2028\u3000\u6771\ufeff\uff1d\ufffe",
   "\ud83d\ude00",
+  // Excel's own escape, which sheet XML escapes again.
+  "_x0041_",
 ];
 
 /** Text of up to 14 such characters (to fall anywhere in the words the readers copy), or null. */

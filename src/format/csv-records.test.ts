@@ -7,6 +7,7 @@ import type { Column } from "../rows/types.ts";
 import { csvRecordsReader } from "./csv-passthrough.ts";
 import { CsvRecordsStream, SEGMENT_BYTES } from "./csv-records.ts";
 import { jsonCsvReader } from "./json-from-csv.ts";
+import { anyText, copyCell } from "../../test/any-text.ts";
 
 const utf8 = new TextEncoder();
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
@@ -91,6 +92,30 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     );
     // Every byte its own chunk: each escape and doubled quote cut in two.
     expect(streamed(reader(), records, [...records.keys()])).toEqual({ ...want, after: ', "fields": []}}' });
+  });
+
+  it("reads any text as the whole page does, wherever the chunks are cut", () => {
+    const cols: Column[] = [
+      { id: "name", type: "text" },
+      { id: "note", type: "text" },
+      { id: "_id", type: "int" },
+    ];
+    const reader = (): ReturnType<typeof csvRecordsReader> => csvRecordsReader(cols, 2, true);
+    const rows = fc.array(fc.tuple(anyText, anyText), { minLength: 1, maxLength: 8 });
+    const cuts = fc.array(fc.nat({ max: 400 }), { maxLength: 12 });
+    fc.assert(
+      fc.property(rows, cuts, fc.boolean(), (values, at, escaped) => {
+        const csv = values.map(([a, b], k) => `${copyCell(a)},${copyCell(b)},${k + 1}\n`).join("");
+        const json = JSON.stringify(csv);
+        const records = utf8.encode(
+          escaped
+            ? json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+            : json,
+        );
+        expect(streamed(reader(), records, at)).toEqual({ ...whole(reader(), records), after: ', "fields": []}}' });
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("gives JSON rows too, and reads a large page in batches of whole rows before it ends", () => {

@@ -55,9 +55,9 @@ function readQuoted(b: Uint8Array, i: number, out: Uint8Array, o: number, quotes
   // A tight loop: most of a page's time is spent in this one and readPlain's.
   for (;;) {
     if (i <= last) {
-      // Four bytes at once where none is a quote, a backslash or non-ASCII (see hasByte).
+      // Four bytes at once where none is a quote, a backslash or 0xEF (a BOM starts with it: see hasByte).
       const w = from.getInt32(i, true);
-      const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x5c5c5c5c) | w) & 0x80808080;
+      const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x5c5c5c5c) | hasByte(w ^ 0xefefefef)) & 0x80808080;
       if (special === 0) {
         to.setInt32(o, w, true);
         i += 4;
@@ -110,9 +110,11 @@ function readPlain(b: Uint8Array, i: number, out: Uint8Array, o: number): number
   const last = b.length - 4;
   for (;;) {
     if (i <= last) {
-      // Four bytes at once where none is a quote, a comma, a backslash or non-ASCII (see hasByte).
+      // Four bytes at once where none is a quote, a comma, a backslash or 0xEF (see hasByte).
       const w = from.getInt32(i, true);
-      const special = (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x2c2c2c2c) | hasByte(w ^ 0x5c5c5c5c) | w) & 0x80808080;
+      const special =
+        (hasByte(w ^ 0x22222222) | hasByte(w ^ 0x2c2c2c2c) | hasByte(w ^ 0x5c5c5c5c) | hasByte(w ^ 0xefefefef)) &
+        0x80808080;
       if (special === 0) {
         to.setInt32(o, w, true);
         i += 4;
