@@ -14,6 +14,7 @@ import {
   writeEscape,
 } from "./csv-records.ts";
 import { isJsonNumber, isOneJsonValue } from "./json-valid.ts";
+import { putWords, wordsOf, type Words } from "./words.ts";
 import { isJsonType, isNumericType } from "../rows/values.ts";
 import { BACKSLASH, COMMA, NotTheJson, QUOTE } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -41,12 +42,11 @@ type Kind = (typeof Kind)[keyof typeof Kind];
  * For pages after the first: a JSON record here always follows one already written (`,\n` first).
  */
 export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boolean): RecordsReader {
-  const keys = columns.slice(0, dropFrom).map((c, i) => utf8.encode(`${i === 0 ? "{" : ","}${JSON.stringify(c.id)}:`));
+  const keys = columns.slice(0, dropFrom).map((c, i) => wordsOf(`${i === 0 ? "{" : ","}${JSON.stringify(c.id)}:`));
   const lead = utf8.encode(ndjson ? "" : ",\n");
   const tail = utf8.encode(keys.length === 0 ? (ndjson ? "{}\n" : "{}") : ndjson ? "}\n" : "}");
   const how: JsonFromCsv = {
-    keys: keys.map(keyWords),
-    keyLengths: keys.map((k) => k.length),
+    keys,
     kinds: columns.map((c, i) => kindOf(c, i >= dropFrom)),
     lead,
     tail,
@@ -58,30 +58,10 @@ export function jsonCsvReader(columns: Column[], dropFrom: number, ndjson: boole
   return (b, at) => readPage(b, at, how);
 }
 
-/**
- * A key's bytes as little-endian words, the last padded: written whole, the padding (at most three
- * bytes) lands where the value and the rest of the row go next, within the room a row is given
- * (`extra` gives each key five bytes more). Byte by byte, the keys took a sixth of a page's time.
- */
-function keyWords(key: Uint8Array): Int32Array {
-  const padded = new Uint8Array(Math.ceil(key.length / 4) * 4);
-  padded.set(key);
-  const view = new DataView(padded.buffer);
-  return Int32Array.from({ length: padded.length / 4 }, (_, k) => view.getInt32(4 * k, true));
-}
-
-/** A key at out[o], four bytes at a time, its last word's padding overwritten by what follows: returns its end. */
-function writeKey(out: Uint8Array, o: number, key: Int32Array, length: number): number {
-  const to = wordsOut(out);
-  for (let k = 0; k < key.length; k++) to.setInt32(o + 4 * k, key[k]!, true);
-  return o + length;
-}
-
 /** How one reader writes its records, and what its pages so far tell of the next one's size. */
 interface JsonFromCsv {
-  /** Each kept column's `{"name":` or `,"name":`. */
-  keys: Int32Array[];
-  keyLengths: number[];
+  /** Each kept column's `{"name":` or `,"name":`, as words: their padding lands where the value goes (`extra` gives each key five bytes more). */
+  keys: Words[];
   kinds: Kind[];
   /** What goes before each record (`,\n` in a JSON array) and after it. */
   lead: Uint8Array;
@@ -101,7 +81,7 @@ function kindOf(column: Column, dropped: boolean): Kind {
 
 /** One page's CSV records (the JSON string at `at`), written as JSON records: see jsonCsvReader. */
 function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<RecordsReader> {
-  const { keys, keyLengths, kinds, lead, tail, extra, ndjson } = how;
+  const { keys, kinds, lead, tail, extra, ndjson } = how;
   const width = kinds.length;
   if (b[at] !== QUOTE) throw new NotTheJson("records are not a string");
   const length = b.length;
@@ -122,7 +102,7 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
     }
     const kind = column < width ? kinds[column]! : Kind.Drop;
     const start = i;
-    if (kind !== Kind.Drop) o = writeKey(out, o, keys[column]!, keyLengths[column]!);
+    if (kind !== Kind.Drop) o = putWords(out, o, keys[column]!);
     if (kind === Kind.String) {
       readString(b, i, out, o);
     } else {

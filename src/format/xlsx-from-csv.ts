@@ -14,6 +14,7 @@ import {
 } from "./xlsx-cells.ts";
 import { isShortestDecimal } from "./shortest-float.ts";
 import { STYLE } from "./xlsx-parts.ts";
+import { putWords, wordsOf, type Words } from "./words.ts";
 
 // XLSX rows written straight from CKAN's `records_format: "csv"` answer bytes (csv-records.ts reads
 // the cells), as csv-passthrough.ts writes CSV and json-from-csv.ts JSON: no JavaScript string per
@@ -26,50 +27,24 @@ const utf8 = new TextEncoder();
 // A BOM is text here, kept as the row path keeps it.
 const text = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
-/** Markup as little-endian words, the last padded, and its length in bytes: see `put`. */
-interface Markup {
-  words: Int32Array;
-  length: number;
-}
+const ROW_OPEN = wordsOf("<row>");
+const ROW_CLOSE = wordsOf("</row>");
+const EMPTY_CELL = wordsOf("<c/>");
+const NUMBER_OPEN = wordsOf("<c><v>");
+const NUMBER_CLOSE = wordsOf("</v></c>");
+const TEXT_OPEN = wordsOf('<c t="inlineStr"><is><t>');
+const TEXT_CLOSE = wordsOf("</t></is></c>");
+const TRUE_CELL = wordsOf('<c t="b"><v>1</v></c>');
+const FALSE_CELL = wordsOf('<c t="b"><v>0</v></c>');
 
-function markupOf(s: string): Markup {
-  const bytes = utf8.encode(s);
-  const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
-  padded.set(bytes);
-  const view = new DataView(padded.buffer);
-  return {
-    words: Int32Array.from({ length: padded.length / 4 }, (_, k) => view.getInt32(4 * k, true)),
-    length: bytes.length,
-  };
-}
-
-const ROW_OPEN = markupOf("<row>");
-const ROW_CLOSE = markupOf("</row>");
-const EMPTY_CELL = markupOf("<c/>");
-const NUMBER_OPEN = markupOf("<c><v>");
-const NUMBER_CLOSE = markupOf("</v></c>");
-const TEXT_OPEN = markupOf('<c t="inlineStr"><is><t>');
-const TEXT_CLOSE = markupOf("</t></is></c>");
-const TRUE_CELL = markupOf('<c t="b"><v>1</v></c>');
-const FALSE_CELL = markupOf('<c t="b"><v>0</v></c>');
-
-/** Room a cell's markup takes beyond its text. */
+/**
+ * Room a cell's markup takes beyond its text. Markup is written as words (words.ts): their padding
+ * lands within this room, and never on a cell's text waiting at TEXT_AT (the markup before it is
+ * TEXT_AT bytes or fewer).
+ */
 const MARKUP = 64;
 /** Where a cell's text is read, past what its markup may take before it. */
 const TEXT_AT = TEXT_OPEN.length;
-
-/**
- * Markup into `out` at `o`, four bytes at a time (a loop: these are a few bytes, shorter than a call
- * to `set` takes; byte by byte, they took a fifth of a sheet's XML). The last word's padding, up to
- * three bytes past the markup, lands where what follows it goes, within the MARKUP room each cell has
- * (and never on a cell's text waiting at TEXT_AT: the markup before it is TEXT_AT bytes or fewer).
- */
-function put(out: Uint8Array, o: number, markup: Markup): number {
-  const to = wordsOut(out);
-  const words = markup.words;
-  for (let k = 0; k < words.length; k++) to.setInt32(o + 4 * k, words[k]!, true);
-  return o + markup.length;
-}
 
 /** Bytes known to be ASCII (a number, a date) as a string. */
 const ascii = (out: Uint8Array, at: number, end: number): string =>
@@ -187,11 +162,11 @@ function textWay(out: Uint8Array, start: number, end: number, bom: boolean): num
   return way;
 }
 
-const ESCAPES: (Markup | undefined)[] = [];
-ESCAPES[0x26] = markupOf("&amp;");
-ESCAPES[0x3c] = markupOf("&lt;");
-ESCAPES[0x3e] = markupOf("&gt;");
-ESCAPES[13] = markupOf("&#13;");
+const ESCAPES: (Words | undefined)[] = [];
+ESCAPES[0x26] = wordsOf("&amp;");
+ESCAPES[0x3c] = wordsOf("&lt;");
+ESCAPES[0x3e] = wordsOf("&gt;");
+ESCAPES[13] = wordsOf("&#13;");
 /** The text being escaped, moved aside (it grows where it is). */
 let aside = new Uint8Array(1 << 16);
 
@@ -204,7 +179,7 @@ function escapeMarkup(out: Uint8Array, at: number, end: number): number {
     const c = aside[k]!;
     const escape = ESCAPES[c];
     if (escape === undefined) out[o++] = c;
-    else o = put(out, o, escape);
+    else o = putWords(out, o, escape);
   }
   return o;
 }
@@ -240,10 +215,10 @@ function textCellAt(out: Uint8Array, start: number, at: number, kind: CellKind):
   const quoted = scanned.quoted;
   // Null: an empty unquoted cell, or a json or array column's `null`.
   if ((at === end && !quoted) || (kind === "json" && !quoted && isNull(out, at, end)))
-    return put(out, start, EMPTY_CELL);
+    return putWords(out, start, EMPTY_CELL);
   const way = at === end ? Text.Plain : textWay(out, at, end, scanned.bom);
-  if (way === Text.Plain) return put(out, end, TEXT_CLOSE);
-  if (way === Text.Markup) return put(out, escapeMarkup(out, at, end), TEXT_CLOSE);
+  if (way === Text.Plain) return putWords(out, end, TEXT_CLOSE);
+  if (way === Text.Markup) return putWords(out, escapeMarkup(out, at, end), TEXT_CLOSE);
   return stringCell(out, start, text.decode(out.subarray(at, end)), "text");
 }
 
@@ -253,17 +228,17 @@ const isNull = (out: Uint8Array, at: number, end: number): boolean =>
 /** A number, bool, date or timestamp cell read at `at`, written from `start`. */
 function valueCellAt(out: Uint8Array, start: number, at: number, kind: CellKind): number {
   const end = scanned.o;
-  if (at === end && !scanned.quoted) return put(out, start, EMPTY_CELL);
+  if (at === end && !scanned.quoted) return putWords(out, start, EMPTY_CELL);
   if (kind === "number" || kind === "float") {
     if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end))) {
-      let o = put(out, start, NUMBER_OPEN);
+      let o = putWords(out, start, NUMBER_OPEN);
       for (let k = at; k < end; k++) out[o++] = out[k]!;
-      return put(out, o, NUMBER_CLOSE);
+      return putWords(out, o, NUMBER_CLOSE);
     }
     return stringCell(out, start, ascii(out, at, end), kind);
   }
   if (kind === "bool" && end - at === 1 && (out[at] === 0x74 || out[at] === 0x66))
-    return put(out, start, out[at] === 0x74 ? TRUE_CELL : FALSE_CELL);
+    return putWords(out, start, out[at] === 0x74 ? TRUE_CELL : FALSE_CELL);
   if (kind === "date" || kind === "timestamp") {
     const o = serialCell(out, start, at, end);
     if (o >= 0) return o;
@@ -347,8 +322,8 @@ function serialCell(out: Uint8Array, start: number, at: number, end: number): nu
   const day = dayAt(out, at);
   if (Number.isNaN(day)) return -1;
   const style = n === 10 ? STYLE.date : fraction.nonZero ? STYLE.dateTimeMs : STYLE.dateTime;
-  const o = writeSerial(out, put(out, start, STYLE_OPEN[style]!), (day - EXCEL_EPOCH) / DAY_MS, ms);
-  return put(out, o, NUMBER_CLOSE);
+  const o = writeSerial(out, putWords(out, start, STYLE_OPEN[style]!), (day - EXCEL_EPOCH) / DAY_MS, ms);
+  return putWords(out, o, NUMBER_CLOSE);
 }
 
 /** `serialText`'s digits written at `o`, no string made: whole days, then the fraction's places. */
@@ -386,8 +361,8 @@ function writeDigits(out: Uint8Array, o: number, value: number, width: number): 
 }
 
 /** `<c s="N"><v>` per style. */
-const STYLE_OPEN: Markup[] = [];
-for (const style of [STYLE.date, STYLE.dateTime, STYLE.dateTimeMs]) STYLE_OPEN[style] = markupOf(`<c s="${style}"><v>`);
+const STYLE_OPEN: Words[] = [];
+for (const style of [STYLE.date, STYLE.dateTime, STYLE.dateTimeMs]) STYLE_OPEN[style] = wordsOf(`<c s="${style}"><v>`);
 
 /**
  * The sheet rows (`<row>` and its cells: no row number, see xlsx.ts) of CKAN's CSV records, for
@@ -417,7 +392,7 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
       if (room > out.length) out = grownBytes(out, o, room - o);
       if (column === 0) {
         if (b[i] === QUOTE) break;
-        o = put(out, o, ROW_OPEN);
+        o = putWords(out, o, ROW_OPEN);
       }
       const kind = column < width ? kinds[column] : undefined;
       const start = i;
@@ -428,7 +403,7 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
         const need = o + 8 * (scanned.o - o) + MARKUP;
         if (need > out.length) out = grownBytes(out, scanned.o, need - scanned.o);
         if (kind === "text" || kind === "json") {
-          put(out, o, TEXT_OPEN);
+          putWords(out, o, TEXT_OPEN);
           o = textCellAt(out, o, o + TEXT_AT, kind);
         } else o = valueCellAt(out, o, o + TEXT_AT, kind);
       }
@@ -438,7 +413,7 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
       }
       if (scanned.ended) {
         if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
-        o = put(out, o, ROW_CLOSE);
+        o = putWords(out, o, ROW_CLOSE);
         if (rows === ends.length) ends = grownEnds(ends);
         ends[rows++] = o;
         column = 0;
