@@ -5,6 +5,8 @@ const ALPHABET = [
   ...'aZ01. ,=-+@"\\\n\r\t\v\f_x&<>\u0001',
   ..."\u00a0\u00e9\u2028\u3000\u6771\ufeff\uff1d\ufffe",
   "\ud83d\ude00",
+  // A backslash before an `n`: in CKAN's JSON `\\n`, which ends no row.
+  "\\n",
   // Excel's own escape, which sheet XML escapes again.
   "_x0041_",
 ];

@@ -111,6 +111,11 @@ export function csvPages(onRow: (row: CsvRow) => void): { passthrough: Passthrou
           if (segments.ended) pages.end();
           return pushed;
         },
+        finish() {
+          const finished = segments.finish();
+          if (segments.ended) pages.end();
+          return finished;
+        },
         get ended() {
           return segments.ended;
         },

@@ -232,6 +232,14 @@ export class StreamedAnswer {
     }
   }
 
+  /** The answer's bytes ended: the rows its records stream still kept, the string's end found (see RecordsStream.finish). */
+  finish(): CopiedRecords | undefined {
+    if (this.#head === undefined || this.#records.ended) return undefined;
+    const got = this.#records.finish();
+    if (got.after) this.#gather(got.after);
+    return got.records;
+  }
+
   /**
    * The answer ended: its envelope with `null` for the records (to JSON.parse: nothing in it to keep
    * exact), or its whole bytes when it was not read as a stream.

@@ -62,13 +62,17 @@ function upstream(bodies: (() => ReadableStream<Uint8Array>)[]) {
   return { client, requests: () => requests };
 }
 
-async function read(client: CkanClient): Promise<{ csv: string; rows: number; total: number | undefined }> {
+/** The page's rows and CKAN's total, read by the byte pass or guessing row ends (as exports read). */
+async function read(
+  client: CkanClient,
+  guess = false,
+): Promise<{ csv: string; rows: number; total: number | undefined }> {
   const signal = new AbortController().signal;
   const fetch = {
     client,
     body: { resource_id: "r", limit: 12 },
     signal,
-    stream: () => new CsvRecordsStream(reader()),
+    stream: () => new CsvRecordsStream(reader(), { guess }),
     reader: reader(),
   };
   const pages = streamedPage(fetch, client.open(fetch.body, signal));
@@ -97,23 +101,29 @@ describe("a page read as CKAN's answer arrives", () => {
     return out;
   }
 
-  it("gives the page's rows in order and CKAN's result once the answer ends", async () => {
-    const { client, requests } = upstream([() => body(answer, 97)]);
-    expect(await read(client)).toEqual({ csv: whole(answer), rows: 12, total: csvAnswer.body.result.total });
-    expect(requests()).toBe(1);
-  });
+  it.each([false, true])(
+    "gives the page's rows in order and CKAN's result once the answer ends (guessing row ends: %s)",
+    async (guess) => {
+      const { client, requests } = upstream([() => body(answer, 97)]);
+      expect(await read(client, guess)).toEqual({ csv: whole(answer), rows: 12, total: csvAnswer.body.result.total });
+      expect(requests()).toBe(1);
+    },
+  );
 
-  it("asks again for a page whose answer breaks off half-read, and hands on none of its rows twice", async () => {
-    // Over a megabyte of rows: batches are handed on before each break, at a different row each time.
-    const page = big(400);
-    const { client, requests } = upstream([
-      () => body(page, 4099, 400_000),
-      () => body(page, 65_536, 900_000),
-      () => body(page, 10_007),
-    ]);
-    expect(await read(client)).toEqual({ csv: whole(page), rows: 4800, total: csvAnswer.body.result.total });
-    expect(requests()).toBe(3);
-  });
+  it.each([false, true])(
+    "asks again for a page whose answer breaks off half-read, and hands on none of its rows twice (guessing row ends: %s)",
+    async (guess) => {
+      // Over a megabyte of rows: batches are handed on before each break, at a different row each time.
+      const page = big(400);
+      const { client, requests } = upstream([
+        () => body(page, 4099, 400_000),
+        () => body(page, 65_536, 900_000),
+        () => body(page, 10_007),
+      ]);
+      expect(await read(client, guess)).toEqual({ csv: whole(page), rows: 4800, total: csvAnswer.body.result.total });
+      expect(requests()).toBe(3);
+    },
+  );
 
   it("frees the buffer it read the answer into once the answer ends, not at the next collection", async () => {
     // Each read hands the buffer back as a new ArrayBuffer, the end of the answer too: that last one

@@ -91,24 +91,28 @@ export async function* streamedPage(
     const response = await (attempt === 0 ? opened : fetch.client.open(fetch.body, fetch.signal));
     const answer = new StreamedAnswer(fetch.stream());
     let seen = 0;
+    /** The rows of `records` no earlier answer handed on. */
+    const unseen = (records: CopiedRecords | undefined): CopiedRecords | undefined => {
+      if (records === undefined) return undefined;
+      const rows = records.page.rows;
+      const fresh =
+        seen + rows <= handed
+          ? undefined
+          : { ...records, page: trailingRows(records.page, Math.max(0, handed - seen)) };
+      seen += rows;
+      if (fresh !== undefined) handed += fresh.page.rows;
+      return fresh;
+    };
     try {
       const body = response.body;
       if (body !== null) {
         for await (const chunk of chunksOf(body)) {
-          const records = answer.push(chunk);
-          if (records === undefined) continue;
-          const rows = records.page.rows;
-          // Rows an earlier answer handed on already are left out.
-          const fresh =
-            seen + rows <= handed
-              ? undefined
-              : { ...records, page: trailingRows(records.page, Math.max(0, handed - seen)) };
-          seen += rows;
-          if (fresh === undefined) continue;
-          handed += fresh.page.rows;
-          yield fresh;
+          const fresh = unseen(answer.push(chunk));
+          if (fresh !== undefined) yield fresh;
         }
       }
+      const last = unseen(answer.finish());
+      if (last !== undefined) yield last;
       const result = fetch.client.finished(response, answer.end(), answer.bytes, fetch.reader);
       const skip = handed - seen;
       // An answer read whole after one that broke off: its rows are cut where the other stopped.

@@ -53,7 +53,7 @@ function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrou
       passthrough: (incoming, dropFrom) => ({
         recordsFormat: "csv",
         read: jsonCsvReader(incoming, dropFrom, ndjson),
-        stream: () => new CsvRecordsStream(jsonCsvReader(incoming, dropFrom, ndjson)),
+        stream: () => new CsvRecordsStream(jsonCsvReader(incoming, dropFrom, ndjson), { guess: true }),
       }),
     };
   }
@@ -62,7 +62,7 @@ function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrou
       passthrough: (incoming, dropFrom) => ({
         recordsFormat: "csv",
         read: xlsxCsvReader(incoming, dropFrom),
-        stream: () => new CsvRecordsStream(xlsxCsvReader(incoming, dropFrom)),
+        stream: () => new CsvRecordsStream(xlsxCsvReader(incoming, dropFrom), { guess: true }),
       }),
     };
   }
@@ -73,7 +73,8 @@ function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrou
     passthrough: (incoming, dropFrom) => ({
       recordsFormat: "csv",
       read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter),
-      stream: () => new CsvRecordsStream(csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter)),
+      stream: () =>
+        new CsvRecordsStream(csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter), { guess: true }),
     }),
   };
 }

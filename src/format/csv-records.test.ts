@@ -31,17 +31,21 @@ function bigRecords(times: number): Uint8Array {
   return out;
 }
 
-/** A records string (with its quotes) and what follows it, pushed in pieces cut at `cuts`. */
+/** How a stream reads: by the byte pass, or guessing row ends (the exports'), segments as small as given. */
+type Reading = ConstructorParameters<typeof CsvRecordsStream>[1];
+
+/** A records string (with its quotes) and what follows it, pushed in pieces cut at `cuts`, then finished. */
 function streamed(
   read: ReturnType<typeof csvRecordsReader>,
   records: Uint8Array,
   cuts: number[],
+  reading: Reading = {},
   after = utf8.encode(', "fields": []}}'),
 ): { text: string; rows: number; lastId: string | undefined; after: string } {
   const body = new Uint8Array(records.length - 1 + after.length);
   body.set(records.subarray(1));
   body.set(after, records.length - 1);
-  const stream = new CsvRecordsStream(read);
+  const stream = new CsvRecordsStream(read, reading);
   const pages: CopiedRecords[] = [];
   let rest = "";
   const points = [...new Set(cuts.map((c) => Math.min(c, body.length)))].sort((a, b) => a - b);
@@ -58,6 +62,9 @@ function streamed(
     if (got.records) pages.push(got.records);
     if (got.after) rest += text(got.after);
   }
+  const last = stream.finish();
+  if (last.records) pages.push(last.records);
+  if (last.after) rest += text(last.after);
   expect(stream.ended).toBe(true);
   return {
     text: pages.map((p) => text(p.page.bytes)).join(""),
@@ -94,27 +101,44 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     expect(streamed(reader(), records, [...records.keys()])).toEqual({ ...want, after: ', "fields": []}}' });
   });
 
+  const anyTextCols: Column[] = [
+    { id: "name", type: "text" },
+    { id: "note", type: "text" },
+    { id: "_id", type: "int" },
+  ];
+  /** Rows of any text (line breaks in quoted cells among them), as CKAN's records string, escaped as CKAN escapes or raw UTF-8. */
+  const anyRecords = fc
+    .tuple(fc.array(fc.tuple(anyText, anyText), { minLength: 1, maxLength: 8 }), fc.boolean())
+    .map(([values, escaped]) => {
+      const csv = values.map(([a, b], k) => `${copyCell(a)},${copyCell(b)},${k + 1}\n`).join("");
+      const json = JSON.stringify(csv);
+      return utf8.encode(
+        escaped ? json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) : json,
+      );
+    });
+
   it("reads any text as the whole page does, wherever the chunks are cut", () => {
-    const cols: Column[] = [
-      { id: "name", type: "text" },
-      { id: "note", type: "text" },
-      { id: "_id", type: "int" },
-    ];
-    const reader = (): ReturnType<typeof csvRecordsReader> => csvRecordsReader(cols, 2, true);
-    const rows = fc.array(fc.tuple(anyText, anyText), { minLength: 1, maxLength: 8 });
+    const reader = (): ReturnType<typeof csvRecordsReader> => csvRecordsReader(anyTextCols, 2, true);
     const cuts = fc.array(fc.nat({ max: 400 }), { maxLength: 12 });
     fc.assert(
-      fc.property(rows, cuts, fc.boolean(), (values, at, escaped) => {
-        const csv = values.map(([a, b], k) => `${copyCell(a)},${copyCell(b)},${k + 1}\n`).join("");
-        const json = JSON.stringify(csv);
-        const records = utf8.encode(
-          escaped
-            ? json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
-            : json,
-        );
+      fc.property(anyRecords, cuts, (records, at) => {
         expect(streamed(reader(), records, at)).toEqual({ ...whole(reader(), records), after: ', "fields": []}}' });
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("reads any text as the whole page does when it guesses where rows end, a `\\n` in a quoted cell or in the answer's rest", () => {
+    const reader = (): ReturnType<typeof csvRecordsReader> => csvRecordsReader(anyTextCols, 2, true);
+    const cuts = fc.array(fc.nat({ max: 400 }), { maxLength: 12 });
+    // After the records, a `\n` escape where a guess from the end would find it first.
+    const rest = fc.constantFrom(', "fields": []}}', ', "fields": [{"id": "a\\nb"}]}}', ', "x": "\\\\n\\"\\n"}}');
+    fc.assert(
+      fc.property(anyRecords, cuts, fc.integer({ min: 1, max: 300 }), rest, (records, at, segmentBytes, after) => {
+        const got = streamed(reader(), records, at, { guess: true, segmentBytes }, utf8.encode(after));
+        expect(got).toEqual({ ...whole(reader(), records), after });
+      }),
+      { numRuns: 500 },
     );
   });
 
@@ -128,6 +152,35 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     for (let at = 0; at < body.length - 2000; at += 1000) if (stream.push(body.slice(at, at + 1000)).records) early++;
     expect(early).toBeGreaterThanOrEqual(2);
     expect(streamed(json(), records, [7, 5000, 100_000])).toEqual({ ...want, after: ', "fields": []}}' });
+    const guessing = new CsvRecordsStream(json(), { guess: true });
+    early = 0;
+    for (let at = 0; at < body.length - 2000; at += 1000) if (guessing.push(body.slice(at, at + 1000)).records) early++;
+    expect(early).toBeGreaterThanOrEqual(2);
+    expect(streamed(json(), records, [7, 5000, 100_000], { guess: true })).toEqual({
+      ...want,
+      after: ', "fields": []}}',
+    });
+  });
+
+  it("refuses a row of another width, and tells an answer that ended inside its records, when it guesses too", () => {
+    // JSON's reader checks each row's width.
+    const reader = (): ReturnType<typeof csvRecordsReader> => jsonCsvReader(anyTextCols, 2, false);
+    const rows = (n: number): string => Array.from({ length: n }, (_, k) => `a,b,${k + 1}\\n`).join("");
+    const broken = utf8.encode(`${rows(50)}a,b\\n${rows(50)}", "fields": []}}`);
+    for (const guess of [false, true]) {
+      const stream = new CsvRecordsStream(reader(), { guess, segmentBytes: 64 });
+      expect(() => {
+        for (let at = 0; at < broken.length && !stream.ended; at += 100) stream.push(broken.slice(at, at + 100));
+        stream.finish();
+      }).toThrow("a row has 2 cells for 3 columns");
+      const cut = new CsvRecordsStream(reader(), { guess, segmentBytes: 64 });
+      let rows10 = 0;
+      for (const piece of [utf8.encode(rows(10)), utf8.encode("a,b,1")])
+        rows10 += cut.push(piece).records?.page.rows ?? 0;
+      rows10 += cut.finish().records?.page.rows ?? 0;
+      expect(cut.ended).toBe(false);
+      expect(rows10).toBe(10);
+    }
   });
 
   it("reads an empty records string, and refuses bytes once it ended", () => {
@@ -136,5 +189,11 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     expect(got.records?.page.rows).toBe(0);
     expect(text(got.after!)).toBe(', "fields": []}}');
     expect(() => stream.push(utf8.encode("x"))).toThrow();
+    // Guessing, the end is found once the answer's bytes end.
+    const guessing = new CsvRecordsStream(csvRecordsReader(withId, withId.length, false), { guess: true });
+    expect(guessing.push(utf8.encode('", "fields": []}}'))).toEqual({ records: undefined, after: undefined });
+    const finished = guessing.finish();
+    expect(finished.records?.page.rows).toBe(0);
+    expect(text(finished.after!)).toBe(', "fields": []}}');
   });
 });

@@ -303,9 +303,20 @@ export const SEGMENT_BYTES = 256 * 1024;
  *
  * Rows end at the `\n` escape outside a quoted cell (a `\"` opens or closes one, a doubled quote
  * is two); the string ends at the first bare quote.
+ *
+ * Finding them means a pass over every byte before the reader's own (a sixth of a CSV page's time,
+ * measured in Node). A reader that only writes its page (`guess`) is instead handed the rows up to
+ * the last `\n` escape, found from the end: where that `\n` was inside a quoted cell, the reader
+ * meets the string's end inside it and throws, and this stream goes back to the byte pass for the
+ * rest of the answer (a table of multi-line text). So the end of the string is mostly found at the
+ * end of the answer (`finish`).
  */
 export class CsvRecordsStream implements RecordsStream {
   readonly #read: RecordsReader;
+  /** Whether rows are handed on up to a guessed row end (see above): false once a guess failed. */
+  #guess: boolean;
+  /** `#pending` searched up to here (from its end) for a row end, and none found. */
+  #searched = 1;
   /** Bytes pushed and not yet read: whole rows up to `#rowsEnd`, then part of a row. */
   #pending: Uint8Array<ArrayBuffer> = ownedBytes(1024);
   /** `#pending` four bytes at a time, for `#scan`. */
@@ -316,8 +327,17 @@ export class CsvRecordsStream implements RecordsStream {
   #inQuotes = false;
   #ended = false;
 
-  constructor(read: RecordsReader) {
+  /** Rows gathered before they are read (SEGMENT_BYTES; smaller in specs, to cut many segments from a few rows). */
+  readonly #segment: number;
+
+  /**
+   * `guess`: `read` writes nothing but its page, so a read that throws can be made again on other
+   * bytes (not so a reader that folds rows as it reads them: aggregate/csv-pages.ts).
+   */
+  constructor(read: RecordsReader, options: { guess?: boolean; segmentBytes?: number } = {}) {
     this.#read = read;
+    this.#guess = options.guess ?? false;
+    this.#segment = options.segmentBytes ?? SEGMENT_BYTES;
   }
 
   get ended(): boolean {
@@ -337,17 +357,97 @@ export class CsvRecordsStream implements RecordsStream {
     }
     // Index 0 is kept for the opening quote the reader expects: written when rows are read.
     this.#pending.set(chunk, this.#used + 1);
-    const start = this.#used;
     this.#used += chunk.length;
-    const end = this.#scan();
-    if (end >= 0) {
-      this.#ended = true;
-      // `end` is the closing quote's index in `#pending`, one past its index in the string's bytes.
-      const after = chunk.subarray(end - start);
-      this.#rowsEnd = end - 1;
-      return { records: this.#take(true), after };
+    if (this.#guess) {
+      const guessed = this.#guessed();
+      if (guessed !== false) return guessed;
     }
-    return { records: this.#rowsEnd >= SEGMENT_BYTES ? this.#take(false) : undefined, after: undefined };
+    const end = this.#scan();
+    if (end >= 0) return this.#end(end);
+    return { records: this.#rowsEnd >= this.#segment ? this.#take(false) : undefined, after: undefined };
+  }
+
+  /** Whole rows up to the last `\n` escape, once SEGMENT_BYTES are gathered; false: the guess failed, scan instead. */
+  #guessed(): StreamedRecords | false {
+    const none = { records: undefined, after: undefined };
+    if (this.#used < this.#segment) return none;
+    const rowsEnd = this.#lastLineEnd();
+    if (rowsEnd < 0) return none;
+    const b = this.#pending;
+    let records: CopiedRecords;
+    try {
+      records = this.#readTo(rowsEnd);
+    } catch (error) {
+      if (!(error instanceof NotTheJson)) throw error;
+      // The `\n` was inside a quoted cell (or the bytes are broken: the byte pass then says so).
+      this.#guess = false;
+      return false;
+    }
+    if (records.end < rowsEnd + 2) {
+      // The string ended before that `\n` (one in the answer's rest): its closing quote at end - 1.
+      this.#ended = true;
+      const after = b.slice(records.end, this.#used + 1);
+      release(b);
+      return { records, after };
+    }
+    this.#drop(rowsEnd);
+    this.#searched = this.#used + 1;
+    return { records: records.page.rows > 0 ? records : undefined, after: undefined };
+  }
+
+  /** The last `\n` escape's end in `#pending` (its `n`'s index, past the string's first byte), or -1. */
+  #lastLineEnd(): number {
+    const b = this.#pending;
+    let k = this.#used;
+    const from = Math.max(1, this.#searched - 1);
+    while (k >= from) {
+      k = b.lastIndexOf(BACKSLASH, k);
+      if (k < from) break;
+      let run = k;
+      while (run > 1 && b[run - 1] === BACKSLASH) run--;
+      // An odd run of backslashes: the last one starts an escape.
+      if ((k - run) % 2 === 0 && k < this.#used && b[k + 1] === 0x6e) return k + 1;
+      k = run - 1;
+    }
+    this.#searched = this.#used + 1;
+    return -1;
+  }
+
+  /** Reads `#pending`'s first `rows` bytes as a string of their own: quote, rows, quote (the byte after them kept aside). */
+  #readTo(rows: number): CopiedRecords {
+    const b = this.#pending;
+    b[0] = QUOTE;
+    const kept = b[rows + 1]!;
+    b[rows + 1] = QUOTE;
+    try {
+      return this.#read(b.subarray(0, rows + 2), 0);
+    } finally {
+      b[rows + 1] = kept;
+    }
+  }
+
+  /** Drops the `rows` bytes read from `#pending`, keeping the incomplete row's. */
+  #drop(rows: number): void {
+    const rest = this.#used - rows;
+    this.#pending.copyWithin(1, rows + 1, this.#used + 1);
+    this.#used = rest;
+  }
+
+  /**
+   * The answer's bytes ended: the rows kept and where the string ended, found now if it was not yet
+   * (`ended` false after it: the answer ended inside its records).
+   */
+  finish(): StreamedRecords {
+    const end = this.#ended ? -1 : this.#scan();
+    return end < 0 ? { records: undefined, after: undefined } : this.#end(end);
+  }
+
+  /** The string ended at `end` (its closing quote's index in `#pending`): the last rows, and the bytes after it (copied: `#pending` is freed). */
+  #end(end: number): StreamedRecords {
+    this.#ended = true;
+    const after = this.#pending.slice(end + 1, this.#used + 1);
+    this.#rowsEnd = end - 1;
+    return { records: this.#take(true), after };
   }
 
   /** Scans the new bytes for row ends and the closing quote; returns the closing quote's index or -1. */
@@ -398,20 +498,8 @@ export class CsvRecordsStream implements RecordsStream {
   #take(last: boolean): CopiedRecords | undefined {
     const rows = this.#rowsEnd;
     if (rows === 0 && !last) return undefined;
-    const b = this.#pending;
-    // The rows as a string of their own: quote, rows, quote (the byte after them is kept aside).
-    b[0] = QUOTE;
-    const kept = b[rows + 1]!;
-    b[rows + 1] = QUOTE;
-    let records: CopiedRecords;
-    try {
-      records = this.#read(b.subarray(0, rows + 2), 0);
-    } finally {
-      b[rows + 1] = kept;
-    }
-    const rest = this.#used - rows;
-    b.copyWithin(1, rows + 1, this.#used + 1);
-    this.#used = rest;
+    const records = this.#readTo(rows);
+    this.#drop(rows);
     this.#scanAt = Math.max(1, this.#scanAt - rows);
     this.#rowsEnd = 0;
     if (last) release(this.#pending);

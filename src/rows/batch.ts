@@ -34,8 +34,10 @@ export interface StreamedRecords {
 
 /** A records string read as the answer arrives: its bytes pushed from just after its opening quote. */
 export interface RecordsStream {
-  /** Copies what it keeps of `chunk` (its caller reuses or frees it next); `after` is a view of it. */
+  /** Copies what it keeps of `chunk` (its caller reuses or frees it next). */
   push(chunk: Uint8Array): StreamedRecords;
+  /** The answer ended: the rows still kept, and the string's end if it was not found yet (`ended` says). */
+  finish(): StreamedRecords;
   readonly ended: boolean;
 }
 
