@@ -3,7 +3,7 @@ import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import { freedWhile } from "../../test/freed-buffers.ts";
 import { parseConfig } from "../config/config.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
-import { CsvRecordsStream } from "../format/csv-records.ts";
+import { CsvRecordsStream, RowEndGuesses } from "../format/csv-records.ts";
 import type { Column } from "../rows/types.ts";
 import { memberAt } from "../rows/json-bytes.ts";
 import { CkanClient } from "./client.ts";
@@ -72,7 +72,7 @@ async function read(
     client,
     body: { resource_id: "r", limit: 12 },
     signal,
-    stream: () => new CsvRecordsStream(reader(), { guess }),
+    stream: () => new CsvRecordsStream(reader(), { guess: guess ? new RowEndGuesses() : undefined }),
     reader: reader(),
   };
   const pages = streamedPage(fetch, client.open(fetch.body, signal));

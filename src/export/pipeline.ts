@@ -3,9 +3,9 @@ import { admitExport, type Admission } from "../ckan/page-budget.ts";
 import { describeTable, openTable, type PagingOptions, type Resume, type Table } from "../ckan/table.ts";
 import type { Config } from "../config/config.ts";
 import { ExportLimit, type HttpError } from "../errors.ts";
-import type { Batch, PassthroughFactory } from "../rows/batch.ts";
+import type { Batch, PassthroughFactory, RecordsReader } from "../rows/batch.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
-import { CsvRecordsStream } from "../format/csv-records.ts";
+import { CsvRecordsStream, RowEndGuesses } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
 import { xlsxCsvReader } from "../format/xlsx-from-csv.ts";
 import { type Closing, closingFor, encoderFor, ENCODERS } from "../format/index.ts";
@@ -40,6 +40,12 @@ export interface OpenExport {
   headers?: Record<string, string>;
 }
 
+/** CKAN's CSV pages read by `reader`'s readers, whole or as their answers arrive (one export's guesses of row ends: csv-records.ts). */
+function csvPages(reader: () => RecordsReader): ReturnType<PassthroughFactory> {
+  const guess = new RowEndGuesses();
+  return { recordsFormat: "csv", read: reader(), stream: () => new CsvRecordsStream(reader(), { guess }) };
+}
+
 /**
  * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
  * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
@@ -49,33 +55,15 @@ export interface OpenExport {
 function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrough: PassthroughFactory } | undefined {
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
-    return {
-      passthrough: (incoming, dropFrom) => ({
-        recordsFormat: "csv",
-        read: jsonCsvReader(incoming, dropFrom, ndjson),
-        stream: () => new CsvRecordsStream(jsonCsvReader(incoming, dropFrom, ndjson), { guess: true }),
-      }),
-    };
+    return { passthrough: (incoming, dropFrom) => csvPages(() => jsonCsvReader(incoming, dropFrom, ndjson)) };
   }
-  if (config.csvPassthrough && query.format === "xlsx") {
-    return {
-      passthrough: (incoming, dropFrom) => ({
-        recordsFormat: "csv",
-        read: xlsxCsvReader(incoming, dropFrom),
-        stream: () => new CsvRecordsStream(xlsxCsvReader(incoming, dropFrom), { guess: true }),
-      }),
-    };
-  }
+  if (config.csvPassthrough && query.format === "xlsx")
+    return { passthrough: (incoming, dropFrom) => csvPages(() => xlsxCsvReader(incoming, dropFrom)) };
   if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".")
     return undefined;
   const { delimiter, formulaGuard } = query.options;
   return {
-    passthrough: (incoming, dropFrom) => ({
-      recordsFormat: "csv",
-      read: csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter),
-      stream: () =>
-        new CsvRecordsStream(csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter), { guess: true }),
-    }),
+    passthrough: (incoming, dropFrom) => csvPages(() => csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter)),
   };
 }
 

@@ -5,7 +5,7 @@ import type { CopiedRecords } from "../rows/batch.ts";
 import { memberAt } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
 import { csvRecordsReader } from "./csv-passthrough.ts";
-import { CsvRecordsStream, SEGMENT_BYTES } from "./csv-records.ts";
+import { CsvRecordsStream, RowEndGuesses, SEGMENT_BYTES } from "./csv-records.ts";
 import { jsonCsvReader } from "./json-from-csv.ts";
 import { anyText, copyCell } from "../../test/any-text.ts";
 
@@ -135,7 +135,7 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     const rest = fc.constantFrom(', "fields": []}}', ', "fields": [{"id": "a\\nb"}]}}', ', "x": "\\\\n\\"\\n"}}');
     fc.assert(
       fc.property(anyRecords, cuts, fc.integer({ min: 1, max: 300 }), rest, (records, at, segmentBytes, after) => {
-        const got = streamed(reader(), records, at, { guess: true, segmentBytes }, utf8.encode(after));
+        const got = streamed(reader(), records, at, { guess: new RowEndGuesses(), segmentBytes }, utf8.encode(after));
         expect(got).toEqual({ ...whole(reader(), records), after });
       }),
       { numRuns: 500 },
@@ -152,11 +152,11 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     for (let at = 0; at < body.length - 2000; at += 1000) if (stream.push(body.slice(at, at + 1000)).records) early++;
     expect(early).toBeGreaterThanOrEqual(2);
     expect(streamed(json(), records, [7, 5000, 100_000])).toEqual({ ...want, after: ', "fields": []}}' });
-    const guessing = new CsvRecordsStream(json(), { guess: true });
+    const guessing = new CsvRecordsStream(json(), { guess: new RowEndGuesses() });
     early = 0;
     for (let at = 0; at < body.length - 2000; at += 1000) if (guessing.push(body.slice(at, at + 1000)).records) early++;
     expect(early).toBeGreaterThanOrEqual(2);
-    expect(streamed(json(), records, [7, 5000, 100_000], { guess: true })).toEqual({
+    expect(streamed(json(), records, [7, 5000, 100_000], { guess: new RowEndGuesses() })).toEqual({
       ...want,
       after: ', "fields": []}}',
     });
@@ -167,7 +167,7 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     const reader = (): ReturnType<typeof csvRecordsReader> => jsonCsvReader(anyTextCols, 2, false);
     const rows = (n: number): string => Array.from({ length: n }, (_, k) => `a,b,${k + 1}\\n`).join("");
     const broken = utf8.encode(`${rows(50)}a,b\\n${rows(50)}", "fields": []}}`);
-    for (const guess of [false, true]) {
+    for (const guess of [undefined, new RowEndGuesses()]) {
       const stream = new CsvRecordsStream(reader(), { guess, segmentBytes: 64 });
       expect(() => {
         for (let at = 0; at < broken.length && !stream.ended; at += 100) stream.push(broken.slice(at, at + 100));
@@ -183,6 +183,33 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     }
   });
 
+  it("stops guessing for an export once guesses failed on two of its pages (text with line breaks throughout)", () => {
+    const reader = csvRecordsReader(anyTextCols, 2, true);
+    let failed = 0;
+    const counting: typeof reader = (b, at) => {
+      try {
+        return reader(b, at);
+      } catch (error) {
+        failed++;
+        throw error;
+      }
+    };
+    // Every row's note holds a line break: the last `\\n` of a segment is often inside it.
+    const page = utf8.encode(`${Array.from({ length: 40 }, (_, k) => `a,\\"x\\ny\\",${k + 1}\\n`).join("")}", "x": 1}`);
+    const guesses = new RowEndGuesses();
+    const failedPerPage = [1, 2, 3, 4].map(() => {
+      const before = failed;
+      const stream = new CsvRecordsStream(counting, { guess: guesses, segmentBytes: 50 });
+      let rows = 0;
+      for (let at = 0; at < page.length && !stream.ended; at += 37)
+        rows += stream.push(page.slice(at, at + 37)).records?.page.rows ?? 0;
+      rows += stream.finish().records?.page.rows ?? 0;
+      expect(rows).toBe(40);
+      return failed - before;
+    });
+    expect(failedPerPage).toEqual([1, 1, 0, 0]);
+  });
+
   it("reads an empty records string, and refuses bytes once it ended", () => {
     const stream = new CsvRecordsStream(csvRecordsReader(withId, withId.length, false));
     const got = stream.push(utf8.encode('", "fields": []}}'));
@@ -190,7 +217,9 @@ describe("CKAN's CSV records read as the answer arrives", () => {
     expect(text(got.after!)).toBe(', "fields": []}}');
     expect(() => stream.push(utf8.encode("x"))).toThrow();
     // Guessing, the end is found once the answer's bytes end.
-    const guessing = new CsvRecordsStream(csvRecordsReader(withId, withId.length, false), { guess: true });
+    const guessing = new CsvRecordsStream(csvRecordsReader(withId, withId.length, false), {
+      guess: new RowEndGuesses(),
+    });
     expect(guessing.push(utf8.encode('", "fields": []}}'))).toEqual({ records: undefined, after: undefined });
     const finished = guessing.finish();
     expect(finished.records?.page.rows).toBe(0);

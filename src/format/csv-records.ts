@@ -296,6 +296,23 @@ export function hex4(b: Uint8Array, at: number): number {
 export const SEGMENT_BYTES = 256 * 1024;
 
 /**
+ * Whether an export's pages guess where rows end (see CsvRecordsStream): not after guesses failed on
+ * two pages, as they do on most pages of a table whose text has line breaks throughout, each costing
+ * a batch read twice (3% of such a page).
+ */
+export class RowEndGuesses {
+  #failed = 0;
+
+  get worth(): boolean {
+    return this.#failed < 2;
+  }
+
+  failed(): void {
+    this.#failed++;
+  }
+}
+
+/**
  * CKAN's CSV records string read as its answer arrives: bytes in as the body gives them (cut
  * anywhere, inside an escape or a quoted cell), whole rows out, each batch read by the same reader
  * that reads a whole page (`read`, given a string of just those rows). A page in flight holds the
@@ -315,6 +332,7 @@ export class CsvRecordsStream implements RecordsStream {
   readonly #read: RecordsReader;
   /** Whether rows are handed on up to a guessed row end (see above): false once a guess failed. */
   #guess: boolean;
+  readonly #guesses: RowEndGuesses | undefined;
   /** `#pending` searched up to here (from its end) for a row end, and none found. */
   #searched = 1;
   /** Bytes pushed and not yet read: whole rows up to `#rowsEnd`, then part of a row. */
@@ -331,12 +349,14 @@ export class CsvRecordsStream implements RecordsStream {
   readonly #segment: number;
 
   /**
-   * `guess`: `read` writes nothing but its page, so a read that throws can be made again on other
-   * bytes (not so a reader that folds rows as it reads them: aggregate/csv-pages.ts).
+   * `guess`, the export's guesses so far: `read` writes nothing but its page, so a read that throws
+   * can be made again on other bytes (not so a reader that folds rows as it reads them:
+   * aggregate/csv-pages.ts).
    */
-  constructor(read: RecordsReader, options: { guess?: boolean; segmentBytes?: number } = {}) {
+  constructor(read: RecordsReader, options: { guess?: RowEndGuesses; segmentBytes?: number } = {}) {
     this.#read = read;
-    this.#guess = options.guess ?? false;
+    this.#guesses = options.guess;
+    this.#guess = options.guess?.worth ?? false;
     this.#segment = options.segmentBytes ?? SEGMENT_BYTES;
   }
 
@@ -381,6 +401,7 @@ export class CsvRecordsStream implements RecordsStream {
       if (!(error instanceof NotTheJson)) throw error;
       // The `\n` was inside a quoted cell (or the bytes are broken: the byte pass then says so).
       this.#guess = false;
+      this.#guesses?.failed();
       return false;
     }
     if (records.end < rowsEnd + 2) {
