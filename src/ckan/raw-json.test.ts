@@ -4,7 +4,7 @@ import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import listsAnswer from "../../test/fixtures/ckan-2.12/records_lists.json";
 import { freedWhile } from "../../test/freed-buffers.ts";
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
-import { CsvRecordsStream } from "../format/csv-records.ts";
+import { CsvRecordsStream, RowEndGuesses } from "../format/csv-records.ts";
 import type { Column } from "../rows/types.ts";
 import { memberAt } from "../rows/json-bytes.ts";
 import { parseAnswer, StreamedAnswer } from "./raw-json.ts";
@@ -89,8 +89,11 @@ describe("an answer read as it arrives", () => {
   function streamed(
     bytes: Uint8Array,
     cuts: number[],
+    guess = false,
   ): { csv: string; rows: number; ended: ReturnType<StreamedAnswer["end"]> } {
-    const stream = new StreamedAnswer(new CsvRecordsStream(reader()));
+    const stream = new StreamedAnswer(
+      new CsvRecordsStream(reader(), { guess: guess ? new RowEndGuesses() : undefined, segmentBytes: 300 }),
+    );
     let csv = "";
     let rows = 0;
     let from = 0;
@@ -105,6 +108,11 @@ describe("an answer read as it arrives", () => {
         rows += got.page.rows;
       }
     }
+    const last = stream.finish();
+    if (last) {
+      csv += new TextDecoder().decode(last.page.bytes);
+      rows += last.page.rows;
+    }
     expect(stream.bytes).toBe(bytes.length);
     return { csv, rows, ended: stream.end() };
   }
@@ -113,14 +121,18 @@ describe("an answer read as it arrives", () => {
     const whole = reader()(answer, memberAt(answer, "result", "records"));
     const want = new TextDecoder().decode(whole.page.bytes);
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: answer.length }), { maxLength: 12 }), (cuts) => {
-        const { csv, rows, ended } = streamed(answer, cuts);
-        expect({ csv, rows }).toEqual({ csv: want, rows: 12 });
-        const envelope = JSON.parse((ended as { envelope: string }).envelope) as Answer;
-        expect(envelope.result.records).toBeNull();
-        expect(envelope.result.fields).toEqual(csvAnswer.body.result.fields);
-        expect(envelope.result.total).toBe(csvAnswer.body.result.total);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: answer.length }), { maxLength: 12 }),
+        fc.boolean(),
+        (cuts, guess) => {
+          const { csv, rows, ended } = streamed(answer, cuts, guess);
+          expect({ csv, rows }).toEqual({ csv: want, rows: 12 });
+          const envelope = JSON.parse((ended as { envelope: string }).envelope) as Answer;
+          expect(envelope.result.records).toBeNull();
+          expect(envelope.result.fields).toEqual(csvAnswer.body.result.fields);
+          expect(envelope.result.total).toBe(csvAnswer.body.result.total);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -160,5 +172,9 @@ describe("an answer read as it arrives", () => {
   it("says so when the answer ends inside its records", () => {
     const cut = answer.subarray(0, memberAt(answer, "result", "records") + 40);
     expect(() => streamed(cut, [])).toThrow(/inside its records/);
+    // Guessing where rows end, the string's end is looked for when the answer ends: not found, the same.
+    expect(() => streamed(cut, [], true)).toThrow(/inside its records/);
+    const recordsEnd = new TextDecoder().decode(answer).indexOf('", "fields"');
+    expect(() => streamed(answer.subarray(0, recordsEnd - 3), [100, 900], true)).toThrow(/inside its records/);
   });
 });

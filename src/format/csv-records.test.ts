@@ -3,10 +3,12 @@ import { describe, expect, it } from "vitest";
 import csvAnswer from "../../test/fixtures/ckan-2.12/records_csv.json";
 import type { CopiedRecords } from "../rows/batch.ts";
 import { memberAt } from "../rows/json-bytes.ts";
+import { ownedBytes } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
 import { csvRecordsReader } from "./csv-passthrough.ts";
 import { CsvRecordsStream, RowEndGuesses, SEGMENT_BYTES } from "./csv-records.ts";
 import { jsonCsvReader } from "./json-from-csv.ts";
+import { xlsxCsvReader } from "./xlsx-from-csv.ts";
 import { anyText, copyCell } from "../../test/any-text.ts";
 
 const utf8 = new TextEncoder();
@@ -129,16 +131,31 @@ describe("CKAN's CSV records read as the answer arrives", () => {
   });
 
   it("reads any text as the whole page does when it guesses where rows end, a `\\n` in a quoted cell or in the answer's rest", () => {
-    const reader = (): ReturnType<typeof csvRecordsReader> => csvRecordsReader(anyTextCols, 2, true);
+    // Every reader the exports stream with: CSV, JSON, NDJSON, sheet rows.
+    const readers: Record<string, () => ReturnType<typeof csvRecordsReader>> = {
+      csv: () => csvRecordsReader(anyTextCols, 2, true),
+      json: () => jsonCsvReader(anyTextCols, 2, false),
+      ndjson: () => jsonCsvReader(anyTextCols, 2, true),
+      xlsx: () => xlsxCsvReader(anyTextCols, 2),
+    };
     const cuts = fc.array(fc.nat({ max: 400 }), { maxLength: 12 });
     // After the records, a `\n` escape where a guess from the end would find it first.
     const rest = fc.constantFrom(', "fields": []}}', ', "fields": [{"id": "a\\nb"}]}}', ', "x": "\\\\n\\"\\n"}}');
+    const format = fc.constantFrom(...Object.keys(readers));
     fc.assert(
-      fc.property(anyRecords, cuts, fc.integer({ min: 1, max: 300 }), rest, (records, at, segmentBytes, after) => {
-        const got = streamed(reader(), records, at, { guess: new RowEndGuesses(), segmentBytes }, utf8.encode(after));
-        expect(got).toEqual({ ...whole(reader(), records), after });
-      }),
-      { numRuns: 500 },
+      fc.property(
+        anyRecords,
+        cuts,
+        fc.integer({ min: 1, max: 300 }),
+        rest,
+        format,
+        (records, at, segmentBytes, after, f) => {
+          const reader = readers[f]!;
+          const got = streamed(reader(), records, at, { guess: new RowEndGuesses(), segmentBytes }, utf8.encode(after));
+          expect(got).toEqual({ ...whole(reader(), records), after });
+        },
+      ),
+      { numRuns: 800 },
     );
   });
 
@@ -208,6 +225,22 @@ describe("CKAN's CSV records read as the answer arrives", () => {
       return failed - before;
     });
     expect(failedPerPage).toEqual([1, 1, 0, 0]);
+  });
+
+  it("frees the buffers a read made on a wrong guess (a page's worth, else left to a rare collection)", () => {
+    const real = csvRecordsReader(anyTextCols, 2, true);
+    const made: Uint8Array[] = [];
+    const reader: typeof real = (b, at) => {
+      made.push(ownedBytes(1000));
+      return real(b, at);
+    };
+    const page = utf8.encode(`${Array.from({ length: 40 }, (_, k) => `a,\\"x\\ny\\",${k + 1}\\n`).join("")}", "x": 1}`);
+    const stream = new CsvRecordsStream(reader, { guess: new RowEndGuesses(), segmentBytes: 50 });
+    for (let at = 0; at < page.length && !stream.ended; at += 37) stream.push(page.slice(at, at + 37));
+    stream.finish();
+    expect(made.length).toBeGreaterThan(2);
+    // The wrong guess's read is freed (detached: empty); the reads whose rows were handed on are not.
+    expect(made.filter((bytes) => bytes.byteLength === 0)).toHaveLength(1);
   });
 
   it("reads an empty records string, and refuses bytes once it ended", () => {

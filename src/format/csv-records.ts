@@ -4,7 +4,7 @@
 // that write them as CSV (csv-passthrough.ts) or as JSON (json-from-csv.ts).
 import type { CopiedRecords, RecordsReader, RecordsStream, StreamedRecords } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
-import { ownedBytes, release } from "../rows/owned-bytes.ts";
+import { freedIfThrown, ownedBytes, release } from "../rows/owned-bytes.ts";
 
 // Module constants rather than rows/json-bytes.ts's imports: `readCell` compares each byte with them, and
 // imported bindings measured about 10% slower there (reading a 32,000-row page, in Node).
@@ -396,7 +396,7 @@ export class CsvRecordsStream implements RecordsStream {
     const b = this.#pending;
     let records: CopiedRecords;
     try {
-      records = this.#readTo(rowsEnd);
+      records = freedIfThrown(() => this.#readTo(rowsEnd));
     } catch (error) {
       if (!(error instanceof NotTheJson)) throw error;
       // The `\n` was inside a quoted cell (or the bytes are broken: the byte pass then says so).
