@@ -76,14 +76,17 @@ function failure(e: ExportResult): string {
 function leastWork(version: Version, rows: number): number {
   const model = fit(version);
   const short = rows % ROWS_MAX;
-  const plan = (by: "range" | "offset" | "list"): number => {
+  // "ends": offsets counted from whichever end of the table is nearer (`sort: "_id desc"` past the
+  // middle), which no export asks yet: each page re-reads at most half the table.
+  const plan = (by: "range" | "offset" | "ends" | "list"): number => {
     let work = 0;
     for (let at = 0; at < rows; ) {
-      const page = by === "offset" && at === 0 && short > 0 ? short : Math.min(ROWS_MAX, rows - at);
+      const offsets = by === "offset" || by === "ends";
+      const page = offsets && at === 0 && short > 0 ? short : Math.min(ROWS_MAX, rows - at);
       work += costSeconds(model, {
         format: "csv",
         rows: page,
-        skipped: by === "offset" ? at : 0,
+        skipped: by === "offset" ? at : by === "ends" ? Math.min(at, rows - at - page) : 0,
         listed: by === "list" && at > 0 ? page : 0,
         counted: at === 0 ? rows : undefined,
       });
@@ -91,7 +94,7 @@ function leastWork(version: Version, rows: number): number {
     }
     return work;
   };
-  return version === "2.12" ? plan("range") : Math.min(plan("offset"), plan("list"));
+  return version === "2.12" ? plan("range") : Math.min(plan("offset"), plan("ends"), plan("list"));
 }
 
 const CPU_LIMIT = { csv: 2, json: 1.5 };
@@ -127,7 +130,7 @@ export function evaluateTargets(report: Measured): { targets: Target[]; notes: s
         : "";
     targets.push({
       name,
-      detail: `${fixed(e.wallMs / 1000, 2)} s vs ${fixed(dump.wallMs / 1000, 2)} s: ${fixed(ratio, 2)}x. Floor set by CKAN's own work on ${e.cores} cores: ${fixed(floor, 2)}x for these ${e.upstreamRequests} requests, ${fixed(least, 2)}x for the least any plan could ask (pages of ${thousands(ROWS_MAX)} rows, no probe).${verdict}`,
+      detail: `${fixed(e.wallMs / 1000, 2)} s vs ${fixed(dump.wallMs / 1000, 2)} s: ${fixed(ratio, 2)}x. Floor set by CKAN's own work on ${e.cores} cores: ${fixed(floor, 2)}x for these ${e.upstreamRequests} requests, ${fixed(least, 2)}x for the least any plan could ask (pages of ${thousands(ROWS_MAX)} rows, no probe, offsets from either end).${verdict}`,
       met: ratio <= limit,
     });
   }
