@@ -1,7 +1,7 @@
 // CKAN's `records_format: "csv"` records as they arrive: one JSON string (Python's `json.dumps`,
 // every non-ASCII character as `\uXXXX`) holding PostgreSQL's CSV (LF rows, quotes doubled, null an
 // empty unquoted cell). Read here cell by cell straight from the answer's bytes, for the readers
-// that write them as CSV (csv-passthrough.ts) or as JSON (json-from-csv.ts).
+// that write them as CSV (csv-passthrough.ts), JSON (json-from-csv.ts) or sheet rows (xlsx-from-csv.ts).
 import type { CopiedRecords, RecordsReader, RecordsStream, StreamedRecords } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
 import { freedIfThrown, ownedBytes, release } from "../rows/owned-bytes.ts";

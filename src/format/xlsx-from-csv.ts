@@ -134,15 +134,16 @@ function textWay(out: Uint8Array, start: number, end: number, bom: boolean): num
   const words = wordsOut(out);
   for (let k = start; k < end; k++) {
     if (k + 4 <= end) {
-      // Four bytes at once where none is a control character, `&`, `<`, `>`, `_` or non-ASCII (see csv-records.ts).
+      // Four bytes at once where none is a control character, `&`, `<`, `>`, `_` or 0xEF (a BOM or
+      // U+FFFE/FFFF starts with it; other non-ASCII bytes pass, as in csv-records.ts's words).
       const w = words.getInt32(k, true);
       const special =
         (hasByte(w ^ 0x26262626) |
           hasByte(w ^ 0x3c3c3c3c) |
           hasByte(w ^ 0x3e3e3e3e) |
           hasByte(w ^ 0x5f5f5f5f) |
-          ((w - 0x20202020) & ~w) |
-          w) &
+          hasByte(w ^ 0xefefefef) |
+          ((w - 0x20202020) & ~w)) &
         0x80808080;
       if (special === 0) {
         k += 3;
