@@ -431,7 +431,7 @@ ${coresTable(report.cores)}`);
 
 Each export is the whole table, with the edge cache off (wrangler dev's cache is JavaScript in the worker's own process: see bench/run.ts), one wrangler dev per CKAN version; the dump is \`/datastore/dump/<id>\` of the same
 table, one streaming request (CKAN 2.12 pages it by keyset inside, 2.11 and 2.10 by offset). The worker pages 2.12 by
-\`_id\` ranges, 2.11 and 2.10 by offset (lists of \`_id\`s cost CKAN more at these sizes: bench/ckan/LIST-FILTER.md). "CKAN work" is the work the
+\`_id\` ranges, 2.11 and 2.10 by offset, the pages past the table's middle asked from its end (\`sort: "_id desc"\`: src/ckan/from-end.ts; lists of \`_id\`s cost CKAN more at these sizes: bench/ckan/LIST-FILTER.md). "CKAN work" is the work the
 model charged, summed over requests as if each ran alone, and where it went: the fixed cost per request, rows served,
 rows skipped by offset, \`_id\`s named by list filters, include_total's count(*). "CKAN busy" is the wall time CKAN had any request in service, "CKAN
 idle" the rest of the export's wall time (the worker's first page, its CPU, gaps between pages). "most req at once" counts

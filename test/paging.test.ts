@@ -176,7 +176,13 @@ describe("paging", () => {
           for (const release of held) release();
           return undefined;
         }
-        if ((body.offset as number) < total - 3000 || heldAtCount >= 0) return undefined;
+        // The last pages in table order: by offset, or (past the middle) from the table's end.
+        const fromEnd = body.sort === "_id desc";
+        // (A page from the end asks the row before it too: its own rows are one fewer than it asks.)
+        const last = fromEnd
+          ? (body.offset as number) < 3 * ((body.limit as number) - 1)
+          : (body.offset as number) >= total - 3000;
+        if (!last || heldAtCount >= 0) return undefined;
         // Without the count, a slot only frees once these are answered: all let go together after a while.
         fallback ??= setTimeout(() => {
           for (const release of held) release();
@@ -200,8 +206,69 @@ describe("paging", () => {
     // Pages up to CKAN's count, none past it; beside them, one count of no rows.
     expect(Math.max(...later.map((c) => c.body.offset as number))).toBeLessThan(total);
     expect(calls.filter((c) => c.body.limit === 0).map((c) => c.body.include_total)).toEqual([true]);
-    // Lists would not pay here: the pages carry no `_id` they do not need.
-    expect(later.every((c) => (c.body.fields as string[]).join() === "id")).toBe(true);
+    // Lists would not pay here: the pages carry only the `_id` a page from the table's end is checked by.
+    expect(later.every((c) => (c.body.fields as string[]).join() === "id,_id")).toBe(true);
+    expect(later.some((c) => c.body.sort === "_id desc")).toBe(true);
+  });
+
+  describe("before CKAN 2.12, pages past the table's middle asked from its end", () => {
+    // A filter leaves the matching `_id`s far apart: the pages' checks must not rely on `_id`s being dense.
+    const path = (format: string): string =>
+      `/export.${format}?resource=sample&filter.category=alpha&fields=id,category,amount`;
+    const env = { PAGE_SIZE: "1000", UPSTREAM_CONCURRENCY: "3" };
+    const fromEnd = (calls: { body: Record<string, unknown> }[]) =>
+      calls.filter((c) => c.body.sort === "_id desc" && c.body.limit !== 1);
+
+    for (const format of ["csv", "json", "ndjson", "xlsx"]) {
+      it(`write every row once, in table order, as paging by offset would (${format})`, async () => {
+        // `sort=_id` is the same order, paged by offset only.
+        const byOffset = harness({ env });
+        const expected = new Uint8Array(await (await byOffset.get(`${path(format)}&sort=_id`)).arrayBuffer());
+        expect(fromEnd(byOffset.calls)).toEqual([]);
+        const { get, calls } = harness({ env });
+        const got = new Uint8Array(await (await get(path(format))).arrayBuffer());
+        expect(got).toEqual(expected);
+        const total = ids(await (await harness({ env }).get(`${path("csv")}&sort=_id`)).text()).length;
+        const asked = fromEnd(calls);
+        expect(asked.length).toBeGreaterThan(3);
+        for (const call of asked) {
+          // Rows nearer the end than the start, and the row before them to check they follow on.
+          const count = (call.body.limit as number) - 1;
+          const offset = total - (call.body.offset as number) - count;
+          expect(call.body.offset as number).toBeLessThan(offset);
+          expect((call.body.fields as string[]).at(-1)).toBe("_id");
+        }
+      });
+    }
+
+    it("ask a page again by offset when the row before it is not where it should be (rows added since the count), and no more from the end", async () => {
+      const expected = ids(await (await harness({ env }).get(`${path("csv")}&sort=_id`)).text());
+      let shifted = 0;
+      const { get, calls } = harness({
+        env,
+        fault: async (_n, body) => {
+          if (body.sort !== "_id desc" || body.limit === 1 || shifted > 0) return undefined;
+          shifted = 1;
+          // One matching row added at the end after CKAN counted: every offset from the end moves by one.
+          const moved = { ...body, offset: (body.offset as number) - 1 };
+          return harness().emulator.fetch(
+            new Request("http://ckan.test/api/action/datastore_search", {
+              method: "POST",
+              body: JSON.stringify(moved),
+            }),
+          );
+        },
+      });
+      expect(ids(await (await get(path("csv"))).text())).toEqual(expected);
+      expect(shifted).toBe(1);
+      const turned = calls.findIndex((c) => c.body.sort === "_id desc" && c.body.limit !== 1);
+      const first = calls[turned]!.body;
+      const total = expected.length;
+      const offset = total - (first.offset as number) - ((first.limit as number) - 1);
+      // Asked again by offset; from then on, only pages already in flight had been asked from the end.
+      expect(calls.some((c) => c.body.sort === "_id" && c.body.offset === offset)).toBe(true);
+      expect(fromEnd(calls).length).toBeLessThanOrEqual(3);
+    });
   });
 
   it("before CKAN 2.12 still reads rows added past CKAN's count, once counting again says they are there", async () => {
@@ -222,7 +289,8 @@ describe("paging", () => {
     expect(ids(text)).toEqual(range(1, 3000));
     expect(calls.filter((c) => c.body.limit === 0)).toHaveLength(1);
     const offsets = calls.map((c) => c.body.offset as number);
-    expect(offsets.filter((o) => o >= 2000)).toEqual([2000, 2500]);
+    // Pages of a row fewer than PAGE_SIZE: those past the table's middle could go from its end (see below).
+    expect(offsets.filter((o) => o >= 2000)).toEqual([2000, 2499, 2998]);
   });
 
   it("before CKAN 2.12 lists on past the probe's largest `_id` when it grew meanwhile", async () => {

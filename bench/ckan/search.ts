@@ -164,8 +164,12 @@ export function search(
     const first = lo + offset;
     parts = n > 0 ? store.slice(shape, format, columns, first, first + n, rows) : [];
     lastId = n > 0 ? first + n - 1 : undefined;
+  } else if (n > 1) {
+    // A page asked from the table's end (the worker's from-end.ts): the stored rows, largest `_id` first.
+    parts = store.sliceDescending(shape, format, columns, hi - offset - n + 1, hi - offset + 1, rows);
+    lastId = hi - offset - n + 1;
   } else {
-    // Only ever a probe for the largest `_id` (limit 1): serialised as asked, not kept.
+    // A probe for the largest `_id` (limit 1): serialised as asked, not kept.
     let text = "";
     for (let id = hi - offset; id > hi - offset - n; id--) text += rowText(shape, format, columns, shape.cells(id));
     parts = [Buffer.from(trailing(format) ? text.slice(0, -1) : text)];

@@ -203,6 +203,27 @@ export class RowStore {
     return parts;
   }
 
+  /** Rows `end - 1` down to `first` (descending `_id`), as one buffer without the last separator. */
+  sliceDescending(
+    shape: TableShape,
+    encoding: Encoding,
+    columns: readonly number[],
+    first: number,
+    end: number,
+    rows: number,
+  ): Buffer[] {
+    this.want(shape, encoding, columns, rows);
+    const parts: Buffer[] = [];
+    for (let id = end - 1; id >= first; id--) {
+      const index = Math.floor((id - 1) / CHUNK_ROWS);
+      const chunk = this.#chunk(shape, encoding, columns, index);
+      const from = id - 1 - index * CHUNK_ROWS;
+      parts.push(chunk.bytes.subarray(chunk.starts[from], chunk.starts[from + 1]));
+    }
+    const all = Buffer.concat(parts);
+    return [all.subarray(0, all.length - trailing(encoding))];
+  }
+
   /** Serialises, ahead of measuring, every chunk of every shape asked for so far. */
   prepareSeen(): number {
     const before = this.generated;

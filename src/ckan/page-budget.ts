@@ -38,6 +38,14 @@ export const ROW_PAGE_BYTES = 1024 * 1024;
  */
 export const ISOLATE_PAGE_BUDGET = 12 * 1024 * 1024;
 
+/**
+ * Output bytes all exports in one isolate may hold to hand on pages asked from the table's end
+ * (from-end.ts), which arrive in the wrong order: one export alone holds a page of CSV or JSON of
+ * the bench's table (9-14 MB at 32,000 rows); several share this, and pages too large for their
+ * share are asked by offset as before.
+ */
+export const ISOLATE_HELD_BUDGET = 16 * 1024 * 1024;
+
 /** Rows a page holds at about `target` bytes, from what `rows` rows cost in `responseBytes`, at most `cap`. */
 export function rowsPerPage(
   cap: number,
@@ -54,6 +62,8 @@ export class PageSizer {
   #cap: number;
   #rows: number;
   readonly #target: number;
+  /** Rows kept free under the cap (see `spareOneRow`). */
+  #spare = 0;
 
   /** `target`: the answer bytes a page should hold (TARGET_PAGE_BYTES, or ROW_PAGE_BYTES for rows). */
   constructor(cap: number, target = TARGET_PAGE_BYTES) {
@@ -66,10 +76,25 @@ export class PageSizer {
     return this.#rows;
   }
 
+  /** The most rows a request may ask for: the configured page size, or the site's cap once seen. */
+  get cap(): number {
+    return this.#cap;
+  }
+
   /** The site applied a lower limit than asked (its rows_max): never ask for more again. */
   capAt(limit: number): void {
     this.#cap = Math.max(1, Math.min(this.#cap, limit));
-    this.#rows = Math.min(this.#rows, this.#cap);
+    this.#rows = Math.min(this.#rows, this.#largest());
+  }
+
+  /** From now on, pages of a row fewer than the cap: a request may then ask one row more than a page. */
+  spareOneRow(): void {
+    this.#spare = 1;
+    this.#rows = Math.min(this.#rows, this.#largest());
+  }
+
+  #largest(): number {
+    return Math.max(1, this.#cap - this.#spare);
   }
 
   /**
@@ -79,7 +104,7 @@ export class PageSizer {
    */
   observe(responseBytes: number | undefined, rows: number): void {
     if (rows < Math.min(this.#rows, FIRST_PAGE_ROWS)) return;
-    this.#rows = rowsPerPage(this.#cap, responseBytes, rows, this.#target);
+    this.#rows = rowsPerPage(this.#largest(), responseBytes, rows, this.#target);
   }
 }
 

@@ -8,7 +8,14 @@ import {
   type RecordsStream,
 } from "../rows/batch.ts";
 import type { CkanClient } from "./client.ts";
-import { ISOLATE_PAGE_BUDGET, STREAMED_PAGE_COST, WHOLE_PAGE_COST, type PageSizer } from "./page-budget.ts";
+import { asksFromEnd, fromEndRequest, HeldPage, type FromEnd } from "./from-end.ts";
+import {
+  ISOLATE_HELD_BUDGET,
+  ISOLATE_PAGE_BUDGET,
+  STREAMED_PAGE_COST,
+  WHOLE_PAGE_COST,
+  type PageSizer,
+} from "./page-budget.ts";
 import { streamedPage } from "./streamed-page.ts";
 import { largestIdRequest, lastIdOf } from "./requests.ts";
 import type { Filters } from "../query/table-query.ts";
@@ -83,6 +90,8 @@ export interface PagePlan {
   firstLastId: number | undefined;
   /** Rows yielded so far and the last one's `_id` (see `Table.resumeAt`), written before each yield. */
   position: Position;
+  /** Offset pages past the table's middle asked from its end (from-end.ts), where pages carry `_id`. */
+  fromEnd?: FromEnd;
 }
 
 /** How far the loop has handed rows on: a later invocation can go on from there. */
@@ -114,6 +123,8 @@ interface Fetched {
 interface Streaming {
   stretch: PageStretch;
   pages: AsyncGenerator<CopiedRecords, SearchResult, undefined>;
+  /** Asked from the table's end: held until it has all arrived, then handed on reversed. */
+  fromEnd?: true;
 }
 
 /** A stretch asked for, its answer to read when its turn comes: whole (a function) or as it arrives. */
@@ -124,7 +135,7 @@ type Pending = (() => Fetched) | Streaming;
  * waiting in flight keep their answers (or, read as they arrive, not even those), not what is made
  * from them.
  */
-async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> {
+async function fetchStretch(plan: PagePlan, stretch: Stretch, fromEnd = false): Promise<Pending> {
   if ("tail" in stretch) {
     const asked =
       stretch.tail.by === "count"
@@ -135,7 +146,9 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
   }
   const body: SearchRequest =
     "offset" in stretch
-      ? { ...plan.base, offset: stretch.offset, limit: stretch.count }
+      ? fromEnd
+        ? fromEndRequest(plan.base, stretch, plan.fromEnd!.total)
+        : { ...plan.base, offset: stretch.offset, limit: stretch.count }
       : { ...plan.base, limit: stretch.count, filters: { ...plan.filters, _id: idFilter(stretch) } };
   if (plan.stream !== undefined && plan.reader !== undefined) {
     const opened = plan.client.open(body, plan.signal);
@@ -147,6 +160,7 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch): Promise<Pending> 
         { client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader },
         opened,
       ),
+      ...(fromEnd ? { fromEnd: true as const } : {}),
     };
   }
   const result = await plan.client.search(body, plan.signal, plan.reader);
@@ -352,16 +366,23 @@ export function idListStretches(
 const paging = new Map<object, number>();
 const IDLE_MS = 30_000;
 
-/** Pages one export may have in flight: its own window, shrunk while other exports share the isolate. */
-function windowNow(own: number, pageCost: number): number {
+/** Exports paging in this isolate now (at least 1: the one asking). */
+function movingExports(): number {
   const now = Date.now();
   let moving = 0;
   for (const [export_, moved] of paging) {
     if (now - moved < IDLE_MS) moving++;
     else paging.delete(export_);
   }
-  return Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (Math.max(1, moving) * pageCost))));
+  return Math.max(1, moving);
 }
+
+/** Pages one export may have in flight: its own window, shrunk while other exports share the isolate. */
+const windowNow = (own: number, pageCost: number): number =>
+  Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (movingExports() * pageCost))));
+
+/** Output bytes one export may hold to hand a page asked from the table's end on reversed. */
+const heldRoom = (): number => ISOLATE_HELD_BUDGET / movingExports();
 
 /**
  * The one paging loop's state: stretches planned ahead, `window` of them in flight, the rows handed
@@ -381,6 +402,12 @@ class Pager {
   /** Requests started since the isolate last turned to its event loop (see `send`). */
   #unsent: boolean;
 
+  /** Stretches in flight asked from the table's end, to ask by offset instead if that stops (`turnAround`). */
+  readonly #fromEnd = new Map<Promise<Pending>, PageStretch>();
+  /** Output bytes and rows of the streamed pages handed on, for `FromEnd.outputPerRow`. */
+  #outputBytes = 0;
+  #outputRows = 0;
+
   constructor(plan: PagePlan, firstCount: number) {
     this.plan = plan;
     this.planned = firstCount;
@@ -392,10 +419,52 @@ class Pager {
 
   start(stretch: Stretch): Promise<Pending> {
     this.#unsent = true;
-    const fetching = fetchStretch(this.plan, stretch);
+    const { plan } = this;
+    // A page from the end asks one row more than its own (see table.ts): within the cap, or not at all.
+    const fromEnd = this.fromEnd(stretch) && stretch.count < plan.sizer.cap;
+    const fetching = fetchStretch(plan, stretch, fromEnd);
     // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
     fetching.catch(() => {});
+    if (fromEnd) this.#fromEnd.set(fetching, stretch as PageStretch);
     return fetching;
+  }
+
+  /** Whether a stretch is to be asked from the table's end (from-end.ts), its rows read as they arrive. */
+  fromEnd(stretch: Stretch): stretch is { offset: number; count: number } {
+    const { plan } = this;
+    return (
+      "offset" in stretch &&
+      plan.stream !== undefined &&
+      plan.reader !== undefined &&
+      asksFromEnd(plan.fromEnd, stretch, heldRoom())
+    );
+  }
+
+  /** A streamed page's batch handed on: what a row costs to hold, before a page is asked from the end. */
+  measured(batch: Batch): void {
+    if (Array.isArray(batch) || this.plan.fromEnd === undefined) return;
+    this.#outputBytes += batch.bytes.length;
+    this.#outputRows += batch.rows;
+    if (this.#outputRows >= 1000) this.plan.fromEnd.outputPerRow = this.#outputBytes / this.#outputRows;
+  }
+
+  /**
+   * A page asked from the table's end did not follow on, or outgrew its room: it and every page
+   * still in flight from the end are asked by offset instead, and no more from the end. `stretch`
+   * (the page's) is fetched next.
+   */
+  turnAround(stretch: PageStretch): void {
+    this.plan.fromEnd!.off = true;
+    for (let k = 0; k < this.inflight.length; k++) {
+      const asked = this.inflight[k]!;
+      const again = this.#fromEnd.get(asked);
+      if (again === undefined) continue;
+      this.inflight[k] = this.start(again);
+      // Its answer is not wanted: let the connection go.
+      asked.then((pending) => (typeof pending === "function" ? undefined : letGo(pending))).catch(() => {});
+    }
+    this.#fromEnd.clear();
+    this.inflight.unshift(this.start(stretch));
   }
 
   /**
@@ -489,6 +558,7 @@ async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<
   const { plan } = pager;
   pager.fill(1);
   await pager.send();
+  if (current.fromEnd === true) return yield* fromEndPage(pager, current);
   const from = pager.seen;
   let lastId: number | undefined;
   let result: SearchResult | undefined;
@@ -500,6 +570,7 @@ async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<
     }
     lastId = plan.pageOf({ fields: [], records: [], copy: () => next.value }).lastId;
     paging.set(plan, Date.now());
+    pager.measured(next.value.page);
     yield pager.handOn(next.value.page, lastId);
     if (pager.seen >= plan.wanted) break;
   }
@@ -511,6 +582,53 @@ async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<
     yield pager.handOn(page.batch, lastId);
   }
   return pager.following(fetched(plan, current.stretch, result, { rows: pager.seen - from, lastId }), 0);
+}
+
+/** Stops reading a streamed page whose rows are not wanted, its answer's connection let go. */
+async function letGo(page: Streaming): Promise<void> {
+  await page.pages.return(undefined as unknown as SearchResult);
+}
+
+/**
+ * A page asked from the table's end (from-end.ts): held as it arrives, then, if it follows on from
+ * the last row handed on, handed on reversed; otherwise asked again by offset (`turnAround`).
+ * Returns as `streamingPage` does.
+ */
+async function* fromEndPage(pager: Pager, current: Streaming): AsyncGenerator<Batch, boolean | undefined, undefined> {
+  const { plan } = pager;
+  const held = new HeldPage();
+  // Estimated before it was asked: rows wider than the pages before them may pass that.
+  const room = 1.5 * heldRoom();
+  let result: SearchResult | undefined;
+  let largest: number | undefined;
+  try {
+    for (;;) {
+      const next = await current.pages.next();
+      if (next.done) {
+        result = next.value;
+        break;
+      }
+      held.hold(next.value);
+      paging.set(plan, Date.now());
+      if (held.bytes > room) break;
+    }
+    // An answer that could not be read as it arrived was read whole.
+    if (result?.copy !== undefined) held.hold(result.copy());
+    largest = result === undefined ? undefined : held.follows(plan.position.lastId, current.stretch.count);
+    if (result === undefined || largest === undefined) {
+      if (result === undefined) await letGo(current);
+      held.drop();
+      pager.turnAround(current.stretch);
+      return false;
+    }
+    for (const { batch, lastId } of held.inOrder()) {
+      yield pager.handOn(batch, lastId);
+      if (pager.seen >= plan.wanted) return undefined;
+    }
+  } finally {
+    held.drop();
+  }
+  return pager.following(fetched(plan, current.stretch, result, { rows: current.stretch.count, lastId: largest }), 0);
 }
 
 /**

@@ -9,6 +9,7 @@ import { idPagingOf, openFirstPage } from "./first-page.ts";
 import { checkCount, checkSubrequests, laterPageRows, pageTarget } from "./limits.ts";
 import { segmentsFrom, splitAtNulls, type Segment } from "./nulls-last.ts";
 import { PageSizer } from "./page-budget.ts";
+import type { FromEnd } from "./from-end.ts";
 import { readPages, type Page, type Position } from "./paging.ts";
 import { explainRefusal } from "./refusals.ts";
 import { baseRequest, firstFormat, idOf, lastIdOf, requestedFields } from "./requests.ts";
@@ -52,6 +53,12 @@ export interface PagingOptions {
   concurrency: number;
   /** Ask later pages as CSV text and rewrite them with this instead of encoding rows. */
   passthrough?: PassthroughFactory;
+  /**
+   * The passthrough's batches are rows' output bytes, which may be held and handed on in another
+   * order, or dropped unread (pages asked from the table's end: from-end.ts). Not an aggregate's,
+   * whose reader folds rows as it reads them.
+   */
+  reorderable?: boolean;
   /** Upstream requests one export may make (the Workers plan's subrequest limit). */
   subrequestLimit: number;
   signal?: AbortSignal;
@@ -172,17 +179,25 @@ function judgeFirstPage(
     pageRows: laterPageRows(first, firstRows.length, firstLimit, options),
     listIdCost: listIdCost(site.facts.version),
   };
-  // Without range filters, pages carry `_id` only where lists could pay even if every `_id` were a row.
+  // Without range filters, pages carry `_id` where lists could pay even if every `_id` were a row;
+  // otherwise where offset pages past the middle may be asked from the table's end (from-end.ts),
+  // which counts back from an exact count and streams pages (the CSV readers).
   const lists = byId === "lists" && count.exact && listsPay(costs, rows - firstRows.length, 1);
-  const pagedBy = byId === "ranges" ? "ranges" : lists ? "lists" : undefined;
+  const ends =
+    byId === "lists" &&
+    count.exact &&
+    count.total !== undefined &&
+    options.passthrough !== undefined &&
+    options.reorderable === true;
+  const pagedBy = byId === "ranges" ? "ranges" : lists ? "lists" : ends ? "ends" : undefined;
   const later = laterPages(base, first, columns, pagedBy, options.resume, options.passthrough);
   const after = later.byId && full ? lastIdOf(first) : undefined;
   // The split's requests come out of the same budget.
   const budget =
     moved === undefined ? options : { ...options, subrequestLimit: options.subrequestLimit - moved.split.requests };
-  // Pages by `_id` may each end part-way: twice the requests.
+  // Pages by `_id` may each end part-way: twice the requests (offset pages from the end do not).
   const pagesPlanned = full
-    ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined, budget)
+    ? checkSubrequests(first, firstRows.length, firstLimit, rows, after !== undefined && pagedBy !== "ends", budget)
     : 0;
   // Without range filters CKAN counts exactly (a count(*)): counted again, it tells whether rows were added.
   const countTail = byId === "lists" && count.exact ? count.total : undefined;
@@ -202,7 +217,7 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
   const strategy: PagingStrategy =
     moved !== undefined
       ? "nulls-last"
-      : after === undefined
+      : after === undefined || later.byId === "ends"
         ? "offset"
         : later.byId === "ranges"
           ? "id-ranges"
@@ -238,9 +253,24 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
     pageOf: later.pageOf,
     firstLastId: after,
     position,
+    ...fromEndOf(opening, judged),
     ...(later.reader !== undefined ? { reader: later.reader } : {}),
     ...(later.stream !== undefined ? { stream: later.stream } : {}),
   });
+}
+
+/**
+ * Whether offset pages past the table's middle go from its end (from-end.ts): pages carry `_id`,
+ * CKAN counted exactly, and the export goes past the middle (one that ends before never does).
+ */
+function fromEndOf({ options, wanted, sizer }: Opening, { later, after, count }: Judged): { fromEnd?: FromEnd } {
+  const { total, available } = count;
+  if (later.byId !== "ends" || after === undefined || total === undefined || available === undefined) return {};
+  if (options.pageSize <= 1 || 2 * (total - available + Math.min(available, wanted)) <= total) return {};
+  // A page from the end carries the row before it too: pages a row short of the cap (CKAN's
+  // rows_max) leave room for it.
+  sizer.spareOneRow();
+  return { fromEnd: { total, off: false, outputPerRow: undefined } };
 }
 
 /**
@@ -312,12 +342,12 @@ function laterPages(
   request: SearchRequest,
   first: SearchResult,
   columns: Column[],
-  byIdAsked: "ranges" | "lists" | undefined,
+  byIdAsked: "ranges" | "lists" | "ends" | undefined,
   resume: Resume | undefined,
   passthroughFactory: PassthroughFactory | undefined,
 ): {
   base: SearchRequest;
-  byId: "ranges" | "lists" | undefined;
+  byId: "ranges" | "lists" | "ends" | undefined;
   pageOf: (result: SearchResult) => Page;
   reader: RecordsReader | undefined;
   stream: (() => RecordsStream) | undefined;

@@ -43,7 +43,11 @@ export interface OpenExport {
 /** CKAN's CSV pages read by `reader`'s readers, whole or as their answers arrive (one export's guesses of row ends: csv-records.ts). */
 function csvPages(reader: () => RecordsReader): ReturnType<PassthroughFactory> {
   const guess = new RowEndGuesses();
-  return { recordsFormat: "csv", read: reader(), stream: () => new CsvRecordsStream(reader(), { guess }) };
+  return {
+    recordsFormat: "csv",
+    read: reader(),
+    stream: () => new CsvRecordsStream(reader(), { guess }),
+  };
 }
 
 /**
@@ -52,18 +56,29 @@ function csvPages(reader: () => RecordsReader): ReturnType<PassthroughFactory> {
  * of rows costs several times its bytes in heap); JSON, NDJSON and XLSX take CKAN's CSV pages too and
  * write each record (a sheet row) from their bytes; the decimal comma and Parquet encode rows.
  */
-function passthroughFor(query: ExportQuery, config: ExportSettings): { passthrough: PassthroughFactory } | undefined {
+function passthroughFor(
+  query: ExportQuery,
+  config: ExportSettings,
+): { passthrough: PassthroughFactory; reorderable: true } | undefined {
+  // Each reader's batches are rows' output bytes: a page may be held and handed on reversed (reorderable).
   if (config.jsonPassthrough && (query.format === "json" || query.format === "ndjson")) {
     const ndjson = query.format === "ndjson";
-    return { passthrough: (incoming, dropFrom) => csvPages(() => jsonCsvReader(incoming, dropFrom, ndjson)) };
+    return {
+      passthrough: (incoming, dropFrom) => csvPages(() => jsonCsvReader(incoming, dropFrom, ndjson)),
+      reorderable: true,
+    };
   }
   if (config.csvPassthrough && query.format === "xlsx")
-    return { passthrough: (incoming, dropFrom) => csvPages(() => xlsxCsvReader(incoming, dropFrom)) };
+    return {
+      passthrough: (incoming, dropFrom) => csvPages(() => xlsxCsvReader(incoming, dropFrom)),
+      reorderable: true,
+    };
   if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".")
     return undefined;
   const { delimiter, formulaGuard } = query.options;
   return {
     passthrough: (incoming, dropFrom) => csvPages(() => csvRecordsReader(incoming, dropFrom, formulaGuard, delimiter)),
+    reorderable: true,
   };
 }
 

@@ -1,5 +1,5 @@
 import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
-import { cellDigits, pageBuffer, readCell, scanned } from "./csv-records.ts";
+import { copiedPage, pageBuffer, readCell, scanned } from "./csv-records.ts";
 import { isJsonType, isPlainNumber } from "../rows/values.ts";
 import { BACKSLASH, COMMA, CR, LF, NotTheJson, QUOTE, SPACE, TAB } from "../rows/json-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -67,6 +67,7 @@ function readPage(b: Uint8Array, at: number, how: Passthrough): ReturnType<Recor
   let rows = 0;
   let lastStart = -1;
   let lastEnd = -1;
+  let firstStart = -1;
   let column = 0;
   let i = at + 1;
   for (;;) {
@@ -84,6 +85,7 @@ function readPage(b: Uint8Array, at: number, how: Passthrough): ReturnType<Recor
     if (column === width - 1) {
       lastStart = cellAt;
       lastEnd = i;
+      if (firstStart < 0) firstStart = cellAt;
     }
     // PostgreSQL's COPY quotes a lone column's value `\.` (its end-of-data marker); papaparse does not.
     if (quoted && width === 1 && unquotedMarker(out, cell, o)) {
@@ -106,11 +108,7 @@ function readPage(b: Uint8Array, at: number, how: Passthrough): ReturnType<Recor
   }
   if (column !== 0) throw new NotTheJson("the last row has no line end");
   if (rows > 0) how.bytesPerRow = (i - at) / rows;
-  return {
-    page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
-    end: i + 1,
-    lastId: cellDigits(b, lastStart, lastEnd),
-  };
+  return copiedPage(out, o, ends, rows, i + 1, { b, firstStart, lastStart, lastEnd });
 }
 
 /**

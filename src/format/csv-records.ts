@@ -198,6 +198,27 @@ export function endOfCell(b: Uint8Array, i: number): number {
 export const pageBuffer = (size: number, bytesPerRow: number, growth: number): Uint8Array<ArrayBuffer> =>
   ownedBytes(Math.ceil(size + (size / (bytesPerRow || 32)) * growth) + 64);
 
+/**
+ * A read's result: the output's first `o` bytes, its `rows` row ends, where the records ended in the
+ * answer, and the first and last rows' `_id`s, from where their last cells start in the answer `b`.
+ */
+export function copiedPage(
+  out: Uint8Array,
+  o: number,
+  ends: Uint32Array,
+  rows: number,
+  end: number,
+  ids: { b: Uint8Array; firstStart: number; lastStart: number; lastEnd: number },
+): CopiedRecords {
+  return {
+    page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
+    end,
+    lastId: cellDigits(ids.b, ids.lastStart, ids.lastEnd),
+    // The first row's last cell ends at its row's end (cellDigits stops there).
+    firstId: cellDigits(ids.b, ids.firstStart, ids.b.length),
+  };
+}
+
 /** The text of the digits cell at [start, end) of the records (an `_id`: its text is its bytes). */
 export function cellDigits(b: Uint8Array, start: number, end: number): string | undefined {
   if (start < 0) return undefined;

@@ -1,6 +1,6 @@
 import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import {
-  cellDigits,
+  copiedPage,
   doubledQuote,
   endOfCell,
   firstFlagged,
@@ -91,6 +91,7 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
   let rows = 0;
   let lastStart = -1;
   let lastEnd = -1;
+  let firstStart = -1;
   let column = 0;
   let i = at + 1;
   for (;;) {
@@ -118,6 +119,7 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
     if (column === width - 1) {
       lastStart = start;
       lastEnd = i;
+      if (firstStart < 0) firstStart = start;
     }
     if (scanned.ended) {
       if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
@@ -130,11 +132,7 @@ function readPage(b: Uint8Array, at: number, how: JsonFromCsv): ReturnType<Recor
     }
   }
   if (rows > 0) how.bytesPerRow = (i - at) / rows;
-  return {
-    page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
-    end: i + 1,
-    lastId: cellDigits(b, lastStart, lastEnd),
-  };
+  return copiedPage(out, o, ends, rows, i + 1, { b, firstStart, lastStart, lastEnd });
 }
 
 /**

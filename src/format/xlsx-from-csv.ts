@@ -2,7 +2,7 @@ import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batc
 import { NotTheJson } from "../rows/json-bytes.ts";
 import { ownedBytes } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
-import { cellDigits, firstFlagged, hasByte, readCell, scanned, wordsOut } from "./csv-records.ts";
+import { copiedPage, firstFlagged, hasByte, readCell, scanned, wordsOut } from "./csv-records.ts";
 import {
   type CellKind,
   cellKind,
@@ -383,6 +383,7 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
     let rows = 0;
     let lastStart = -1;
     let lastEnd = -1;
+    let firstStart = -1;
     let column = 0;
     let i = at + 1;
     for (;;) {
@@ -411,6 +412,7 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
       if (column === width - 1) {
         lastStart = start;
         lastEnd = i;
+        if (firstStart < 0) firstStart = start;
       }
       if (scanned.ended) {
         if (column !== width - 1) throw new NotTheJson(`a row has ${column + 1} cells for ${width} columns`);
@@ -421,10 +423,6 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
       } else column++;
     }
     if (length - at > 1 && o > 0) ratio = Math.max(1, o / (length - at));
-    return {
-      page: { bytes: out.subarray(0, o), rows, ends: ends.subarray(0, rows) },
-      end: i + 1,
-      lastId: cellDigits(b, lastStart, lastEnd),
-    };
+    return copiedPage(out, o, ends, rows, i + 1, { b, firstStart, lastStart, lastEnd });
   };
 }

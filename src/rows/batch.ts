@@ -14,11 +14,13 @@ export type Batch = Row[] | PassedBytes;
 
 export const batchRows = (batch: Batch): number => (Array.isArray(batch) ? batch.length : batch.rows);
 
-/** The records of one answer turned into output bytes, where they end in the answer, and the last `_id`'s text. */
+/** The records of one answer turned into output bytes, where they end in the answer, and the first and last `_id`s' text. */
 export interface CopiedRecords {
   page: PassedBytes;
   end: number;
   lastId: string | undefined;
+  /** The first row's `_id`: a page asked from the table's end is checked by both (see ckan/from-end.ts). */
+  firstId?: string | undefined;
 }
 
 /** Reads the records value at `at` of CKAN's answer bytes into output bytes (throws NotTheJson for another shape). */
