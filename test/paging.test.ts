@@ -269,6 +269,63 @@ describe("paging", () => {
       expect(calls.some((c) => c.body.sort === "_id" && c.body.offset === offset)).toBe(true);
       expect(fromEnd(calls).length).toBeLessThanOrEqual(3);
     });
+
+    it("are not asked where the subrequests one request may make would not cover asking them again", async () => {
+      // 20,021 rows: the first page and 20 more by offset, the count beside them; from the end, pages
+      // a row shorter and the window's pages asked again would need 26.
+      const { get, calls } = harness({ env: { ...env, SUBREQUEST_LIMIT: "24" } });
+      const expected = ids(await (await harness({ env }).get(`${path("csv")}&sort=_id`)).text());
+      expect(ids(await (await get(path("csv"))).text())).toEqual(expected);
+      expect(fromEnd(calls)).toEqual([]);
+      const roomy = harness({ env: { ...env, SUBREQUEST_LIMIT: "26" } });
+      expect(ids(await (await roomy.get(path("csv"))).text())).toEqual(expected);
+      expect(fromEnd(roomy.calls).length).toBeGreaterThan(0);
+    });
+
+    it("let the connections of the pages from the end they ask again go, never leaving them unread", async () => {
+      const expected = ids(await (await harness({ env }).get(`${path("csv")}&sort=_id`)).text());
+      let answered = 0;
+      const bodies: { state: "unread" | "reading" | "read" | "cancelled" }[] = [];
+      const { get } = harness({
+        env,
+        fault: async (_n, body) => {
+          if (body.sort !== "_id desc" || body.limit === 1) return undefined;
+          const first = answered++ === 0;
+          // The first page from the end comes late and does not follow on: the others are in flight by then.
+          if (first) await new Promise((resolve) => setTimeout(resolve, 100));
+          const asked = first ? { ...body, offset: (body.offset as number) - 1 } : body;
+          const upstream = await harness().emulator.fetch(
+            new Request("http://ckan.test/api/action/datastore_search", {
+              method: "POST",
+              body: JSON.stringify(asked),
+            }),
+          );
+          const entry: (typeof bodies)[number] = { state: "unread" };
+          bodies.push(entry);
+          const reader = upstream.body!.getReader();
+          const stream = new ReadableStream<Uint8Array>(
+            {
+              async pull(controller) {
+                entry.state = "reading";
+                const { done, value } = await reader.read();
+                if (done) {
+                  entry.state = "read";
+                  controller.close();
+                } else controller.enqueue(value);
+              },
+              cancel() {
+                entry.state = "cancelled";
+              },
+            },
+            { highWaterMark: 0 },
+          );
+          return new Response(stream, { headers: upstream.headers, status: upstream.status });
+        },
+      });
+      expect(ids(await (await get(path("csv"))).text())).toEqual(expected);
+      expect(bodies.length).toBeGreaterThan(1);
+      expect(bodies.filter((b) => b.state === "unread" || b.state === "reading")).toEqual([]);
+    });
   });
 
   it("before CKAN 2.12 still reads rows added past CKAN's count, once counting again says they are there", async () => {

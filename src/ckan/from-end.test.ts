@@ -73,14 +73,17 @@ describe("a page asked from the table's end", () => {
     expect(held.follows(7, 2)).toBe(30);
   });
 
-  it("frees what it holds when dropped", () => {
+  it("holds each batch reversed in buffers of its size, the reader's freed at once", () => {
     const held = new HeldPage();
     const batch = records([
       ["b", 2],
       ["a", 1],
     ]);
+    const allocated = batch.page.bytes.buffer.byteLength;
     held.hold(batch);
-    held.drop();
     expect(batch.page.bytes.length).toBe(0);
+    // "a\r\nb\r\n" and two row ends.
+    expect(held.bytes).toBe(6 + 8);
+    expect(allocated).toBeGreaterThan(6);
   });
 });

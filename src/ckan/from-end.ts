@@ -1,6 +1,7 @@
-import { leadingRows, rowEnds, type CopiedRecords, type PassedBytes } from "../rows/batch.ts";
+import { rowEnds, type CopiedRecords, type PassedBytes } from "../rows/batch.ts";
 import { ownedBytes, release } from "../rows/owned-bytes.ts";
 import { idOf } from "./requests.ts";
+import { trailingRows } from "./streamed-page.ts";
 import type { SearchRequest } from "./types.ts";
 
 // Offset pages past the middle of a table in `_id` order, asked from its end (CKAN before 2.12).
@@ -10,7 +11,8 @@ import type { SearchRequest } from "./types.ts";
 // such a page comes in the wrong order, so it is held until it has all arrived, then handed on
 // reversed, and it is used only where the isolate has room to hold it (`asksFromEnd`). It carries
 // one row more, the last row handed on before it: the page is used only if that row is where it
-// should be (`HeldPage.follows`), so a table changed under the export is never read wrong.
+// should be (`HeldPage.follows`), so a table changed since CKAN counted it is not read through pages
+// from the end (it is then read by offset, as before).
 
 /** An export's pages asked from the table's end. */
 export interface FromEnd {
@@ -45,20 +47,34 @@ export function fromEndRequest(
   return { ...base, sort: "_id desc", offset: total - stretch.offset - stretch.count, limit: stretch.count + 1 };
 }
 
+/** A held batch: its rows already in table order, the last one's `_id`, and the first's (CKAN's `firstId`, `lastId`). */
+interface Held {
+  page: PassedBytes;
+  smallest: string | undefined;
+  largest: string | undefined;
+}
+
 /**
  * A page asked from the table's end, held as it arrives: its batches in CKAN's order, the largest
- * `_id` first. Every buffer it holds is the export's own, freed here unless handed on.
+ * `_id` first, each reversed as it comes into buffers of its exact size (a reader's are sized for
+ * the worst case, up to 2.6 times the bytes). Every buffer it holds is the export's own, freed here
+ * unless handed on.
  */
 export class HeldPage {
-  readonly #batches: CopiedRecords[] = [];
+  readonly #batches: Held[] = [];
+  /** Bytes held, row ends included. */
   bytes = 0;
   rows = 0;
 
   hold(records: CopiedRecords): void {
-    if (records.page.rows === 0) return;
-    this.#batches.push(records);
-    this.bytes += records.page.bytes.length;
-    this.rows += records.page.rows;
+    const { page } = records;
+    const kept = page.rows > 0 ? reversed(page) : undefined;
+    release(page.bytes);
+    release(page.ends);
+    if (kept === undefined) return;
+    this.#batches.push({ page: kept, smallest: records.lastId, largest: records.firstId });
+    this.bytes += kept.bytes.buffer.byteLength + kept.ends.buffer.byteLength;
+    this.rows += kept.rows;
   }
 
   /**
@@ -69,39 +85,42 @@ export class HeldPage {
    */
   follows(lastId: number | undefined, count: number): number | undefined {
     if (lastId === undefined || this.rows !== count + 1) return undefined;
-    const largest = idOf(this.#batches[0]?.firstId);
-    return idOf(this.#batches.at(-1)?.lastId) === lastId && largest !== undefined && largest > lastId
+    const largest = idOf(this.#batches[0]?.largest);
+    return idOf(this.#batches.at(-1)?.smallest) === lastId && largest !== undefined && largest > lastId
       ? largest
       : undefined;
   }
 
   /**
    * The rows in table order without the one handed on already, batch by batch, each with its last
-   * `_id`; each held batch freed once copied.
+   * `_id`; each handed over to the caller (no longer held).
    */
   *inOrder(): Generator<{ batch: PassedBytes; lastId: number | undefined }, void, undefined> {
     let first = true;
     while (this.#batches.length > 0) {
-      const records = this.#batches.pop()!;
-      const page = first ? (leadingRows(records.page, records.page.rows - 1) as PassedBytes) : records.page;
-      first = false;
-      const batch = page.rows > 0 ? reversed(page) : undefined;
-      release(records.page.bytes);
-      release(records.page.ends);
-      if (batch !== undefined) yield { batch, lastId: idOf(records.firstId) };
+      const held = this.#batches.pop()!;
+      let batch = held.page;
+      if (first) {
+        // The row handed on already, first in table order: its bytes stay in the buffer, unsent.
+        batch = trailingRows(held.page, 1);
+        release(held.page.ends);
+        first = false;
+      }
+      if (batch.rows > 0) yield { batch, lastId: idOf(held.largest) };
+      else release(held.page.bytes);
     }
   }
 
   /** Frees what is still held (the page was not handed on, or only part of it). */
   drop(): void {
-    for (const records of this.#batches.splice(0)) {
-      release(records.page.bytes);
-      release(records.page.ends);
+    for (const held of this.#batches.splice(0)) {
+      release(held.page.bytes);
+      release(held.page.ends);
     }
   }
 }
 
-/** A batch's rows in the opposite order. */
+/** A batch's rows in the opposite order, in buffers of their size. */
 function reversed(page: PassedBytes): PassedBytes {
   const bytes = ownedBytes(page.bytes.length);
   const ends = rowEnds(Math.max(1, page.rows));

@@ -123,6 +123,8 @@ interface Fetched {
 interface Streaming {
   stretch: PageStretch;
   pages: AsyncGenerator<CopiedRecords, SearchResult, undefined>;
+  /** The request's response, whose body `pages` reads once it starts. */
+  opened: Promise<Response>;
   /** Asked from the table's end: held until it has all arrived, then handed on reversed. */
   fromEnd?: true;
 }
@@ -160,6 +162,7 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch, fromEnd = false): 
         { client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader },
         opened,
       ),
+      opened,
       ...(fromEnd ? { fromEnd: true as const } : {}),
     };
   }
@@ -440,6 +443,13 @@ class Pager {
     );
   }
 
+  /** The next stretch in table order, no longer in flight. */
+  next(): Promise<Pending> | undefined {
+    const next = this.inflight.shift();
+    if (next !== undefined) this.#fromEnd.delete(next);
+    return next;
+  }
+
   /** A streamed page's batch handed on: what a row costs to hold, before a page is asked from the end. */
   measured(batch: Batch): void {
     if (Array.isArray(batch) || this.plan.fromEnd === undefined) return;
@@ -587,6 +597,10 @@ async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<
 /** Stops reading a streamed page whose rows are not wanted, its answer's connection let go. */
 async function letGo(page: Streaming): Promise<void> {
   await page.pages.return(undefined as unknown as SearchResult);
+  // A page never started never read its body, which would hold the connection (and CKAN writing
+  // to it) until the export ends; a started one's reader was cancelled by `return` (and locks it).
+  const response = await page.opened.catch(() => undefined);
+  if (response?.body?.locked === false) await response.body.cancel().catch(() => {});
 }
 
 /**
@@ -648,7 +662,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
         pager.planner = await plan.stretches;
         pager.fill();
       }
-      const next = pager.inflight.shift();
+      const next = pager.next();
       if (last || next === undefined) return;
       await pager.send();
       const pending = await next;

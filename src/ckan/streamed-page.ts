@@ -75,6 +75,13 @@ export function trailingRows(page: PassedBytes, from: number): PassedBytes {
 export const laterRows = (batch: Batch, from: number): Batch =>
   Array.isArray(batch) ? batch.slice(from) : trailingRows(batch, from);
 
+/** `records` without its first `skip` rows (an earlier answer handed them on), undefined if none are left. */
+function withoutFirst(records: CopiedRecords, skip: number): CopiedRecords | undefined {
+  if (skip >= records.page.rows) return undefined;
+  // Its first `_id` is no longer its first row's.
+  return skip > 0 ? { ...records, page: trailingRows(records.page, skip), firstId: undefined } : records;
+}
+
 /**
  * One page read as its answer arrives (`opened`: the request already in flight): whole rows as they
  * complete, then the answer's result (records read into rows already, or, for an answer that could
@@ -94,12 +101,8 @@ export async function* streamedPage(
     /** The rows of `records` no earlier answer handed on. */
     const unseen = (records: CopiedRecords | undefined): CopiedRecords | undefined => {
       if (records === undefined) return undefined;
-      const rows = records.page.rows;
-      const fresh =
-        seen + rows <= handed
-          ? undefined
-          : { ...records, page: trailingRows(records.page, Math.max(0, handed - seen)) };
-      seen += rows;
+      const fresh = withoutFirst(records, handed - seen);
+      seen += records.page.rows;
       if (fresh !== undefined) handed += fresh.page.rows;
       return fresh;
     };

@@ -263,10 +263,16 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
  * Whether offset pages past the table's middle go from its end (from-end.ts): pages carry `_id`,
  * CKAN counted exactly, and the export goes past the middle (one that ends before never does).
  */
-function fromEndOf({ options, wanted, sizer }: Opening, { later, after, count }: Judged): { fromEnd?: FromEnd } {
+function fromEndOf({ options, wanted, sizer }: Opening, judged: Judged): { fromEnd?: FromEnd } {
+  const { later, after, count, costs } = judged;
   const { total, available } = count;
   if (later.byId !== "ends" || after === undefined || total === undefined || available === undefined) return {};
-  if (options.pageSize <= 1 || 2 * (total - available + Math.min(available, wanted)) <= total) return {};
+  const rows = Math.min(available, wanted);
+  if (options.pageSize <= 1 || costs.pageRows <= 1 || 2 * (total - available + rows) <= total) return {};
+  // Within the subrequests one request may make (limits.ts), even with pages a row shorter and,
+  // should a page not follow on, the window's pages asked again by offset.
+  const pages = Math.ceil(Math.max(0, rows - costs.firstRows) / (costs.pageRows - 1));
+  if (1 + pages + Math.max(1, options.concurrency) + 2 > options.subrequestLimit) return {};
   // A page from the end carries the row before it too: pages a row short of the cap (CKAN's
   // rows_max) leave room for it.
   sizer.spareOneRow();
