@@ -183,12 +183,7 @@ function judgeFirstPage(
   // otherwise where offset pages past the middle may be asked from the table's end (from-end.ts),
   // which counts back from an exact count and streams pages (the CSV readers).
   const lists = byId === "lists" && count.exact && listsPay(costs, rows - firstRows.length, 1);
-  const ends =
-    byId === "lists" &&
-    count.exact &&
-    count.total !== undefined &&
-    options.passthrough !== undefined &&
-    options.reorderable === true;
+  const ends = byId === "lists" && !lists && fromEndPays(options, count, rows, costs);
   const pagedBy = byId === "ranges" ? "ranges" : lists ? "lists" : ends ? "ends" : undefined;
   const later = laterPages(base, first, columns, pagedBy, options.resume, options.passthrough);
   const after = later.byId && full ? lastIdOf(first) : undefined;
@@ -260,23 +255,33 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
 }
 
 /**
- * Whether offset pages past the table's middle go from its end (from-end.ts): pages carry `_id`,
- * CKAN counted exactly, and the export goes past the middle (one that ends before never does).
+ * Whether offset pages past the table's middle may go from its end (from-end.ts), so that pages
+ * carry `_id`: CKAN counted exactly, the pages stream as bytes that may be reordered, and the
+ * export's `rows` go past the middle (one that ends before never asks from the end).
  */
-function fromEndOf({ options, wanted, sizer }: Opening, judged: Judged): { fromEnd?: FromEnd } {
-  const { later, after, count, costs } = judged;
+function fromEndPays(
+  options: PagingOptions,
+  count: { total: number | undefined; available: number | undefined; exact: boolean },
+  rows: number,
+  costs: { firstRows: number; pageRows: number },
+): boolean {
   const { total, available } = count;
-  if (later.byId !== "ends" || after === undefined || total === undefined || available === undefined) return {};
-  const rows = Math.min(available, wanted);
-  if (options.pageSize <= 1 || costs.pageRows <= 1 || 2 * (total - available + rows) <= total) return {};
+  if (!count.exact || total === undefined || available === undefined) return false;
+  if (options.passthrough === undefined || options.reorderable !== true) return false;
+  if (options.pageSize <= 1 || costs.pageRows <= 1 || 2 * (total - available + rows) <= total) return false;
   // Within the subrequests one request may make (limits.ts), even with pages a row shorter and,
   // should a page not follow on, the window's pages asked again by offset.
   const pages = Math.ceil(Math.max(0, rows - costs.firstRows) / (costs.pageRows - 1));
-  if (1 + pages + Math.max(1, options.concurrency) + 2 > options.subrequestLimit) return {};
+  return 1 + pages + Math.max(1, options.concurrency) + 2 <= options.subrequestLimit;
+}
+
+/** An export whose pages go from the table's end past its middle (see `fromEndPays`). */
+function fromEndOf({ sizer }: Opening, { later, after, count }: Judged): { fromEnd?: FromEnd } {
+  if (later.byId !== "ends" || after === undefined || count.total === undefined) return {};
   // A page from the end carries the row before it too: pages a row short of the cap (CKAN's
   // rows_max) leave room for it.
   sizer.spareOneRow();
-  return { fromEnd: { total, off: false, outputPerRow: undefined } };
+  return { fromEnd: { total: count.total, off: false, outputPerRow: undefined } };
 }
 
 /**
