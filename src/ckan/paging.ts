@@ -384,9 +384,6 @@ function movingExports(): number {
 const windowNow = (own: number, pageCost: number): number =>
   Math.max(1, Math.min(own, Math.floor(ISOLATE_PAGE_BUDGET / (movingExports() * pageCost))));
 
-/** Pages asked but not yet written, at most, in windows (see `Pager.fill`). */
-export const AHEAD = 2;
-
 /** Output bytes one export may hold to hand a page asked from the table's end on reversed. */
 const heldRoom = (): number => ISOLATE_HELD_BUDGET / movingExports();
 
@@ -408,17 +405,6 @@ class Pager {
   /** Requests started since the isolate last turned to its event loop (see `send`). */
   #unsent: boolean;
 
-  /** Streamed pages asked whose answers have not begun to arrive: in CKAN's hands (see `fill`). */
-  #atCkan = 0;
-  /** Stretches in `inflight` waiting for one of those to answer before they are asked. */
-  readonly #waiting = new Map<Promise<Pending>, () => void>();
-  /** The stretch `next` handed to the loop last: first of those waiting for a worker. */
-  #next: Promise<Pending> | undefined;
-  /** 1 while a streamed page is being read (its request still counts for the planner). */
-  #arriving = 0;
-  /** Set once the loop stopped: an answer arriving late must not ask for more. */
-  #closed = false;
-
   /** Stretches in flight asked from the table's end, to ask by offset instead if that stops (`turnAround`). */
   readonly #fromEnd = new Map<Promise<Pending>, PageStretch>();
   /** Output bytes and rows of the streamed pages handed on, for `FromEnd.outputPerRow`. */
@@ -434,12 +420,7 @@ class Pager {
     this.pageCost = plan.stream !== undefined && plan.reader !== undefined ? STREAMED_PAGE_COST : WHOLE_PAGE_COST;
   }
 
-  /**
-   * Asks for a stretch: now if CKAN has a worker free for it (see `fill`), otherwise once one is.
-   * `key`: the promise `inflight` holds for it, when it waited; "now": asked at once however many are.
-   */
-  start(stretch: Stretch, key?: Promise<Pending> | "now"): Promise<Pending> {
-    if (key === undefined && this.streamed() && this.#atCkan >= this.window()) return this.waiting(stretch);
+  start(stretch: Stretch): Promise<Pending> {
     this.#unsent = true;
     const { plan } = this;
     // A page from the end asks one row more than its own (see table.ts): within the cap, or not at all.
@@ -447,32 +428,8 @@ class Pager {
     const fetching = fetchStretch(plan, stretch, fromEnd);
     // The consumer may stop before awaiting this; a rejection must not go unhandled meanwhile.
     fetching.catch(() => {});
-    if (this.streamed()) {
-      this.#atCkan++;
-      // A failed page frees its worker too: pages waiting behind it must not wait forever.
-      fetching.then(this.answered, this.answered);
-    }
-    if (fromEnd) this.#fromEnd.set(typeof key === "object" ? key : fetching, stretch as PageStretch);
+    if (fromEnd) this.#fromEnd.set(fetching, stretch as PageStretch);
     return fetching;
-  }
-
-  /** A stretch that waits in `inflight`, in its place, for a worker of CKAN's to be free (`fill`). */
-  waiting(stretch: Stretch): Promise<Pending> {
-    let begin!: (asked: Promise<Pending>) => void;
-    const waiting = new Promise<Pending>((resolve) => (begin = resolve));
-    waiting.catch(() => {});
-    this.#waiting.set(waiting, () => begin(this.start(stretch, waiting)));
-    return waiting;
-  }
-
-  /** Pages read as they arrive: their answers wait in their connections, not in the isolate. */
-  streamed(): boolean {
-    return this.pageCost === STREAMED_PAGE_COST;
-  }
-
-  /** Pages the export may have in CKAN's hands at once. */
-  window(): number {
-    return windowNow(this.plan.window, this.pageCost);
   }
 
   /** Whether a stretch is to be asked from the table's end (from-end.ts), its rows read as they arrive. */
@@ -490,9 +447,6 @@ class Pager {
   next(): Promise<Pending> | undefined {
     const next = this.inflight.shift();
     if (next !== undefined) this.#fromEnd.delete(next);
-    this.#next = next;
-    // Handed to the loop, it is still in flight to the planner until it has been read.
-    this.#arriving = next === undefined ? 0 : 1;
     return next;
   }
 
@@ -521,60 +475,23 @@ class Pager {
     }
     this.#fromEnd.clear();
     this.inflight.unshift(this.start(stretch));
-    // Those now waiting for a worker are asked as soon as one is free.
-    this.fill();
-  }
-
-  /** A streamed page's answer began to arrive: CKAN has a worker free for the next page now. */
-  readonly answered = (): void => {
-    this.#atCkan--;
-    this.fill();
-  };
-
-  /** Starts or ends reading a streamed page (see `fill`). */
-  reading(arriving: 0 | 1): void {
-    this.#arriving = arriving;
   }
 
   /**
-   * Asks for pages until `window` are in CKAN's hands. A page read whole counts until it is read (its
-   * answer is held in the isolate); a page read as it arrives only until its answer begins to arrive:
-   * it then waits in its connection, and CKAN's worker is free for the next page while the worker
-   * writes the pages before it (measured: CKAN on 1.35 cores was otherwise left with one request at
-   * a time while the worker wrote a page, bench/RESULTS.md). Stretches that waited for a free
-   * worker (the rest of a page, the count beside the last) go first, in table order; pages asked but
-   * not yet written stay within `AHEAD` windows. The page being read counts to the planner as one in
-   * flight (a page past CKAN's count waits until this one came back full).
+   * `arriving`: the page being written is still arriving. Its request counts as one of the window (a
+   * window of one still asks for the next page meanwhile, as it would for a page read whole), and
+   * to the planner as one in flight (a page past CKAN's count waits until this one came back full).
    */
-  fill(): void {
-    if (this.#closed) return;
-    const arriving = this.#arriving;
-    for (const asked of [this.#next, ...this.inflight]) {
-      const begin = asked === undefined ? undefined : this.#waiting.get(asked);
-      if (asked === undefined || begin === undefined) continue;
-      if (this.#atCkan >= this.window()) return;
-      this.#waiting.delete(asked);
-      begin();
-    }
-    while (this.planner !== undefined) {
-      const window = this.window();
-      const unwritten = this.inflight.length + (window > 1 ? arriving : 0);
-      const computing = this.streamed() ? this.#atCkan + this.#waiting.size : this.inflight.length;
-      if (computing >= window || unwritten >= AHEAD * window) break;
+  fill(arriving = 0): void {
+    for (;;) {
+      const window = windowNow(this.plan.window, this.pageCost);
+      if (this.planner === undefined || this.inflight.length + (window > 1 ? arriving : 0) >= window) break;
       const stretch = this.planner(this.planned, this.inflight.length + arriving);
       if (stretch === undefined) break;
       this.inflight.push(this.start(stretch));
       this.planned += stretch.count;
-      // The check is cheap: it is asked at once, outside the window (see `TailCheck`).
-      if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.start(stretch.beside, "now"));
+      if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.start(stretch.beside));
     }
-  }
-
-  /** The loop stopped: nothing more is asked. */
-  close(): void {
-    this.#closed = true;
-    this.#waiting.clear();
-    this.inflight.length = 0;
   }
 
   /**
@@ -584,11 +501,9 @@ class Pager {
    * export's start, 10-30 ms at each page after).
    */
   async send(): Promise<void> {
-    // Answers arriving meanwhile may ask for more (`answered`): those leave too.
-    while (this.#unsent) {
-      this.#unsent = false;
-      await new Promise((resolve) => setTimeout(resolve, 0));
-    }
+    if (!this.#unsent) return;
+    this.#unsent = false;
+    await new Promise((resolve) => setTimeout(resolve, 0));
   }
 
   /** What the loop does once a page's size is known: the rest of its stretch next, more pages asked for. */
@@ -600,7 +515,6 @@ class Pager {
       // An offset stretch's rest was planned with it; an `_id` range held more rows than foreseen.
       if ("after" in page.rest) this.planned += page.rest.count;
     }
-    this.reading(0);
     if (!last) this.fill();
     return last;
   }
@@ -652,8 +566,7 @@ async function* wholePage(pager: Pager, current: Fetched): AsyncGenerator<Batch,
  */
 async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<Batch, boolean | undefined, undefined> {
   const { plan } = pager;
-  pager.reading(1);
-  pager.fill();
+  pager.fill(1);
   await pager.send();
   if (current.fromEnd === true) return yield* fromEndPage(pager, current);
   const from = pager.seen;
@@ -668,8 +581,6 @@ async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<
     lastId = plan.pageOf({ fields: [], records: [], copy: () => next.value }).lastId;
     paging.set(plan, Date.now());
     pager.measured(next.value.page);
-    // Pages asked as answers arrived (`Pager.answered`) leave before this batch is written.
-    await pager.send();
     yield pager.handOn(next.value.page, lastId);
     if (pager.seen >= plan.wanted) break;
   }
@@ -725,7 +636,6 @@ async function* fromEndPage(pager: Pager, current: Streaming): AsyncGenerator<Ba
       return false;
     }
     for (const { batch, lastId } of held.inOrder()) {
-      await pager.send();
       yield pager.handOn(batch, lastId);
       if (pager.seen >= plan.wanted) return undefined;
     }
@@ -748,7 +658,6 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
       paging.set(plan, Date.now());
       const last = "pages" in current ? yield* streamingPage(pager, current) : yield* wholePage(pager, current);
       if (last === undefined) return;
-      pager.reading(0);
       if (!last && pager.planner === undefined) {
         pager.planner = await plan.stretches;
         pager.fill();
@@ -761,7 +670,7 @@ export async function* readPages(plan: PagePlan): AsyncGenerator<Batch, void, un
     }
   } finally {
     paging.delete(plan);
-    pager.close();
+    pager.inflight.length = 0;
     plan.stop.abort();
   }
 }

@@ -10,7 +10,7 @@ import { checkCount, checkSubrequests, laterPageRows, pageTarget } from "./limit
 import { segmentsFrom, splitAtNulls, type Segment } from "./nulls-last.ts";
 import { PageSizer } from "./page-budget.ts";
 import type { FromEnd } from "./from-end.ts";
-import { AHEAD, readPages, type Page, type Position } from "./paging.ts";
+import { readPages, type Page, type Position } from "./paging.ts";
 import { explainRefusal } from "./refusals.ts";
 import { baseRequest, firstFormat, idOf, lastIdOf, requestedFields } from "./requests.ts";
 import type { CkanSite } from "./site.ts";
@@ -248,7 +248,7 @@ function laterPagesRead(opening: Opening, start: Start, judged: Judged, position
     pageOf: later.pageOf,
     firstLastId: after,
     position,
-    ...fromEndOf(opening, start.first, judged),
+    ...fromEndOf(opening, judged),
     ...(later.reader !== undefined ? { reader: later.reader } : {}),
     ...(later.stream !== undefined ? { stream: later.stream } : {}),
   });
@@ -270,24 +270,18 @@ function fromEndPays(
   if (options.passthrough === undefined || options.reorderable !== true) return false;
   if (options.pageSize <= 1 || costs.pageRows <= 1 || 2 * (total - available + rows) <= total) return false;
   // Within the subrequests one request may make (limits.ts), even with pages a row shorter and,
-  // should a page not follow on, the pages asked ahead (paging.ts) asked again by offset.
+  // should a page not follow on, the window's pages asked again by offset.
   const pages = Math.ceil(Math.max(0, rows - costs.firstRows) / (costs.pageRows - 1));
-  return 1 + pages + AHEAD * Math.max(1, options.concurrency) + 2 <= options.subrequestLimit;
+  return 1 + pages + Math.max(1, options.concurrency) + 2 <= options.subrequestLimit;
 }
 
 /** An export whose pages go from the table's end past its middle (see `fromEndPays`). */
-function fromEndOf({ sizer }: Opening, first: SearchResult, judged: Judged): { fromEnd?: FromEnd } {
-  const { later, after, count, costs } = judged;
+function fromEndOf({ sizer }: Opening, { later, after, count }: Judged): { fromEnd?: FromEnd } {
   if (later.byId !== "ends" || after === undefined || count.total === undefined) return {};
   // A page from the end carries the row before it too: pages a row short of the cap (CKAN's
   // rows_max) leave room for it.
   sizer.spareOneRow();
-  // What a row will cost to hold until streamed pages measure it: the first page's answer (rows as
-  // JSON lists, envelope and all) is mostly larger than the same rows as CKAN's CSV, and a page that
-  // outgrows its room anyway is given up (paging.ts). Pages are asked ahead of any streamed row
-  // handed on, so without an estimate none would go from the end.
-  const outputPerRow = first.responseBytes === undefined ? undefined : first.responseBytes / costs.firstRows;
-  return { fromEnd: { total: count.total, off: false, outputPerRow } };
+  return { fromEnd: { total: count.total, off: false, outputPerRow: undefined } };
 }
 
 /**
