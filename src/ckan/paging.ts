@@ -405,6 +405,8 @@ class Pager {
   /** Requests started since the isolate last turned to its event loop (see `send`). */
   #unsent: boolean;
 
+  /** The count beside a last page from the table's end, not asked unless that page does not follow on (`beside`). */
+  readonly #unasked = new Map<Promise<Pending>, TailCheck>();
   /** Stretches in flight asked from the table's end, to ask by offset instead if that stops (`turnAround`). */
   readonly #fromEnd = new Map<Promise<Pending>, PageStretch>();
   /** Output bytes and rows of the streamed pages handed on, for `FromEnd.outputPerRow`. */
@@ -446,7 +448,10 @@ class Pager {
   /** The next stretch in table order, no longer in flight. */
   next(): Promise<Pending> | undefined {
     const next = this.inflight.shift();
-    if (next !== undefined) this.#fromEnd.delete(next);
+    if (next !== undefined) {
+      this.#fromEnd.delete(next);
+      this.#unasked.delete(next);
+    }
     return next;
   }
 
@@ -467,6 +472,8 @@ class Pager {
     this.plan.fromEnd!.off = true;
     for (let k = 0; k < this.inflight.length; k++) {
       const asked = this.inflight[k]!;
+      const unasked = this.#unasked.get(asked);
+      if (unasked !== undefined) this.inflight[k] = this.start(unasked);
       const again = this.#fromEnd.get(asked);
       if (again === undefined) continue;
       this.inflight[k] = this.start(again);
@@ -474,7 +481,26 @@ class Pager {
       asked.then((pending) => (typeof pending === "function" ? undefined : letGo(pending))).catch(() => {});
     }
     this.#fromEnd.clear();
+    this.#unasked.clear();
     this.inflight.unshift(this.start(stretch));
+  }
+
+  /**
+   * The count asked again beside the last page (see `TailCheck`), unless that page goes from the
+   * table's end and ends at its last row: it is then handed on only if it follows on from the rows
+   * before it (`HeldPage.follows`), so only if no row was added or removed since CKAN counted, which
+   * is what the count would tell, one request (a fixed cost and a count(*)) later. Should the page
+   * not follow on, the count is asked after all (`turnAround`).
+   */
+  beside(stretch: PageStretch & { beside?: TailCheck }, page: Promise<Pending>): Promise<Pending> {
+    const check = stretch.beside!;
+    const ends = this.plan.fromEnd;
+    const last = ends !== undefined && "offset" in stretch && stretch.offset + stretch.count === ends.total;
+    if (!last || check.tail.by !== "count" || !this.#fromEnd.has(page)) return this.start(check);
+    const counted = { fields: [], records: [], total: check.tail.total };
+    const confirmed = Promise.resolve<Pending>(() => tailChecked(this.plan, check, counted));
+    this.#unasked.set(confirmed, check);
+    return confirmed;
   }
 
   /**
@@ -488,9 +514,10 @@ class Pager {
       if (this.planner === undefined || this.inflight.length + (window > 1 ? arriving : 0) >= window) break;
       const stretch = this.planner(this.planned, this.inflight.length + arriving);
       if (stretch === undefined) break;
-      this.inflight.push(this.start(stretch));
+      const page = this.start(stretch);
+      this.inflight.push(page);
       this.planned += stretch.count;
-      if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.start(stretch.beside));
+      if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.beside(stretch, page));
     }
   }
 
