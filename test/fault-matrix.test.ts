@@ -23,14 +23,14 @@ function leaks(text: string): string[] {
 
 const never = (): Promise<Response> => new Promise(() => {});
 
-/** A 200 whose body breaks off after some bytes, as a connection reset mid-answer. */
-function resetMidPage(): Response {
+/** A 200 whose body sends the start of an answer, then what `then` does: an error, or nothing ever again. */
+function midPage(then: (controller: ReadableStreamDefaultController<Uint8Array>) => void | Promise<void>): Response {
   const start = new TextEncoder().encode('{"help": "", "success": true, "result": {"records": "1,2,3\\n4,');
   let sent = false;
   return new Response(
     new ReadableStream<Uint8Array>({
       pull(controller) {
-        if (sent) return controller.error(new TypeError(`Network connection lost (${ALL})`));
+        if (sent) return then(controller);
         sent = true;
         controller.enqueue(start);
       },
@@ -38,6 +38,13 @@ function resetMidPage(): Response {
     { headers: { "content-type": "application/json" } },
   );
 }
+
+/** A connection reset mid-answer. */
+const resetMidPage = (): Response =>
+  midPage((controller) => controller.error(new TypeError(`Network connection lost (${ALL})`)));
+
+/** An answer that stops sending, its connection left open. */
+const stallMidPage = (): Response => midPage(() => new Promise<void>(() => {}));
 
 /** Hostile cells in CKAN's CSV records: a cell that would close its JSON record, formulas. */
 function hostileCells(emulated: Response): Promise<Response> {
@@ -68,6 +75,8 @@ const UPSTREAMS: Record<string, Upstream> = {
     new Response(null, { status: 307, headers: { location: `https://elsewhere.example/steal?${TOKEN}` } }),
   stalls: () => never(),
   "resets mid-page": () => resetMidPage(),
+  // Nothing for UPSTREAM_TIMEOUT_SECONDS while the page is read: broken off, asked again, the same.
+  "stalls mid-page": () => stallMidPage(),
   "sends invalid JSON": () =>
     new Response(`{"success": true, "result": {"fields": [${ALL}`, { headers: { "content-type": "application/json" } }),
   "sends hostile cells": (_, __, emulated) => emulated().then(hostileCells),

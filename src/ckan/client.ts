@@ -156,6 +156,11 @@ type Outcome<T> = { result: T } | { response: Response } | { retry: true; error:
  */
 export class CkanClient {
   readonly stats: UpstreamStats = { requests: 0, bytes: 0, milliseconds: 0 };
+
+  /** How long CKAN may take to answer, or to send more of an answer being read (UPSTREAM_TIMEOUT_SECONDS). */
+  get timeoutMs(): number {
+    return this.#settings.upstreamTimeoutMs;
+  }
   readonly #settings: ClientSettings;
   readonly #fetch: UpstreamFetch;
 
@@ -259,12 +264,19 @@ export class CkanClient {
   async #attempt<T>(call: Call<T>, signal: AbortSignal | undefined): Promise<Outcome<T>> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#settings.apiToken !== undefined) headers.authorization = this.#settings.apiToken;
-    const timeout = AbortSignal.timeout(this.#settings.upstreamTimeoutMs);
+    // CKAN has UPSTREAM_TIMEOUT_SECONDS to answer, and to send an answer read whole; an answer read as
+    // it arrives waits, unread, for its page's turn as long as the pages before it take to write (a
+    // slow download), so from then on only a read that waits that long for bytes fails (streamed-page.ts).
+    const timeout = new AbortController();
+    const timer = setTimeout(
+      () => timeout.abort(new DOMException("CKAN did not answer in time", "TimeoutError")),
+      this.#settings.upstreamTimeoutMs,
+    );
     const request = new Request(call.url, {
       method: "POST",
       headers,
       body: JSON.stringify(call.body),
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
       // A redirect would re-send the query (and the token) to wherever the upstream points: never followed.
       redirect: "manual",
     });
@@ -281,8 +293,9 @@ export class CkanClient {
       bytes = own(new Uint8Array(await Promise.race([response.arrayBuffer(), aborted])));
     } catch (error) {
       signal?.throwIfAborted();
-      return this.#unanswered(error, timeout);
+      return this.#unanswered(error, timeout.signal);
     } finally {
+      clearTimeout(timer);
       this.stats.milliseconds += Date.now() - started;
     }
     this.stats.bytes += bytes.byteLength;

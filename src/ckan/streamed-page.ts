@@ -13,17 +13,26 @@ const READ_BYTES = 256 * 1024;
  * The body's bytes, read into one buffer reused from read to read where the body is a byte stream
  * (fetch's is): each chunk is a view the consumer copies before asking for the next.
  */
-async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array, void, undefined> {
+async function* chunksOf(
+  body: ReadableStream<Uint8Array>,
+  idleMs: number,
+): AsyncGenerator<Uint8Array, void, undefined> {
   let reader: ReadableStreamBYOBReader;
   try {
     reader = body.getReader({ mode: "byob" });
   } catch {
     // Not a byte stream (a test's, or another runtime's): its own chunks, each freed once copied.
-    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-      yield adopt(chunk);
-      release(chunk);
+    const chunks = body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await withinIdle(chunks.read(), idleMs);
+        if (done) return;
+        yield adopt(value);
+        release(value);
+      }
+    } finally {
+      chunks.cancel().catch(() => {});
     }
-    return;
   }
   // Each read hands the buffer back as a new one (the old one detached), the read that finds the end
   // too (empty): that last one holds the buffer and is freed at the end, not left among the
@@ -32,7 +41,7 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
   let ended = false;
   try {
     for (;;) {
-      const { done, value } = await reader.read(new Uint8Array(view.buffer, 0, READ_BYTES));
+      const { done, value } = await withinIdle(reader.read(new Uint8Array(view.buffer, 0, READ_BYTES)), idleMs);
       if (value !== undefined) view = own(value);
       if (done || value === undefined) {
         ended = true;
@@ -44,6 +53,22 @@ async function* chunksOf(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
     // Stopped early (the export ended or failed): the rest of the answer is not wanted.
     if (!ended) reader.cancel().catch(() => {});
     release(view);
+  }
+}
+
+/** An answer that sent nothing for `idleMs` while it was being read broke off, as a reset would. */
+export class AnswerStalled extends Error {}
+
+/** `read`, unless no bytes come for `idleMs` (UPSTREAM_TIMEOUT_SECONDS): CKAN stopped sending. */
+async function withinIdle<T>(read: Promise<T>, idleMs: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const idle = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AnswerStalled(`no bytes from CKAN for ${idleMs / 1000} s`)), idleMs);
+  });
+  try {
+    return await Promise.race([read, idle]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -109,7 +134,7 @@ export async function* streamedPage(
     try {
       const body = response.body;
       if (body !== null) {
-        for await (const chunk of chunksOf(body)) {
+        for await (const chunk of chunksOf(body, fetch.client.timeoutMs)) {
           const fresh = unseen(answer.push(chunk));
           if (fresh !== undefined) yield fresh;
         }
