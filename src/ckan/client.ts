@@ -197,8 +197,9 @@ export class CkanClient {
 
   /**
    * One `datastore_search` whose answer is read as it arrives (ckan/streamed-page.ts): retried and
-   * refused as `search` until CKAN answers 200, then the response with its body unread (the time-out
-   * and `signal` still end its reading). `finished` makes the result once the body is read.
+   * refused as `search` until CKAN answers 200, then the response with its body unread (`signal` still
+   * ends its reading; the time-out no longer does: its reader bounds each read, see streamed-page.ts).
+   * `finished` makes the result once the body is read.
    */
   async open(body: SearchRequest, signal?: AbortSignal): Promise<Response> {
     const url = this.#settings.datastoreSearchUrl;
@@ -268,10 +269,6 @@ export class CkanClient {
     // it arrives waits, unread, for its page's turn as long as the pages before it take to write (a
     // slow download), so from then on only a read that waits that long for bytes fails (streamed-page.ts).
     const timeout = new AbortController();
-    const timer = setTimeout(
-      () => timeout.abort(new DOMException("CKAN did not answer in time", "TimeoutError")),
-      this.#settings.upstreamTimeoutMs,
-    );
     const request = new Request(call.url, {
       method: "POST",
       headers,
@@ -282,6 +279,10 @@ export class CkanClient {
     });
     const started = Date.now();
     this.stats.requests++;
+    const timer = setTimeout(
+      () => timeout.abort(new DOMException("CKAN did not answer in time", "TimeoutError")),
+      this.#settings.upstreamTimeoutMs,
+    );
     let response: Response;
     let bytes: Uint8Array;
     try {

@@ -48,11 +48,24 @@ function byteBody(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
   });
 }
 
+/** A byte stream that sends the first `stallAt` bytes, then nothing more, its connection left open. */
+function stalledByteBody(bytes: Uint8Array, stallAt: number): ReadableStream<Uint8Array> {
+  let sent = false;
+  return new ReadableStream({
+    type: "bytes",
+    pull(controller) {
+      if (sent) return new Promise<void>(() => {});
+      sent = true;
+      controller.enqueue(bytes.slice(0, stallAt));
+    },
+  });
+}
+
 /** A client whose CKAN answers with `bodies` in turn, counting requests. */
-function upstream(bodies: (() => ReadableStream<Uint8Array>)[]) {
+function upstream(bodies: (() => ReadableStream<Uint8Array>)[], settings = config) {
   let requests = 0;
   const client = new CkanClient(
-    config,
+    settings,
     async () =>
       new Response(bodies[Math.min(requests++, bodies.length - 1)]!(), {
         status: 200,
@@ -134,6 +147,18 @@ describe("a page read as CKAN's answer arrives", () => {
     expect(result.rows).toBe(12);
     // The answer (11 KB) never fills the 256 KB read buffer, nor does any other buffer reach its size.
     expect(freed.filter((length) => length === 256 * 1024)).toHaveLength(1);
+  });
+
+  it("asks again for a page whose answer stops sending for UPSTREAM_TIMEOUT_SECONDS while it is read", async () => {
+    // As fetch's body is: a byte stream, read into the reader's own buffer.
+    const quick = parseConfig({
+      CKAN_BASE_URL: "https://portal.example",
+      UPSTREAM_RETRIES: "0",
+      UPSTREAM_TIMEOUT_SECONDS: "1",
+    });
+    const { client, requests } = upstream([() => stalledByteBody(answer, 3000), () => byteBody(answer, 1000)], quick);
+    expect(await read(client)).toEqual({ csv: whole(answer), rows: 12, total: csvAnswer.body.result.total });
+    expect(requests()).toBe(2);
   });
 
   it("fails the export with a 502 once the answer broke off three times", async () => {
