@@ -259,6 +259,10 @@ async function cpuRuns(worker: Wrangler, formats: MemoryFormat[], rows: number):
 
 const mb = (bytes: number): string => (bytes / MB).toFixed(1);
 
+/** Rows in the Paid plan's default 30 s of CPU per invocation, at a run's rows per CPU-second. */
+const rowsIn30s = (r: MemoryRow): string =>
+  (Math.round(((r.rows / r.cpuSeconds) * 30) / 10_000) * 10_000).toLocaleString("en-US");
+
 /** The memory table (markdown), CPU relative to CSV's of the same rows and cap; then CPU alone (`cpuRuns`). */
 export function renderMemory(all: MemoryRow[]): string {
   const alone = all.filter((r) => r.cpuOnly !== undefined);
@@ -267,7 +271,7 @@ export function renderMemory(all: MemoryRow[]): string {
   const csv = alone.find((r) => r.formats[0] === "csv");
   const lines = alone.map(
     (r) =>
-      `| ${r.formats[0]} | ${r.rows.toLocaleString("en-US")} | ${r.cpuSeconds.toFixed(2)} | ${r.cpuOnly!.map((c) => c.toFixed(2)).join(", ")} | ${csv === undefined ? "-" : `${(r.cpuSeconds / csv.cpuSeconds).toFixed(1)}x`} | ${(Math.round(((r.rows / r.cpuSeconds) * 30) / 10_000) * 10_000).toLocaleString("en-US")} |`,
+      `| ${r.formats[0]} | ${r.rows.toLocaleString("en-US")} | ${r.cpuSeconds.toFixed(2)} | ${r.cpuOnly!.map((c) => c.toFixed(2)).join(", ")} | ${csv === undefined ? "-" : `${(r.cpuSeconds / csv.cpuSeconds).toFixed(1)}x`} | ${rowsIn30s(r)} |`,
   );
   return `${sampled}
 
@@ -325,8 +329,7 @@ function renderSampled(rows: MemoryRow[]): string {
       mb(r.peak.total),
       r.cpuSeconds.toFixed(2),
       relative,
-      // The Paid plan's default CPU limit per invocation, at this run's rows per CPU-second.
-      comparable ? (Math.round(((r.rows / r.cpuSeconds) * 30) / 10_000) * 10_000).toLocaleString("en-US") : "-",
+      comparable ? rowsIn30s(r) : "-",
       r.rssMb.toFixed(0),
       String(r.peak.samples),
     ]);

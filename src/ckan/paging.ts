@@ -473,7 +473,10 @@ class Pager {
     for (let k = 0; k < this.inflight.length; k++) {
       const asked = this.inflight[k]!;
       const unasked = this.#unasked.get(asked);
-      if (unasked !== undefined) this.inflight[k] = this.start(unasked);
+      if (unasked !== undefined) {
+        this.inflight[k] = this.start(unasked);
+        continue;
+      }
       const again = this.#fromEnd.get(asked);
       if (again === undefined) continue;
       this.inflight[k] = this.start(again);
@@ -486,14 +489,14 @@ class Pager {
   }
 
   /**
-   * The count asked again beside the last page (see `TailCheck`), unless that page goes from the
-   * table's end and ends at its last row: it is then handed on only if it follows on from the rows
-   * before it (`HeldPage.follows`), so only if no row was added or removed since CKAN counted, which
-   * is what the count would tell, one request (a fixed cost and a count(*)) later. Should the page
-   * not follow on, the count is asked after all (`turnAround`).
+   * `check`, the count asked again beside the last page `stretch` (see `TailCheck`), unless that page
+   * goes from the table's end and ends at its last row: it is then handed on only if it follows on
+   * from the rows before it (`HeldPage.follows`), so only if the rows after the last one handed on
+   * are exactly the page's as CKAN answers it, which tells what the count would, one request (a fixed
+   * cost and a count(*)) later. Should a page from the end not follow on, the count is asked after
+   * all (`turnAround`).
    */
-  beside(stretch: PageStretch & { beside?: TailCheck }, page: Promise<Pending>): Promise<Pending> {
-    const check = stretch.beside!;
+  beside(check: TailCheck, stretch: PageStretch, page: Promise<Pending>): Promise<Pending> {
     const ends = this.plan.fromEnd;
     const last = ends !== undefined && "offset" in stretch && stretch.offset + stretch.count === ends.total;
     if (!last || check.tail.by !== "count" || !this.#fromEnd.has(page)) return this.start(check);
@@ -517,7 +520,8 @@ class Pager {
       const page = this.start(stretch);
       this.inflight.push(page);
       this.planned += stretch.count;
-      if ("beside" in stretch && stretch.beside !== undefined) this.inflight.push(this.beside(stretch, page));
+      if ("beside" in stretch && stretch.beside !== undefined)
+        this.inflight.push(this.beside(stretch.beside, stretch, page));
     }
   }
 
