@@ -174,10 +174,13 @@ export async function startUpstream(options: {
       }
       const computed = performance.now();
       await send(res, 200, answer.parts, summary);
-      if (TIMELINE)
+      if (TIMELINE) {
+        // The columns asked are the same on every page: left out, the rest of the request shows.
+        const { fields: _fields, ...asked } = shown;
         console.error(
-          `timeline ${[arrived, acquired, computed, performance.now()].map((t) => t.toFixed(0).padStart(6)).join(" ")} ${summary.slice(0, 120)}`,
+          `timeline ${[arrived, acquired, computed, performance.now()].map((t) => t.toFixed(0).padStart(6)).join(" ")} ${JSON.stringify(asked)}`,
         );
+      }
     } catch (error) {
       if (!(error instanceof CkanError)) throw error;
       // An error still went through CKAN's stack: it costs the fixed part.
