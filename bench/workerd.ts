@@ -223,7 +223,22 @@ export function benchVars(
   };
 }
 
+/**
+ * `wrangler dev` on free ports, started again (up to three times) where one was taken between
+ * `freePort` finding it and workerd binding it: another process's socket took it (Miniflare's
+ * internal sockets ask for any free port), as happened once in a whole run of the bench.
+ */
 export async function startWrangler(options: WranglerOptions): Promise<Wrangler> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startWranglerOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startWranglerOnce(options: WranglerOptions): Promise<Wrangler> {
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const args = [
     join(options.root, "node_modules", "wrangler", "bin", "wrangler.js"),
