@@ -1,3 +1,4 @@
+import { parquetReadObjects } from "hyparquet";
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { EMULATOR_RESOURCES } from "../emulator/index.ts";
@@ -155,6 +156,26 @@ describe.each(["2.12", "2.10"] as const)("exact values on CKAN %s", (version) =>
     // Later pages come as CKAN's CSV (its cheapest format), each value written as the JSON lists would give it.
     expect(copied.calls.filter((c) => c.body.records_format === "csv").length).toBeGreaterThan(12);
     expect(encoded.calls.filter((c) => c.body.records_format === "csv")).toHaveLength(0);
+  });
+
+  it("Parquet: files written from CKAN's CSV pages are byte for byte those written from its JSON pages", async () => {
+    const fromCsv = harness({ emulator: { version }, env });
+    const fromLists = harness({ emulator: { version }, env: { ...env, CSV_PASSTHROUGH: "false" } });
+    for (const path of [
+      "/export.parquet?resource=edge",
+      "/export.parquet?resource=edge&numeric=double",
+      "/export.parquet?resource=edge&fields=meta,id,note,tags",
+      "/export.parquet?resource=edge&header=label",
+    ]) {
+      const [a, b] = [await (await fromCsv.get(path)).bytes(), await (await fromLists.get(path)).bytes()];
+      expect(a.length, path).toBeGreaterThan(20_000);
+      expect(Buffer.from(a).equals(Buffer.from(b)), path).toBe(true);
+      // Read back, every row is there.
+      expect((await parquetReadObjects({ file: a.buffer as ArrayBuffer })).length, path).toBe(ROWS);
+    }
+    // Pages after the first come as CKAN's CSV, their cells read as bytes.
+    expect(fromCsv.calls.filter((c) => c.body.records_format === "csv").length).toBeGreaterThan(12);
+    expect(fromLists.calls.filter((c) => c.body.records_format === "csv")).toHaveLength(0);
   });
 });
 

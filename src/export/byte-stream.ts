@@ -1,4 +1,5 @@
 import type { Table } from "../ckan/table.ts";
+import type { Batch } from "../rows/batch.ts";
 import { ClientTooSlow, type HttpError, toHttpError } from "../errors.ts";
 import type { Encoder } from "../format/types.ts";
 import { own, release } from "../rows/owned-bytes.ts";
@@ -8,6 +9,25 @@ import { own, release } from "../rows/owned-bytes.ts";
  * many megabytes (and its bytes beside it) at once.
  */
 const ROWS_PER_CHUNK = 4096;
+
+/**
+ * A page encoded a chunk at a time, with each chunk's rows: rows ROWS_PER_CHUNK at a time, or the
+ * cells of a pass-through page the encoder writes (Parquet's, `Encoder.passed`), freed once encoded.
+ */
+function* encodedChunks(encoder: Encoder<string | Uint8Array>, batch: Batch): Generator<[number, string | Uint8Array]> {
+  if ("bytes" in batch) {
+    const encoded = encoder.passed!(batch);
+    release(batch.bytes);
+    release(batch.ends);
+    yield [batch.rows, encoded];
+    return;
+  }
+  for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
+    // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
+    const rows = at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK);
+    yield [rows.length, encoder.page(rows)];
+  }
+}
 
 /** Encoded text of a whole export (or bytes, for pages copied as bytes), a chunk at a time; never more than a page held. */
 export async function* encodeTable(
@@ -19,7 +39,7 @@ export async function* encodeTable(
   let pending = typeof begin === "string" ? begin : "";
   if (typeof begin !== "string" && begin.byteLength > 0) yield begin;
   for await (const batch of table.pages) {
-    if ("bytes" in batch) {
+    if ("bytes" in batch && encoder.passed === undefined) {
       if (pending !== "") yield pending;
       pending = "";
       progress.rows += batch.rows;
@@ -31,11 +51,8 @@ export async function* encodeTable(
       release(batch.ends);
       continue;
     }
-    for (let at = 0; at < batch.length; at += ROWS_PER_CHUNK) {
-      // The first page (smaller than a chunk) goes out with the header, so the first chunk says how wide rows are.
-      const rows = at === 0 && batch.length <= ROWS_PER_CHUNK ? batch : batch.slice(at, at + ROWS_PER_CHUNK);
-      const encoded = encoder.page(rows);
-      progress.rows += rows.length;
+    for (const [rows, encoded] of encodedChunks(encoder, batch)) {
+      progress.rows += rows;
       if (typeof encoded !== "string") {
         // A binary format's bytes (Parquet's row groups): sent as they are, after any text before them.
         if (pending !== "") yield pending;

@@ -7,6 +7,7 @@ import type { Batch, PassthroughFactory, RecordsReader } from "../rows/batch.ts"
 import { csvRecordsReader } from "../format/csv-passthrough.ts";
 import { CsvRecordsStream, RowEndGuesses } from "../format/csv-records.ts";
 import { jsonCsvReader } from "../format/json-from-csv.ts";
+import { parquetCsvReader } from "../format/parquet-from-csv.ts";
 import { xlsxCsvReader } from "../format/xlsx-from-csv.ts";
 import { type Closing, closingFor, encoderFor, ENCODERS } from "../format/index.ts";
 import type { Encoder, EncoderCarry } from "../format/types.ts";
@@ -54,7 +55,8 @@ function csvPages(reader: () => RecordsReader): ReturnType<PassthroughFactory> {
  * CSV and TSV (any delimiter) with the decimal point take CKAN's own CSV pages and rewrite them (far
  * cheaper than parsing every value and writing it again, and no JavaScript string per value: a page
  * of rows costs several times its bytes in heap); JSON, NDJSON and XLSX take CKAN's CSV pages too and
- * write each record (a sheet row) from their bytes; the decimal comma and Parquet encode rows.
+ * write each record (a sheet row) from their bytes, and Parquet reads their cells' bytes column by
+ * column (parquet-from-csv.ts); the decimal comma encodes rows.
  */
 function passthroughFor(
   query: ExportQuery,
@@ -71,6 +73,11 @@ function passthroughFor(
   if (config.csvPassthrough && query.format === "xlsx")
     return {
       passthrough: (incoming, dropFrom) => csvPages(() => xlsxCsvReader(incoming, dropFrom)),
+      reorderable: true,
+    };
+  if (config.csvPassthrough && query.format === "parquet")
+    return {
+      passthrough: (incoming, dropFrom) => csvPages(() => parquetCsvReader(incoming, dropFrom)),
       reorderable: true,
     };
   if (!config.csvPassthrough || (query.format !== "csv" && query.format !== "tsv") || query.options.decimal !== ".")

@@ -1,6 +1,7 @@
 import type { ByteWriter } from "hyparquet-writer";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import type { Row } from "../rows/types.ts";
+import type { Cells } from "./parquet-from-csv.ts";
 import { snappyBlock } from "./snappy.ts";
 
 // One column chunk's pages, written as a row group ends: a data page (v2: levels, then the values
@@ -159,6 +160,8 @@ export abstract class ColumnValues {
 
   /** Column `column` of each row in; returns the characters of CKAN's text read (nulls aside). */
   abstract add(rows: Row[], column: number): number;
+  /** Column `column` of the cells' rows [from, to) in (CKAN's CSV pages: parquet-from-csv.ts); returns their text's bytes. */
+  abstract addCells(cells: Cells, column: number, from: number, to: number): number;
   /** The values so far as pages take them, with their bounds; the buffers are emptied for the next chunk. */
   protected abstract take(): { values: ChunkValues; bounds: Bounds };
 

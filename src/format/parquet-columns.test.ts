@@ -104,3 +104,79 @@ describe("CKAN values as Parquet values", () => {
     expect(() => value("bool", '"maybe"')).toThrow(/true or false/);
   });
 });
+
+describe("CKAN's CSV cells read as bytes (parquet-cells.ts)", () => {
+  const utf8 = new TextEncoder();
+  /** The value a cell's bytes give: the byte reader's, else the converter's from its text, as parquet-values.ts reads them. */
+  const fromCell = (type: string, text: string) => {
+    const column = parquetColumn({ id: "c", type }, "c", "text");
+    const bytes = utf8.encode(`..${text}`);
+    const read = column.cell?.(bytes, 2, bytes.length - 2);
+    return read === undefined ? column.value(text) : read;
+  };
+  /** The value CKAN's JSON text of the same value gives (a string for dates and timestamps). */
+  const fromJson = (type: string, text: string, quoted: boolean) => value(type, quoted ? JSON.stringify(text) : text);
+  const same = (type: string, text: string, quoted: boolean) => {
+    let want: unknown;
+    try {
+      want = fromJson(type, text, quoted);
+    } catch (error) {
+      // The same refusal; it quotes the text as CKAN sent it, the JSON's quotes included.
+      expect(() => fromCell(type, text), `${type} ${text}`).toThrow(
+        (error as Error).message.replace(/"([^"]*)" in/, "$1 in"),
+      );
+      return;
+    }
+    expect(fromCell(type, text), `${type} ${text}`).toEqual(want);
+  };
+
+  it("give the value CKAN's JSON gives, or the same refusal, for integers of every width", () => {
+    const texts = ["0", "-0", "7", "-32768", "32767", "32768", "-32769", "2147483647", "2147483648", "-2147483648"];
+    texts.push("1234567890", "0012", "+5", "1e3", "12.0", "", "-", "9007199254740993", "-123456789012345");
+    texts.push("123456789012345", "1234567890123456", "9223372036854775807", "9223372036854775808");
+    for (const type of ["int2", "int4", "int8"]) for (const text of texts) if (text !== "") same(type, text, false);
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (n) => {
+        for (const type of ["int2", "int4", "int8"]) same(type, String(n), false);
+      }),
+    );
+  });
+
+  it("give the day and microsecond CKAN's JSON gives, a space or a T between date and time", () => {
+    const texts = ["2024-02-29", "1900-03-01", "0001-01-01", "9999-12-31", "2024-13-45", "2024-2-29", "24-02-29"];
+    for (const text of texts) same("date", text, true);
+    const stamps = [
+      "2020-01-01T00:16:17",
+      "2020-01-01 00:16:17",
+      "2020-01-01T00:16:17.5",
+      "2020-01-01T00:16:17.123456",
+    ];
+    stamps.push(
+      "1969-12-31T23:59:59.999999",
+      "0001-01-01T00:00:00",
+      "2254-06-01T12:00:00.123456",
+      "2020-01-01T00:16:17.",
+    );
+    stamps.push("2020-01-01T00:16:17.1234567", "2020-01-01T00:16", "2020-01-01X00:16:17", "2020-01-01T24:61:61");
+    for (const text of stamps) same("timestamp", text, true);
+    fc.assert(
+      fc.property(
+        fc.date({ min: new Date(Date.UTC(1, 0, 1)), max: new Date(Date.UTC(9999, 11, 31)), noInvalidDate: true }),
+        fc.nat(999),
+        (date, micro) => {
+          const iso = `${date.toISOString().slice(0, 23)}${String(micro).padStart(3, "0")}`;
+          same("timestamp", iso, true);
+          same("timestamp", iso.slice(0, 19).replace("T", " "), true);
+          same("date", iso.slice(0, 10), true);
+        },
+      ),
+    );
+  });
+
+  it("give the booleans CKAN's JSON gives: t and f, or the words", () => {
+    expect(fromCell("bool", "t")).toBe(true);
+    expect(fromCell("bool", "f")).toBe(false);
+    for (const text of ["true", "false"]) same("bool", text, false);
+    expect(() => fromCell("bool", "yes")).toThrow(/true or false/);
+  });
+});

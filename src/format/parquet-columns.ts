@@ -3,6 +3,15 @@ import { clip, UpstreamFailure } from "../errors.ts";
 import type { Column } from "../rows/types.ts";
 import { isJsonType } from "../rows/values.ts";
 import type { NumericMode } from "../query/formats.ts";
+import {
+  bigIntegerCell,
+  booleanCell,
+  type CellReader,
+  dateCell,
+  daysFromCivil,
+  smallIntegerCell,
+  timestampCell,
+} from "./parquet-cells.ts";
 
 // How each CKAN (PostgreSQL) column type becomes a Parquet column, and how CKAN's JSON text of a
 // value becomes that column's value. Every mapping keeps the value exact:
@@ -25,6 +34,8 @@ export interface ParquetColumn {
   element: SchemaElement;
   /** The column's value from CKAN's JSON text of it (never "null" or undefined). */
   value(raw: string): Value;
+  /** The same value from a CSV cell's bytes in its usual text (parquet-cells.ts); `value` reads the rest. */
+  cell?: CellReader<Value>;
 }
 
 /** A JSON string's text, or the JSON text itself for any other value (a number in a text column). */
@@ -96,16 +107,6 @@ function boolean(column: Column): (raw: string) => boolean {
     if (t === "false" || t === "f") return false;
     throw refused(column, raw, "true or false");
   };
-}
-
-/** Days since 1970-01-01 of a proleptic Gregorian date (years 1 to 9999 and beyond). */
-function daysFromCivil(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year;
-  const era = Math.floor(y / 400);
-  const yearOfEra = y - era * 400;
-  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -205,16 +206,17 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
       return {
         element: optional(name, { type: "INT32", logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true } }),
         value: integer(column, 16),
+        cell: smallIntegerCell(16),
       };
     case "int":
     case "int4":
     case "integer":
     case "serial":
-      return { element: optional(name, { type: "INT32" }), value: integer(column, 32) };
+      return { element: optional(name, { type: "INT32" }), value: integer(column, 32), cell: smallIntegerCell(32) };
     case "int8":
     case "bigint":
     case "bigserial":
-      return { element: optional(name, { type: "INT64" }), value: bigInteger(column) };
+      return { element: optional(name, { type: "INT64" }), value: bigInteger(column), cell: bigIntegerCell() };
     case "float4":
     case "real":
       return { element: optional(name, { type: "FLOAT" }), value: float(column) };
@@ -228,9 +230,13 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
       return { element: optional(name, { type: "BYTE_ARRAY", converted_type: "UTF8" }), value: text };
     case "bool":
     case "boolean":
-      return { element: optional(name, { type: "BOOLEAN" }), value: boolean(column) };
+      return { element: optional(name, { type: "BOOLEAN" }), value: boolean(column), cell: booleanCell };
     case "date":
-      return { element: optional(name, { type: "INT32", converted_type: "DATE" }), value: date(column) };
+      return {
+        element: optional(name, { type: "INT32", converted_type: "DATE" }),
+        value: date(column),
+        cell: dateCell,
+      };
     case "timestamp":
     case "timestamp without time zone":
       return {
@@ -239,6 +245,7 @@ export function parquetColumn(column: Column, name: string, numeric: NumericMode
           logical_type: { type: "TIMESTAMP", isAdjustedToUTC: false, unit: "MICROS" },
         }),
         value: timestamp(column),
+        cell: timestampCell(),
       };
     default:
       // JSON both ways (readers such as DuckDB read the converted type); the text is written as CKAN sent it.

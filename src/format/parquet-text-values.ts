@@ -2,6 +2,7 @@ import type { SchemaElement } from "hyparquet-writer";
 import { unconvertMinMax } from "hyparquet-writer/src/unconvert.js";
 import type { Row } from "../rows/types.ts";
 import { type Bounds, type ChunkValues, ColumnValues } from "./parquet-chunk.ts";
+import { type Cells, cellText, NULL_CELL } from "./parquet-from-csv.ts";
 import { jsonUtf8, textUtf8, utf8Room } from "./parquet-text.ts";
 
 // A BYTE_ARRAY column (text, numeric text, JSON): each value's UTF-8 written from CKAN's JSON text
@@ -52,6 +53,8 @@ export class TextValues extends ColumnValues {
   private readonly plain = new Plain();
   private readonly entries = new Plain();
   private dictionary: Map<string, number> | undefined = new Map();
+  /** The dictionary's entries by a hash of their bytes, for cells (`cellsToDictionary`): no string made to find one. */
+  private byHash = new Map<number, number>();
   private starts = new Int32Array(1024);
   private indexes = new Int32Array(1024);
   private count = 0;
@@ -78,6 +81,88 @@ export class TextValues extends ColumnValues {
       chars += read;
     }
     return from < rows.length ? chars + this.addPlain(rows, column, from) : chars;
+  }
+
+  addCells(cells: Cells, column: number, from: number, to: number): number {
+    this.roomForRows(to - from);
+    let at = from;
+    let chars = 0;
+    if (this.dictionary !== undefined) {
+      const [upTo, read] = this.cellsToDictionary(cells, column, from, to);
+      at = upTo;
+      chars += read;
+    }
+    return at < to ? chars + this.cellsToPlain(cells, column, at, to) : chars;
+  }
+
+  /** `addToDictionary` for cells: a cell's text is its bytes, and the dictionary finds it by its text. */
+  private cellsToDictionary(cells: Cells, column: number, from: number, to: number): [number, number] {
+    const dictionary = this.dictionary!;
+    if (this.indexes.length < this.count + to - from) this.indexes = grown(this.indexes, this.count + to - from);
+    const { defs, indexes, entries } = this;
+    const { bytes, at, length, width } = cells;
+    let { rows: r, count: n, nulls } = this;
+    let chars = 0;
+    let row = from;
+    for (let k = from * width + column; row < to; row++, k += width) {
+      const size = length[k]!;
+      if (size === NULL_CELL) {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      const start = at[k]!;
+      const hash = hashOf(bytes, start, size);
+      let e = this.byHash.get(hash);
+      // Another text with the same hash (rare): found by its text.
+      if (e !== undefined && !sameBytes(entries.bytes, this.starts[e]!, bytes, start, size))
+        e = dictionary.get(cellText(bytes, start, size));
+      if (e === undefined) {
+        e = dictionary.size;
+        if (e >= MAX_ENTRIES || entries.length > MAX_DICTIONARY_BYTES || (e > SMALL_DICTIONARY && 2 * e > n)) break;
+        if (this.starts.length <= e) this.starts = grown(this.starts, e + 1);
+        this.starts[e] = entries.length;
+        const out = entries.room(size + 4);
+        setLength(out, entries.length, size);
+        out.set(bytes.subarray(start, start + size), entries.length + 4);
+        entries.length += size + 4;
+        dictionary.set(cellText(bytes, start, size), e);
+        if (!this.byHash.has(hash)) this.byHash.set(hash, e);
+      }
+      defs[r++] = 1;
+      chars += size + 1;
+      indexes[n++] = e;
+    }
+    Object.assign(this, { rows: r, count: n, nulls });
+    if (row < to) this.toPlain();
+    return [row, chars];
+  }
+
+  private cellsToPlain(cells: Cells, column: number, from: number, to: number): number {
+    const { defs, plain } = this;
+    const { bytes, at, length, width } = cells;
+    let { rows: r, count: n, nulls } = this;
+    let chars = 0;
+    for (let row = from, k = from * width + column; row < to; row++, k += width) {
+      const size = length[k]!;
+      if (size === NULL_CELL) {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      defs[r++] = 1;
+      chars += size + 1;
+      n++;
+      const out = plain.room(size + 4);
+      setLength(out, plain.length, size);
+      const start = at[k]!;
+      // Short texts byte by byte: a copy through `set` costs a view per value.
+      if (size <= 32) for (let b = 0, o = plain.length + 4; b < size; b++) out[o + b] = bytes[start + b]!;
+      else out.set(bytes.subarray(start, start + size), plain.length + 4);
+      plain.length += size + 4;
+    }
+    Object.assign(this, { rows: r, count: n, nulls });
+    return chars;
   }
 
   /** Rows from the first into the dictionary, until it stops paying; returns where it stopped and the characters read. */
@@ -149,6 +234,7 @@ export class TextValues extends ColumnValues {
       plain.length += length;
     }
     this.dictionary = undefined;
+    this.byHash.clear();
     this.usesDictionary = false;
   }
 
@@ -171,6 +257,7 @@ export class TextValues extends ColumnValues {
     this.entries.length = 0;
     this.count = 0;
     this.dictionary = this.usesDictionary ? new Map() : undefined;
+    this.byHash.clear();
     return { values, bounds };
   }
 
@@ -197,6 +284,20 @@ export class TextValues extends ColumnValues {
         : {}),
     };
   }
+}
+
+/** FNV-1a of bytes [at, at + length). */
+function hashOf(bytes: Uint8Array, at: number, length: number): number {
+  let h = 0x811c9dc5;
+  for (let k = at; k < at + length; k++) h = Math.imul(h ^ bytes[k]!, 0x01000193);
+  return h;
+}
+
+/** Whether the PLAIN value at `entry` (its length, then its bytes) is the bytes [at, at + length). */
+function sameBytes(entries: Uint8Array, entry: number, bytes: Uint8Array, at: number, length: number): boolean {
+  if (lengthAt(entries, entry) !== length) return false;
+  for (let k = 0; k < length; k++) if (entries[entry + 4 + k] !== bytes[at + k]) return false;
+  return true;
 }
 
 function setLength(out: Uint8Array, at: number, n: number): void {

@@ -1,6 +1,8 @@
 import type { Row } from "../rows/types.ts";
 import { asText, type Bounds, type ChunkValues, ColumnValues } from "./parquet-chunk.ts";
 import type { ParquetColumn } from "./parquet-columns.ts";
+import type { CellReader } from "./parquet-cells.ts";
+import { type Cells, cellText, NULL_CELL } from "./parquet-from-csv.ts";
 import { TextValues } from "./parquet-text-values.ts";
 
 // Each column of a row group as it fills: its definition levels, and its values in a typed buffer of
@@ -31,9 +33,36 @@ export class Int32Values extends ColumnValues {
   private min = Number.POSITIVE_INFINITY;
   private max = Number.NEGATIVE_INFINITY;
   private readonly value: (raw: string) => number;
-  constructor(value: (raw: string) => number) {
+  private readonly cell: CellReader<number>;
+  constructor(value: (raw: string) => number, cell?: CellReader<number>) {
     super();
     this.value = value;
+    this.cell = cell ?? (() => undefined);
+  }
+
+  addCells(cells: Cells, column: number, from: number, to: number): number {
+    this.roomForRows(to - from);
+    const values = (this.values = roomy(this.values, this.count, this.count + to - from, (k) => new Int32Array(k)));
+    const { defs, value, cell } = this;
+    const { bytes, at, length, width } = cells;
+    let { rows: r, count: n, nulls, min, max } = this;
+    let chars = 0;
+    for (let row = from, k = from * width + column; row < to; row++, k += width) {
+      const size = length[k]!;
+      if (size === NULL_CELL) {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      defs[r++] = 1;
+      chars += size + 1;
+      const v = cell(bytes, at[k]!, size) ?? value(cellText(bytes, at[k]!, size));
+      values[n++] = v;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    Object.assign(this, { rows: r, count: n, nulls, min, max });
+    return chars;
   }
 
   add(rows: Row[], column: number): number {
@@ -71,15 +100,55 @@ export class Int32Values extends ColumnValues {
 }
 
 /** INT64 (bigint, timestamp): each value's low and high 32 bits, from a number where it is one. */
+/** The `n`th INT64 value, as two little-endian halves; returns n + 1. */
+function putInt64(values: Int32Array, n: number, v: number | bigint): number {
+  if (typeof v === "number") {
+    values[2 * n] = v | 0;
+    values[2 * n + 1] = Math.floor(v / 4294967296) | 0;
+  } else {
+    values[2 * n] = Number(BigInt.asIntN(32, v));
+    values[2 * n + 1] = Number(BigInt.asIntN(32, v >> 32n));
+  }
+  return n + 1;
+}
+
 export class Int64Values extends ColumnValues {
   private values = new Int32Array(2048);
   private count = 0;
   private min: number | bigint = Number.POSITIVE_INFINITY;
   private max: number | bigint = Number.NEGATIVE_INFINITY;
   private readonly value: (raw: string) => number | bigint;
-  constructor(value: (raw: string) => number | bigint) {
+  private readonly cell: CellReader<number | bigint>;
+  constructor(value: (raw: string) => number | bigint, cell?: CellReader<number | bigint>) {
     super();
     this.value = value;
+    this.cell = cell ?? (() => undefined);
+  }
+
+  addCells(cells: Cells, column: number, from: number, to: number): number {
+    this.roomForRows(to - from);
+    const need = 2 * (this.count + to - from);
+    const values = (this.values = roomy(this.values, 2 * this.count, need, (k) => new Int32Array(k)));
+    const { defs, value, cell } = this;
+    const { bytes, at, length, width } = cells;
+    let { rows: r, count: n, nulls, min, max } = this;
+    let chars = 0;
+    for (let row = from, k = from * width + column; row < to; row++, k += width) {
+      const size = length[k]!;
+      if (size === NULL_CELL) {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      defs[r++] = 1;
+      chars += size + 1;
+      const v = cell(bytes, at[k]!, size) ?? value(cellText(bytes, at[k]!, size));
+      n = putInt64(values, n, v);
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    Object.assign(this, { rows: r, count: n, nulls, min, max });
+    return chars;
   }
 
   add(rows: Row[], column: number): number {
@@ -99,14 +168,7 @@ export class Int64Values extends ColumnValues {
       defs[r++] = 1;
       chars += raw.length;
       const v = value(raw);
-      if (typeof v === "number") {
-        values[2 * n] = v | 0;
-        values[2 * n + 1] = Math.floor(v / 4294967296) | 0;
-      } else {
-        values[2 * n] = Number(BigInt.asIntN(32, v));
-        values[2 * n + 1] = Number(BigInt.asIntN(32, v >> 32n));
-      }
-      n++;
+      n = putInt64(values, n, v);
       if (v < min) min = v;
       if (v > max) max = v;
     }
@@ -141,6 +203,32 @@ export class FloatValues extends ColumnValues {
 
   private make(n: number): Float64Array | Float32Array {
     return this.single ? new Float32Array(n) : new Float64Array(n);
+  }
+
+  addCells(cells: Cells, column: number, from: number, to: number): number {
+    this.roomForRows(to - from);
+    const values = (this.values = roomy(this.values, this.count, this.count + to - from, (k) => this.make(k)));
+    const { defs, value } = this;
+    const { bytes, at, length, width } = cells;
+    let { rows: r, count: n, nulls, min, max } = this;
+    let chars = 0;
+    for (let row = from, k = from * width + column; row < to; row++, k += width) {
+      const size = length[k]!;
+      if (size === NULL_CELL) {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      defs[r++] = 1;
+      chars += size + 1;
+      // Number() of the text, as from CKAN's JSON: a double's exact value needs no parser of our own.
+      const v = value(cellText(bytes, at[k]!, size));
+      values[n++] = v;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    Object.assign(this, { rows: r, count: n, nulls, min, max });
+    return chars;
   }
 
   add(rows: Row[], column: number): number {
@@ -184,9 +272,33 @@ export class BooleanValues extends ColumnValues {
   private values = new Uint8Array(1024);
   private count = 0;
   private readonly value: (raw: string) => boolean;
-  constructor(value: (raw: string) => boolean) {
+  private readonly cell: CellReader<boolean>;
+  constructor(value: (raw: string) => boolean, cell?: CellReader<boolean>) {
     super();
     this.value = value;
+    this.cell = cell ?? (() => undefined);
+  }
+
+  addCells(cells: Cells, column: number, from: number, to: number): number {
+    this.roomForRows(to - from);
+    const values = (this.values = roomy(this.values, this.count, this.count + to - from, (k) => new Uint8Array(k)));
+    const { defs, value, cell } = this;
+    const { bytes, at, length, width } = cells;
+    let { rows: r, count: n, nulls } = this;
+    let chars = 0;
+    for (let row = from, k = from * width + column; row < to; row++, k += width) {
+      const size = length[k]!;
+      if (size === NULL_CELL) {
+        defs[r++] = 0;
+        nulls++;
+        continue;
+      }
+      defs[r++] = 1;
+      chars += size + 1;
+      values[n++] = (cell(bytes, at[k]!, size) ?? value(cellText(bytes, at[k]!, size))) ? 1 : 0;
+    }
+    Object.assign(this, { rows: r, count: n, nulls });
+    return chars;
   }
 
   add(rows: Row[], column: number): number {
@@ -226,17 +338,20 @@ export class BooleanValues extends ColumnValues {
 
 /** The buffer a column's values fill, by its Parquet type. */
 export function columnValues(column: ParquetColumn): ColumnValues {
-  const { element, value } = column;
+  const { element, value, cell } = column;
   switch (element.type) {
     case "INT32":
-      return new Int32Values(value as (raw: string) => number);
+      return new Int32Values(value as (raw: string) => number, cell as CellReader<number> | undefined);
     case "INT64":
-      return new Int64Values(value as (raw: string) => number | bigint);
+      return new Int64Values(
+        value as (raw: string) => number | bigint,
+        cell as CellReader<number | bigint> | undefined,
+      );
     case "FLOAT":
     case "DOUBLE":
       return new FloatValues(value as (raw: string) => number, element.type === "FLOAT");
     case "BOOLEAN":
-      return new BooleanValues(value as (raw: string) => boolean);
+      return new BooleanValues(value as (raw: string) => boolean, cell as CellReader<boolean> | undefined);
     default: {
       // JSON keeps CKAN's text byte for byte, without min and max (an order of JSON text tells nothing).
       const json = element.logical_type?.type === "JSON";

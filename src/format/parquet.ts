@@ -1,11 +1,13 @@
 import { ByteWriter, type SchemaElement } from "hyparquet-writer";
 import { FormatSizeExceeded } from "../errors.ts";
 import type { NumericMode } from "../query/formats.ts";
+import type { PassedBytes } from "../rows/batch.ts";
 import { concatBytes } from "../rows/bytes.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
 import { type ParquetCarry, packGroup, parquetFooter } from "./parquet-footer.ts";
 import type { ColumnValues } from "./parquet-chunk.ts";
+import { type Cells, cellsOf } from "./parquet-from-csv.ts";
 import { columnValues } from "./parquet-values.ts";
 import type { Continued, Encoder, EncoderCarry } from "./types.ts";
 
@@ -69,24 +71,33 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
     get chars() {
       return chars;
     },
-    add(page: Row[]): void {
-      // Column by column: each column's loop calls its converter at one place, many times over.
-      for (let i = 0; i < values.length; i++) chars += values[i]!.add(page, i);
-      rows += page.length;
-    },
     /**
      * A page's rows in, a slice at a time, and the row groups they fill: a large page makes several,
-     * so a group's buffers stay within GROUP_ROWS rows, or GROUP_CHARS and a slice.
+     * so a group's buffers stay within GROUP_ROWS rows, or GROUP_CHARS and a slice. `add` takes rows
+     * [from, to) of the page: its rows, or its cells (parquet-from-csv.ts).
      */
-    take(page: Row[]): Uint8Array[] {
+    take(count: number, add: (from: number, to: number) => void): Uint8Array[] {
       const written: Uint8Array[] = [];
-      for (let from = 0; from < page.length; ) {
-        const to = Math.min(page.length, from + SLICE_ROWS, from + GROUP_ROWS - rows);
-        this.add(from === 0 && to === page.length ? page : page.slice(from, to));
+      for (let from = 0; from < count; ) {
+        const to = Math.min(count, from + SLICE_ROWS, from + GROUP_ROWS - rows);
+        add(from, to);
+        rows += to - from;
         from = to;
         if (rows >= GROUP_ROWS || chars >= GROUP_CHARS) written.push(this.flush());
       }
       return written;
+    },
+    fromRows(page: Row[]): Uint8Array[] {
+      return this.take(page.length, (from, to) => {
+        const slice = from === 0 && to === page.length ? page : page.slice(from, to);
+        // Column by column: each column's loop calls its converter at one place, many times over.
+        for (let i = 0; i < values.length; i++) chars += values[i]!.add(slice, i);
+      });
+    },
+    fromCells(cells: Cells): Uint8Array[] {
+      return this.take(cells.rows, (from, to) => {
+        for (let i = 0; i < values.length; i++) chars += values[i]!.addCells(cells, i, from, to);
+      });
     },
     /** The rows so far as a row group (nothing if none). */
     flush(): Uint8Array {
@@ -143,16 +154,23 @@ export function parquetEnd(columns: Column[], options: ParquetOptions, paused: E
  */
 export function parquetEncoder(columns: Column[], options: ParquetOptions, continued?: Continued): ParquetEncoder {
   const { schema, values } = layout(columns, options);
+  const width = columns.length;
   const carry: ParquetCarry = { groups: [] };
   const groups = rowGroups(values(), carry);
   let firstSent = continued !== undefined;
   return {
     begin: () => (continued === undefined ? PAR1.slice() : ""),
     page(page: Row[]) {
-      const written = groups.take(page);
+      const written = groups.fromRows(page);
       if (!firstSent) written.push(groups.flush());
       firstSent = true;
       return written.length === 0 ? "" : concatBytes(written);
+    },
+    passed(batch: PassedBytes) {
+      const written = groups.fromCells(cellsOf(batch, width));
+      if (!firstSent) written.push(groups.flush());
+      firstSent = true;
+      return written.length === 0 ? new Uint8Array(0) : concatBytes(written);
     },
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
     end() {

@@ -1,3 +1,4 @@
+import type { PassedBytes } from "../rows/batch.ts";
 import type { Row } from "../rows/types.ts";
 
 /**
@@ -21,6 +22,11 @@ export interface Encoder<Chunk extends string | Uint8Array = string> {
   cutOff?(reason: string, rowLimit: boolean): string | undefined;
   /** Rows of a page copied as bytes past the encoder (xlsx-from-csv.ts): counted as if it had written them. */
   copied?(rows: number): void;
+  /**
+   * For an encoder whose pass-through pages are not yet its output (Parquet's cells,
+   * parquet-from-csv.ts): such a page's bytes in, the encoder's bytes out. Without it, they go out as they are.
+   */
+  passed?(batch: PassedBytes): Chunk;
   /**
    * For an encoder that keeps state between pages (Parquet's row groups), a file that goes on in a
    * later invocation: what it holds written out without the file's end, and what that invocation's
