@@ -1,4 +1,4 @@
-import { grownBytes, grownEnds, type PassedBytes, rowEnds, type RecordsReader } from "../rows/batch.ts";
+import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batch.ts";
 import { NotTheJson } from "../rows/json-bytes.ts";
 import { ownedBytes } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
@@ -29,6 +29,8 @@ export interface Cells {
   length: Int32Array;
   rows: number;
   width: number;
+  /** Where the bytes after these rows' cells begin. */
+  end: number;
 }
 
 const isNull = (out: Uint8Array, at: number, end: number): boolean =>
@@ -92,29 +94,32 @@ export function parquetCsvReader(incoming: Column[], dropFrom: number): RecordsR
   };
 }
 
-// One batch's cell index at a time: a page's batches are read one after another.
+// One slice's cell index at a time (a Parquet encoder reads a batch's rows a slice at a time, synchronously).
 let atOf = new Int32Array(1 << 14);
 let lengthOf = new Int32Array(1 << 14);
 
-/** The cells of a batch of `width` columns, indexed (the index is reused by the next batch). */
-export function cellsOf(batch: PassedBytes, width: number): Cells {
-  const n = batch.rows * width;
+/**
+ * The cells of `rows` rows of `width` columns from byte `from` of a batch's bytes, indexed (the
+ * index is reused by the next call: a slice of rows, so it stays small however large the page).
+ */
+export function cellsOf(bytes: Uint8Array, from: number, rows: number, width: number): Cells {
+  const n = rows * width;
   if (atOf.length < n) {
-    atOf = new Int32Array(2 * n);
-    lengthOf = new Int32Array(2 * n);
+    atOf = new Int32Array(n);
+    lengthOf = new Int32Array(n);
   }
-  const b = batch.bytes;
-  let p = 0;
+  let p = from;
   for (let k = 0; k < n; k++) {
-    const cell = b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24);
+    const cell = bytes[p]! | (bytes[p + 1]! << 8) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 24);
     atOf[k] = p + HEAD;
     lengthOf[k] = cell;
     p += cell > 0 ? HEAD + cell : HEAD;
   }
-  return { bytes: b, at: atOf, length: lengthOf, rows: batch.rows, width };
+  return { bytes, at: atOf, length: lengthOf, rows, width, end: p };
 }
 
-const utf8 = new TextDecoder();
+// A leading U+FEFF is a character of the value, kept: texts that differ by one are two values.
+const utf8 = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
 /** A cell's text as a string, for the converters that read one (a float, an unusual value). */
 export function cellText(bytes: Uint8Array, at: number, length: number): string {

@@ -47,14 +47,23 @@ function compare(bytes: Uint8Array, a: number, b: number): number {
 const lengthAt = (bytes: Uint8Array, at: number): number =>
   bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24);
 
-const decoder = new TextDecoder();
+// A leading U+FEFF is a character of the value, kept (TextDecoder would drop it by default).
+const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
 export class TextValues extends ColumnValues {
   private readonly plain = new Plain();
   private readonly entries = new Plain();
   private dictionary: Map<string, number> | undefined = new Map();
-  /** The dictionary's entries by a hash of their bytes, for cells (`cellsToDictionary`): no string made to find one. */
+  /** Entries in the dictionary: found by CKAN's JSON text (`dictionary`), or for cells by their bytes. */
+  private entryCount = 0;
+  /**
+   * The entries cells made (`cellsToDictionary`), by a hash of their bytes (no string made to find
+   * one), and where two texts share a hash by the later one's text. Apart from `dictionary`'s keys
+   * (a chunk of a snapshot's continued part has a page of JSON rows, then cells): the same value
+   * from both may be two entries, never one entry for two values.
+   */
   private byHash = new Map<number, number>();
+  private byText = new Map<string, number>();
   private starts = new Int32Array(1024);
   private indexes = new Int32Array(1024);
   private count = 0;
@@ -97,7 +106,6 @@ export class TextValues extends ColumnValues {
 
   /** `addToDictionary` for cells: a cell's text is its bytes, and the dictionary finds it by its text. */
   private cellsToDictionary(cells: Cells, column: number, from: number, to: number): [number, number] {
-    const dictionary = this.dictionary!;
     if (this.indexes.length < this.count + to - from) this.indexes = grown(this.indexes, this.count + to - from);
     const { defs, indexes, entries } = this;
     const { bytes, at, length, width } = cells;
@@ -116,9 +124,9 @@ export class TextValues extends ColumnValues {
       let e = this.byHash.get(hash);
       // Another text with the same hash (rare): found by its text.
       if (e !== undefined && !sameBytes(entries.bytes, this.starts[e]!, bytes, start, size))
-        e = dictionary.get(cellText(bytes, start, size));
+        e = this.byText.get(cellText(bytes, start, size));
       if (e === undefined) {
-        e = dictionary.size;
+        e = this.entryCount;
         if (e >= MAX_ENTRIES || entries.length > MAX_DICTIONARY_BYTES || (e > SMALL_DICTIONARY && 2 * e > n)) break;
         if (this.starts.length <= e) this.starts = grown(this.starts, e + 1);
         this.starts[e] = entries.length;
@@ -126,8 +134,9 @@ export class TextValues extends ColumnValues {
         setLength(out, entries.length, size);
         out.set(bytes.subarray(start, start + size), entries.length + 4);
         entries.length += size + 4;
-        dictionary.set(cellText(bytes, start, size), e);
-        if (!this.byHash.has(hash)) this.byHash.set(hash, e);
+        this.entryCount = e + 1;
+        if (this.byHash.has(hash)) this.byText.set(cellText(bytes, start, size), e);
+        else this.byHash.set(hash, e);
       }
       defs[r++] = 1;
       chars += size + 1;
@@ -182,7 +191,7 @@ export class TextValues extends ColumnValues {
       }
       let k = dictionary.get(raw);
       if (k === undefined) {
-        k = dictionary.size;
+        k = this.entryCount;
         if (k >= MAX_ENTRIES || entries.length > MAX_DICTIONARY_BYTES || (k > SMALL_DICTIONARY && 2 * k > n)) break;
         if (this.starts.length <= k) this.starts = grown(this.starts, k + 1);
         this.starts[k] = entries.length;
@@ -191,6 +200,7 @@ export class TextValues extends ColumnValues {
         setLength(out, entries.length, end - entries.length - 4);
         entries.length = end;
         dictionary.set(raw, k);
+        this.entryCount = k + 1;
       }
       defs[r++] = 1;
       chars += raw.length;
@@ -224,6 +234,12 @@ export class TextValues extends ColumnValues {
     return chars;
   }
 
+  private forgetEntries(): void {
+    this.entryCount = 0;
+    this.byHash.clear();
+    this.byText.clear();
+  }
+
   /** The dictionary's values so far written out PLAIN, in their rows' order; PLAIN from now on. */
   private toPlain(): void {
     const { entries, plain, starts, indexes } = this;
@@ -234,7 +250,7 @@ export class TextValues extends ColumnValues {
       plain.length += length;
     }
     this.dictionary = undefined;
-    this.byHash.clear();
+    this.forgetEntries();
     this.usesDictionary = false;
   }
 
@@ -243,12 +259,12 @@ export class TextValues extends ColumnValues {
     const source = dictionary === undefined ? this.plain : this.entries;
     const bounds = this.stats ? this.bounds(source) : {};
     const values: ChunkValues =
-      dictionary === undefined || dictionary.size === 0
+      dictionary === undefined || this.entryCount === 0
         ? { plain: this.plain.bytes.subarray(0, this.plain.length) }
         : {
             dictionary: {
               bytes: this.entries.bytes.subarray(0, this.entries.length),
-              entries: dictionary.size,
+              entries: this.entryCount,
               indexes: this.indexes,
               count: this.count,
             },
@@ -257,7 +273,7 @@ export class TextValues extends ColumnValues {
     this.entries.length = 0;
     this.count = 0;
     this.dictionary = this.usesDictionary ? new Map() : undefined;
-    this.byHash.clear();
+    this.forgetEntries();
     return { values, bounds };
   }
 

@@ -8,7 +8,7 @@ import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
 import { type ParquetCarry, packGroup, parquetFooter } from "./parquet-footer.ts";
 import type { ColumnValues } from "./parquet-chunk.ts";
-import { type Cells, cellsOf } from "./parquet-from-csv.ts";
+import { cellsOf } from "./parquet-from-csv.ts";
 import { columnValues } from "./parquet-values.ts";
 import type { Continued, Encoder, EncoderCarry } from "./types.ts";
 
@@ -95,9 +95,12 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
         for (let i = 0; i < values.length; i++) chars += values[i]!.add(slice, i);
       });
     },
-    fromCells(cells: Cells): Uint8Array[] {
-      return this.take(cells.rows, (from, to) => {
-        for (let i = 0; i < values.length; i++) chars += values[i]!.addCells(cells, i, from, to);
+    fromCells(batch: PassedBytes): Uint8Array[] {
+      let next = 0;
+      return this.take(batch.rows, (from, to) => {
+        const cells = cellsOf(batch.bytes, next, to - from, values.length);
+        next = cells.end;
+        for (let i = 0; i < values.length; i++) chars += values[i]!.addCells(cells, i, 0, to - from);
       });
     },
     /** The rows so far as a row group (nothing if none). */
@@ -169,7 +172,6 @@ export function parquetEnd(columns: Column[], options: ParquetOptions, paused: E
  */
 export function parquetEncoder(columns: Column[], options: ParquetOptions, continued?: Continued): ParquetEncoder {
   const { schema, values } = layout(columns, options);
-  const width = columns.length;
   const carry: ParquetCarry = { groups: [] };
   const groups = rowGroups(values(), carry);
   let firstSent = continued !== undefined;
@@ -182,7 +184,7 @@ export function parquetEncoder(columns: Column[], options: ParquetOptions, conti
       return written.length === 0 ? "" : joined(written);
     },
     passed(batch: PassedBytes) {
-      const written = groups.fromCells(cellsOf(batch, width));
+      const written = groups.fromCells(batch);
       if (!firstSent) written.push(groups.flush());
       firstSent = true;
       return written.length === 0 ? new Uint8Array(0) : joined(written);
