@@ -85,7 +85,8 @@ function selfTimes(profile: Profile, fileOf: (line: number) => string): [string,
   const times = new Map<string, number>();
   profile.samples.forEach((sampleId, k) => {
     const { functionName, url, lineNumber } = byId.get(sampleId)!.callFrame;
-    const where = url === "" ? "" : ` ${fileOf(lineNumber)}`;
+    // The bundle's functions by their source file; the runtime's own (node:zlib, say) by their URL.
+    const where = url === "" ? "" : /(^|\/)index\.js$/.test(url) ? ` ${fileOf(lineNumber)}` : ` ${url}`;
     const key = `${functionName || "(anonymous)"}${where}`;
     times.set(key, (times.get(key) ?? 0) + (profile.timeDeltas[k] ?? 0));
   });
