@@ -1,5 +1,5 @@
 import { crc32, deflateRawSync } from "node:zlib";
-import { adopt, ownedBytes, release } from "../rows/owned-bytes.ts";
+import { adopt, joinedOwned } from "../rows/owned-bytes.ts";
 
 /**
  * A raw deflate stream (RFC 1951) written in pieces: every DEFLATE_BLOCK bytes of input are deflated
@@ -39,21 +39,6 @@ const toBase64 = (bytes: Uint8Array): string => {
   for (let at = 0; at < bytes.length; at += 8192) text += String.fromCharCode(...bytes.subarray(at, at + 8192));
   return btoa(text);
 };
-
-/**
- * Pieces joined into bytes of the export's own (freed once stored), each piece freed once copied: a
- * sheet's pieces are its whole compressed size, garbage the collector would take its time over.
- */
-function joined(pieces: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = ownedBytes(pieces.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-    release(piece);
-  }
-  return out;
-}
 
 const fromBase64 = (text: string): Uint8Array => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 
@@ -112,7 +97,7 @@ export class BlockDeflater {
       this.#piece(chunk.subarray(at, at + DEFLATE_BLOCK), pieces);
     this.#tail.set(chunk.subarray(at));
     this.#held = chunk.byteLength - at;
-    return joined(pieces);
+    return joinedOwned(pieces);
   }
 
   /** The stream's state, for a later invocation to go on from (nothing more to send: the tail goes with it). */
@@ -132,6 +117,6 @@ export class BlockDeflater {
     this.#held = 0;
     pieces.push(FINAL_BLOCK);
     this.#compressed += FINAL_BLOCK.byteLength;
-    return joined(pieces);
+    return joinedOwned(pieces);
   }
 }

@@ -3,7 +3,7 @@ import { FormatSizeExceeded } from "../errors.ts";
 import type { NumericMode } from "../query/formats.ts";
 import type { PassedBytes } from "../rows/batch.ts";
 import { concatBytes } from "../rows/bytes.ts";
-import { own, ownedBytes, release } from "../rows/owned-bytes.ts";
+import { joinedOwned, own } from "../rows/owned-bytes.ts";
 import type { Column, Row } from "../rows/types.ts";
 import { parquetColumn } from "./parquet-columns.ts";
 import { type ParquetCarry, packGroup, parquetFooter } from "./parquet-footer.ts";
@@ -118,18 +118,8 @@ function rowGroups(values: ColumnValues[], carry: ParquetCarry) {
   };
 }
 
-/** Row groups' bytes as one chunk of the export's own, each group's freed once copied. */
-function joined(groups: Uint8Array[]): Uint8Array {
-  if (groups.length === 1) return groups[0]!;
-  const out = ownedBytes(groups.reduce((n, g) => n + g.byteLength, 0));
-  let at = 0;
-  for (const group of groups) {
-    out.set(group, at);
-    at += group.byteLength;
-    release(group);
-  }
-  return out;
-}
+/** A page's row groups as one chunk: the one group as it is (the export's own already), or joined. */
+const groupsOut = (groups: Uint8Array[]): Uint8Array => (groups.length === 1 ? groups[0]! : joinedOwned(groups));
 
 /**
  * The most footer entries (their JSON, about 50-60 bytes a column chunk) a file written in parts may
@@ -181,13 +171,13 @@ export function parquetEncoder(columns: Column[], options: ParquetOptions, conti
       const written = groups.fromRows(page);
       if (!firstSent) written.push(groups.flush());
       firstSent = true;
-      return written.length === 0 ? "" : joined(written);
+      return written.length === 0 ? "" : groupsOut(written);
     },
     passed(batch: PassedBytes) {
       const written = groups.fromCells(batch);
       if (!firstSent) written.push(groups.flush());
       firstSent = true;
-      return written.length === 0 ? new Uint8Array(0) : joined(written);
+      return written.length === 0 ? new Uint8Array(0) : groupsOut(written);
     },
     // No row at all still makes a valid file: the header, no row group, the footer with the schema.
     end() {

@@ -67,3 +67,19 @@ export function release(bytes: ArrayBufferView): void {
   if (!owned.delete(buffer) || buffer.detached === true) return;
   buffer.transfer?.(0);
 }
+
+/**
+ * Parts joined into bytes of the export's own (freed once sent or stored), each part freed once
+ * copied: a sheet's deflated pieces, a Parquet page's row groups, garbage the collector would take
+ * its time over (an export allocates little JavaScript, so V8 collects seldom).
+ */
+export function joinedOwned(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = ownedBytes(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+    release(part);
+  }
+  return out;
+}
