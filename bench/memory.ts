@@ -3,6 +3,7 @@
 // runs. `npm run bench:memory` alone, or the "memory" part of `npm run bench` (its report includes
 // the table). A fresh worker process per run, so no run inherits another's heap or garbage.
 //   MEMORY_ROWS (1000000)  MEMORY_FORMATS (csv,tsv,json,ndjson,xlsx,parquet)  MEMORY_CKAN=2.12|2.10 (2.12)
+//   MEMORY_ONLY=cpu: only the formats' CPU in turns (csv with xlsx or parquet)
 //   MEMORY_CAPS: the small heap every format must complete in (48), MB
 // V8 collects lazily: a format that allocates a JavaScript value per cell (Parquet reads rows) shows a
 // peak heap mostly of garbage. So each format runs once more under the small cap with a full
@@ -160,6 +161,9 @@ export const memoryDefaults = (): MemoryOptions => ({
   together: ["csv", "json", "xlsx", "ndjson"],
 });
 
+/** MEMORY_ONLY=cpu: the CPU rounds alone (`cpuRuns`), a minute or two, for comparing a change's CPU. */
+const cpuOnly = process.env.MEMORY_ONLY === "cpu";
+
 /**
  * Per format: a quarter of the rows and all of them under the 128 MB cap, then all of them under
  * the small cap; then the four formats at once under 128 MB. `start` gives a fresh worker serving
@@ -199,13 +203,13 @@ export async function memoryRuns(
       await worker.stop();
     }
   };
-  for (const format of options.formats) {
+  for (const format of cpuOnly ? [] : options.formats) {
     await one([format], Math.round(options.rows / QUARTER), 128);
     await one([format], options.rows, 128);
     await one([format], options.rows, options.smallCapMb);
     await one([format], options.rows, options.smallCapMb, LIVE_EVERY_MS);
   }
-  await one(options.together, options.rows, 128);
+  if (!cpuOnly) await one(options.together, options.rows, 128);
   const heavy = (["csv", "xlsx", "parquet"] as const).filter((f) => options.formats.includes(f));
   if (heavy.length > 1) rowsOut.push(...(await cpuRuns(await start("--max-old-space-size=128"), heavy, options.rows)));
   return rowsOut;
@@ -441,7 +445,7 @@ async function main(): Promise<void> {
     };
     const rows = await memoryRuns(start, upstream, options);
     console.log(`\n${renderMemory(rows)}\n`);
-    for (const t of memoryTargets(rows)) console.log(`- ${t.met ? "met" : "NOT met"}: ${t.name}. ${t.detail}`);
+    for (const t of cpuOnly ? [] : memoryTargets(rows)) console.log(`- ${t.met ? "met" : "NOT met"}: ${t.name}. ${t.detail}`);
   } finally {
     await up?.close();
     killAllNow();
