@@ -45,6 +45,8 @@ const FALSE_CELL = wordsOf('<c t="b"><v>0</v></c>');
 const MARKUP = 64;
 /** Where a cell's text is read, past what its markup may take before it. */
 const TEXT_AT = TEXT_OPEN.length;
+/** Where a number cell's text is read: right after its markup, written before it. */
+const NUMBER_AT = NUMBER_OPEN.length;
 
 /** Bytes known to be ASCII (a number, a date) as a string. */
 const ascii = (out: Uint8Array, at: number, end: number): string =>
@@ -226,18 +228,29 @@ function textCellAt(out: Uint8Array, start: number, at: number, kind: CellKind):
 const isNull = (out: Uint8Array, at: number, end: number): boolean =>
   end - at === 4 && out[at] === 0x6e && out[at + 1] === 0x75 && out[at + 2] === 0x6c && out[at + 3] === 0x6c;
 
-/** A number, bool, date or timestamp cell read at `at`, written from `start`. */
+/** Where a cell of `kind` written from `o` is read: a number's in place, its markup written first. */
+function textFrom(out: Uint8Array, o: number, kind: CellKind | undefined): number {
+  if (kind !== "number" && kind !== "float") return o + TEXT_AT;
+  putWords(out, o, NUMBER_OPEN);
+  return o + NUMBER_AT;
+}
+
+/**
+ * A number cell read at `at`, right after the NUMBER_OPEN already written from `start`: most numbers
+ * are then written where they were read.
+ */
+function numberCellAt(out: Uint8Array, start: number, at: number, kind: CellKind): number {
+  const end = scanned.o;
+  if (at === end && !scanned.quoted) return putWords(out, start, EMPTY_CELL);
+  if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end)))
+    return putWords(out, end, NUMBER_CLOSE);
+  return stringCell(out, start, ascii(out, at, end), kind);
+}
+
+/** A bool, date or timestamp cell read at `at`, written from `start`. */
 function valueCellAt(out: Uint8Array, start: number, at: number, kind: CellKind): number {
   const end = scanned.o;
   if (at === end && !scanned.quoted) return putWords(out, start, EMPTY_CELL);
-  if (kind === "number" || kind === "float") {
-    if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end))) {
-      let o = putWords(out, start, NUMBER_OPEN);
-      for (let k = at; k < end; k++) out[o++] = out[k]!;
-      return putWords(out, o, NUMBER_CLOSE);
-    }
-    return stringCell(out, start, ascii(out, at, end), kind);
-  }
   if (kind === "bool" && end - at === 1 && (out[at] === 0x74 || out[at] === 0x66))
     return putWords(out, start, out[at] === 0x74 ? TRUE_CELL : FALSE_CELL);
   if (kind === "date" || kind === "timestamp") {
@@ -252,42 +265,46 @@ const DAY_MS = 86_400_000;
 const EXCEL_EPOCH = Date.UTC(1899, 11, 30);
 const FIRST_DAY = Date.UTC(1900, 2, 1);
 const isDigitAt = (out: Uint8Array, at: number): boolean => out[at]! >= 0x30 && out[at]! <= 0x39;
-const twoDigits = (out: Uint8Array, at: number): number => (out[at]! - 48) * 10 + out[at + 1]! - 48;
+/** The two digits at `at` as a number, or -1000 where either is not a digit (a sum of pairs stays negative). */
+const pairAt = (out: Uint8Array, at: number): number => {
+  const a = out[at]! - 48;
+  const b = out[at + 1]! - 48;
+  return a >>> 0 > 9 || b >>> 0 > 9 ? -1000 : a * 10 + b;
+};
 
 /** Date.UTC (or NaN where Excel holds no such day) of the dates seen, by YYYYMMDD: a sheet's dates are few. */
 const days = new Map<number, number>();
+/** The last date asked, and its day: rows in time order ask the same one again and again. */
+let lastKey = -1;
+let lastDay = Number.NaN;
 
-/** Date.UTC of the YYYY-MM-DD at `at` (digits and dashes checked), or NaN where Excel holds no such day. */
-function dayAt(out: Uint8Array, at: number): number {
-  const y = twoDigits(out, at) * 100 + twoDigits(out, at + 2);
-  const mo = twoDigits(out, at + 5);
-  const d = twoDigits(out, at + 8);
+/** Date.UTC of YYYY-MM-DD (digits checked), or NaN where Excel holds no such day. */
+function dayOf(y: number, mo: number, d: number): number {
   const key = y * 10_000 + mo * 100 + d;
-  const known = days.get(key);
-  if (known !== undefined) return known;
-  const day = Date.UTC(y, mo - 1, d);
-  const check = new Date(day);
-  const valid = y >= 1900 && check.getUTCDate() === d && check.getUTCMonth() === mo - 1 && day >= FIRST_DAY;
-  if (days.size >= 4096) days.clear();
-  days.set(key, valid ? day : Number.NaN);
-  return valid ? day : Number.NaN;
-}
-
-/** Digits at every offset of `at` from `from`: `YYYY-MM-DD` and `HH:MM:SS` without their marks. */
-const DATE_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9];
-const TIME_DIGITS = [11, 12, 14, 15, 17, 18];
-
-function allDigits(out: Uint8Array, at: number, offsets: number[]): boolean {
-  for (const k of offsets) if (!isDigitAt(out, at + k)) return false;
-  return true;
+  if (key === lastKey) return lastDay;
+  let day = days.get(key);
+  if (day === undefined) {
+    const utc = Date.UTC(y, mo - 1, d);
+    const check = new Date(utc);
+    const valid = y >= 1900 && check.getUTCDate() === d && check.getUTCMonth() === mo - 1 && utc >= FIRST_DAY;
+    day = valid ? utc : Number.NaN;
+    if (days.size >= 4096) days.clear();
+    days.set(key, day);
+  }
+  lastKey = key;
+  lastDay = day;
+  return day;
 }
 
 /** Milliseconds of `HH:MM:SS[.fff]` at `at` + 11 (-1: not a time Excel shows exactly), and whether its fraction is not zero (in `fraction`). */
 function timeAt(out: Uint8Array, at: number, end: number): number {
   const n = end - at;
-  if (out[at + 13] !== 0x3a || out[at + 16] !== 0x3a || !allDigits(out, at, TIME_DIGITS)) return -1;
   const t = out[at + 10];
-  if (t !== 0x54 && t !== 0x20) return -1;
+  if (out[at + 13] !== 0x3a || out[at + 16] !== 0x3a || (t !== 0x54 && t !== 0x20)) return -1;
+  const h = pairAt(out, at + 11);
+  const mi = pairAt(out, at + 14);
+  const s = pairAt(out, at + 17);
+  if (h < 0 || mi < 0 || s < 0 || h > 23 || mi > 59 || s > 59) return -1;
   let millis = 0;
   fraction.nonZero = false;
   if (n > 19) {
@@ -299,13 +316,9 @@ function timeAt(out: Uint8Array, at: number, end: number): number {
       // Below a millisecond, Excel shows nothing: such a timestamp keeps its text.
       if (k >= 23) return -1;
       fraction.nonZero = true;
-      millis += d * 10 ** (22 - k);
+      millis += d * (k === 20 ? 100 : k === 21 ? 10 : 1);
     }
   }
-  const h = twoDigits(out, at + 11);
-  const mi = twoDigits(out, at + 14);
-  const s = twoDigits(out, at + 17);
-  if (h > 23 || mi > 59 || s > 59) return -1;
   return h * 3_600_000 + mi * 60_000 + s * 1000 + millis;
 }
 const fraction = { nonZero: false };
@@ -316,40 +329,65 @@ const fraction = { nonZero: false };
  */
 function serialCell(out: Uint8Array, start: number, at: number, end: number): number {
   const n = end - at;
-  if ((n !== 10 && n < 19) || out[at + 4] !== 0x2d || out[at + 7] !== 0x2d || !allDigits(out, at, DATE_DIGITS))
-    return -1;
+  if ((n !== 10 && n < 19) || out[at + 4] !== 0x2d || out[at + 7] !== 0x2d) return -1;
+  const century = pairAt(out, at);
+  const year = pairAt(out, at + 2);
+  const mo = pairAt(out, at + 5);
+  const d = pairAt(out, at + 8);
+  if (century < 0 || year < 0 || mo < 0 || d < 0) return -1;
   const ms = n === 10 ? 0 : timeAt(out, at, end);
   if (ms < 0) return -1;
-  const day = dayAt(out, at);
+  const day = dayOf(century * 100 + year, mo, d);
   if (Number.isNaN(day)) return -1;
   const style = n === 10 ? STYLE.date : fraction.nonZero ? STYLE.dateTimeMs : STYLE.dateTime;
   const o = writeSerial(out, putWords(out, start, STYLE_OPEN[style]!), (day - EXCEL_EPOCH) / DAY_MS, ms);
   return putWords(out, o, NUMBER_CLOSE);
 }
 
+/** "00" to "99" as pairs of ASCII digits. */
+const PAIRS = new Uint8Array(200);
+for (let k = 0; k < 100; k++) {
+  PAIRS[2 * k] = 48 + ((k / 10) | 0);
+  PAIRS[2 * k + 1] = 48 + (k % 10);
+}
+
 /** `serialText`'s digits written at `o`, no string made: whole days, then the fraction's places. */
 function writeSerial(out: Uint8Array, o: number, days: number, ms: number): number {
-  o = writeDigits(out, o, days | 0, 1);
+  // Days from 1927-05-18 to 2173-10-14 have five digits: one, then two pairs.
+  if (days >= 10_000 && days < 100_000) {
+    const first = (days / 10_000) | 0;
+    out[o] = 48 + first;
+    o = writeFour(out, o + 1, days - first * 10_000);
+  } else o = writeDigits(out, o, days | 0, 1);
   if (ms === 0) return o;
-  // 12 places as two halves of 6, int32 both (a double's % is a call to fmod: measured 5 times slower).
+  // 12 places as two halves of 6, int32 both (a double's % is a call to fmod: measured 5 times slower),
+  // written two digits at a time, then the trailing zeros taken back.
   const units = fractionUnits(ms);
   const high = Math.floor(units / 1e6) | 0;
   const low = (units - high * 1e6) | 0;
   out[o++] = 0x2e;
-  if (low === 0) return writeTrimmed(out, o, high);
-  o = writeDigits(out, o, high, 6);
-  return writeTrimmed(out, o, low);
+  o = writeSix(out, writeSix(out, o, high), low);
+  while (out[o - 1] === 0x30) o--;
+  return o;
 }
 
-/** Six places of `n` (an int32 below 1e6, not 0) without their trailing zeros. */
-function writeTrimmed(out: Uint8Array, o: number, n: number): number {
-  let places = 6;
-  let v = n;
-  while (v % 10 === 0) {
-    v = (v / 10) | 0;
-    places--;
-  }
-  return writeDigits(out, o, v, places);
+/** The four digits of `n` (below 10,000), zero-padded. */
+function writeFour(out: Uint8Array, o: number, n: number): number {
+  const a = (n / 100) | 0;
+  const b = n - a * 100;
+  out[o] = PAIRS[2 * a]!;
+  out[o + 1] = PAIRS[2 * a + 1]!;
+  out[o + 2] = PAIRS[2 * b]!;
+  out[o + 3] = PAIRS[2 * b + 1]!;
+  return o + 4;
+}
+
+/** The six digits of `n` (an int32 below 1e6), zero-padded. */
+function writeSix(out: Uint8Array, o: number, n: number): number {
+  const a = (n / 10_000) | 0;
+  out[o] = PAIRS[2 * a]!;
+  out[o + 1] = PAIRS[2 * a + 1]!;
+  return writeFour(out, o + 2, n - a * 10_000);
 }
 
 /** An int32's decimal digits at `o`, zero-padded to `width`. */
@@ -398,13 +436,15 @@ export function xlsxCsvReader(incoming: Column[], dropFrom: number): RecordsRead
       }
       const kind = column < width ? kinds[column] : undefined;
       const start = i;
-      readCell(b, i, out, o + TEXT_AT, false, false);
+      const textAt = textFrom(out, o, kind);
+      readCell(b, i, out, textAt, false, false);
       i = scanned.i;
       if (kind !== undefined) {
         // Escaped text may grow up to 7 times (a control character as _x0001_): room first.
         const need = o + 8 * (scanned.o - o) + MARKUP;
         if (need > out.length) out = grownBytes(out, scanned.o, need - scanned.o);
-        if (kind === "text" || kind === "json") {
+        if (textAt === o + NUMBER_AT) o = numberCellAt(out, o, textAt, kind);
+        else if (kind === "text" || kind === "json") {
           putWords(out, o, TEXT_OPEN);
           o = textCellAt(out, o, o + TEXT_AT, kind);
         } else o = valueCellAt(out, o, o + TEXT_AT, kind);
