@@ -49,7 +49,21 @@ function listsValue(value: string | null, type: string): string {
 const CASES: [Column, (string | null)[]][] = [
   [
     { id: "n", type: "numeric" },
-    ["1", "-0", "0", "1.50", "-82469.50", "123456789012345", "1234567890123456", "0.000001", "0.0000001", "1e5"],
+    [
+      "1",
+      "-0",
+      "0",
+      "1.50",
+      "-82469.50",
+      "123456789012345",
+      "1234567890123456",
+      "0.000001",
+      "0.0000001",
+      "1e5",
+      // Not a number: what a hostile upstream might send, kept as UTF-8 text.
+      "é1",
+      "12345678901234567890½",
+    ],
   ],
   [
     { id: "f", type: "float8" },

@@ -48,11 +48,18 @@ const TEXT_AT = TEXT_OPEN.length;
 /** Where a number cell's text is read: right after its markup, written before it. */
 const NUMBER_AT = NUMBER_OPEN.length;
 
-/** Bytes known to be ASCII (a number, a date) as a string. */
-const ascii = (out: Uint8Array, at: number, end: number): string =>
-  end - at <= 64
-    ? String.fromCharCode.apply(null, out.subarray(at, end) as unknown as number[])
-    : text.decode(out.subarray(at, end));
+/**
+ * A number cell's bytes as a string: a short ASCII one by `String.fromCharCode` (cheaper than the
+ * decoder for a few bytes), anything else decoded as UTF-8 (a hostile upstream's `é1` stays `é1`).
+ */
+function numberText(out: Uint8Array, at: number, end: number): string {
+  if (end - at <= 64) {
+    let k = at;
+    while (k < end && out[k]! < 0x80) k++;
+    if (k === end) return String.fromCharCode.apply(null, out.subarray(at, end) as unknown as number[]);
+  }
+  return text.decode(out.subarray(at, end));
+}
 
 /**
  * Whether out[start, end) is a number as JavaScript's String writes it, with at most 15 significant
@@ -87,7 +94,8 @@ function isShortNumber(out: Uint8Array, start: number, end: number): boolean {
  */
 function isShortestAt(out: Uint8Array, at: number, end: number): boolean {
   let i = out[at] === 0x2d ? at + 1 : at;
-  const point = out.indexOf(0x2e, i);
+  let point = i;
+  while (point < end && out[point] !== 0x2e) point++;
   if (point <= i || point >= end - 1 || out[end - 1] === 0x30 || (out[i] === 0x30 && point !== i + 1)) return false;
   const places = end - point - 1;
   if (out[i] === 0x30) {
@@ -244,7 +252,7 @@ function numberCellAt(out: Uint8Array, start: number, at: number, kind: CellKind
   if (at === end && !scanned.quoted) return putWords(out, start, EMPTY_CELL);
   if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end)))
     return putWords(out, end, NUMBER_CLOSE);
-  return stringCell(out, start, ascii(out, at, end), kind);
+  return stringCell(out, start, numberText(out, at, end), kind);
 }
 
 /** A bool, date or timestamp cell read at `at`, written from `start`. */
