@@ -445,7 +445,8 @@ async function main(): Promise<void> {
     };
     const rows = await memoryRuns(start, upstream, options);
     console.log(`\n${renderMemory(rows)}\n`);
-    for (const t of cpuOnly ? [] : memoryTargets(rows)) console.log(`- ${t.met ? "met" : "NOT met"}: ${t.name}. ${t.detail}`);
+    for (const t of cpuOnly ? [] : memoryTargets(rows))
+      console.log(`- ${t.met ? "met" : "NOT met"}: ${t.name}. ${t.detail}`);
   } finally {
     await up?.close();
     killAllNow();
