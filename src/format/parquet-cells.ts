@@ -30,6 +30,8 @@ function digits(b: Uint8Array, from: number, to: number): number {
 /** An integer of up to `most` characters (a sign among them for int8, as `bigInteger` counts them), within `max`. */
 function integerCell(most: number, max: number): CellReader<number> {
   return (b, at, length) => {
+    // An empty cell has no sign: b[at] is then the next cell's length.
+    if (length === 0) return undefined;
     const negative = b[at] === 45;
     const from = negative ? at + 1 : at;
     if (length > most || from === at + length) return undefined;

@@ -79,8 +79,10 @@ describe("CKAN values as Parquet values", () => {
     expect(value("int4", "007")).toBe(7);
     expect(value("int2", "-32768")).toBe(-32768);
     expect(() => value("int2", "32768")).toThrow(/16-bit/);
-    for (const raw of ["-", "1.5", "12a", "--1", "99999999999"])
+    for (const raw of ["-", "1.5", "12a", "--1", "99999999999", '""', "+5", "1e3", "12.0", '" 5"', '"0x10"'])
       expect(() => value("int4", raw), raw).toThrow(/32-bit/);
+    // More than 9 digits, leading zeros: still the integer.
+    expect(value("int4", "00000000012")).toBe(12);
   });
 
   it("counts dates in days since 1970, before and after", () => {
@@ -134,7 +136,12 @@ describe("CKAN's CSV cells read as bytes (parquet-cells.ts)", () => {
     const texts = ["0", "-0", "7", "-32768", "32767", "32768", "-32769", "2147483647", "2147483648", "-2147483648"];
     texts.push("1234567890", "0012", "+5", "1e3", "12.0", "", "-", "9007199254740993", "-123456789012345");
     texts.push("123456789012345", "1234567890123456", "9223372036854775807", "9223372036854775808");
-    for (const type of ["int2", "int4", "int8"]) for (const text of texts) if (text !== "") same(type, text, false);
+    for (const type of ["int2", "int4", "int8"]) {
+      for (const text of texts) same(type, text, false);
+      // An empty quoted cell followed by a cell whose length starts with 0x2d (a minus): no sign, no number.
+      const column = parquetColumn({ id: "c", type }, "c", "text");
+      expect(column.cell?.(Uint8Array.of(0x2d, 0, 0, 0), 0, 0), type).toBeUndefined();
+    }
     fc.assert(
       fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (n) => {
         for (const type of ["int2", "int4", "int8"]) same(type, String(n), false);

@@ -66,10 +66,14 @@ function smallInteger(raw: string): number | undefined {
   return negative ? -n : n;
 }
 
+/** Digits after an optional minus, as PostgreSQL writes an integer (no `+`, exponent, point or space). */
+const INTEGER_TEXT = /^-?\d+$/;
+
 function integer(column: Column, bits: 16 | 32): (raw: string) => number {
   const max = 2 ** (bits - 1);
   return (raw) => {
-    const n = smallInteger(raw) ?? Number(text(raw));
+    const digits = text(raw);
+    const n = smallInteger(raw) ?? (INTEGER_TEXT.test(digits) ? Number(digits) : Number.NaN);
     if (!Number.isInteger(n) || n < -max || n >= max) throw refused(column, raw, `a ${bits}-bit integer`);
     return n;
   };
