@@ -9,6 +9,14 @@ import type { TableQuery } from "../query/table-query.ts";
 export const isHiddenColumn = (id: string): boolean =>
   id === "_id" || id === "_full_text" || id === "rank" || id.startsWith("rank ");
 
+/**
+ * Whether CKAN's CSV records write this type's values otherwise than its JSON records: CKAN formats
+ * `timestamp` columns itself and arrays and json the same way in both, but leaves the rest to
+ * PostgreSQL, whose to_json writes a timestamptz as `2020-06-01T10:30:00.25+00:00` where its text
+ * (what CSV holds) is `2020-06-01 10:30:00.25+00`. A table with one is read as JSON pages throughout.
+ */
+export const csvTextDiffers = (type: string): boolean => type === "timestamptz" || type === "timestamp with time zone";
+
 /** A column as CKAN describes it in `fields`, with the data dictionary's label and notes (`info.label`, `info.notes`) when set. */
 function column(field: Column & { info?: unknown }): Column {
   const info =

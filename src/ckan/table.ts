@@ -4,7 +4,7 @@ import { movedNulls } from "../query/sort.ts";
 import type { TableQuery } from "../query/table-query.ts";
 import type { Batch, PassthroughFactory, RecordsReader, RecordsStream } from "../rows/batch.ts";
 import type { Column } from "../rows/types.ts";
-import { outputColumns, rowsOf } from "./columns.ts";
+import { csvTextDiffers, outputColumns, rowsOf } from "./columns.ts";
 import { idPagingOf, openFirstPage } from "./first-page.ts";
 import { checkCount, checkSubrequests, laterPageRows, pageTarget } from "./limits.ts";
 import { segmentsFrom, splitAtNulls, type Segment } from "./nulls-last.ts";
@@ -376,7 +376,10 @@ function laterPages(
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
   if (resume?.afterId !== undefined) base.filters = { ...request.filters, _id: { gt: resume.afterId } };
-  const passthrough = passthroughFactory?.(incoming, columns.length);
+  // CSV pages only where their text is the JSON pages' for every column (see csvTextDiffers).
+  const passthrough = incoming.some((c) => csvTextDiffers(c.type))
+    ? undefined
+    : passthroughFactory?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
   const pageOf = (result: SearchResult): Page => {
     if (result.copy !== undefined) {
