@@ -55,6 +55,27 @@ describe("CKAN's escaped characters", () => {
   });
 });
 
+describe("a leading BOM", () => {
+  it("is a character of the value, as CKAN's lists keep it, escaped or as UTF-8", () => {
+    const rows: (string | undefined)[][] = [];
+    const { passthrough } = csvPages((row) => rows.push([row.cell(0), row.textOf(0)]));
+    const columns = [
+      { id: "name", type: "text" },
+      { id: "_id", type: "int" },
+    ];
+    const csv = "\ufeffx,1\n\ufeff,2\nx,3\n";
+    for (const json of [asciiJson(csv), JSON.stringify(csv)]) {
+      rows.length = 0;
+      passthrough(columns, 1).read(bytes(`{"records":${json}}`), '{"records":'.length);
+      expect(rows).toEqual([
+        ['"\ufeffx"', "\ufeffx"],
+        ['"\ufeff"', "\ufeff"],
+        ['"x"', "x"],
+      ]);
+    }
+  });
+});
+
 describe("a CSV page asked again", () => {
   const columns = [
     { id: "category", type: "text" },

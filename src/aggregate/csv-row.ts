@@ -40,7 +40,8 @@ export function cellOf(kind: Kind): Cell {
 /** Kinds whose null is only ever an empty unquoted cell (a bool's or an array's may be other text). */
 const plainNull = (kind: Kind): boolean => kind !== "bool" && kind !== "array";
 
-const utf8 = new TextDecoder();
+// A leading U+FEFF is a character of the value (CKAN's lists keep it), not a mark to drop.
+const utf8 = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
 export class CsvRow {
   /** The bytes the cells are stretches of (their escapes undone): the page's own, rewritten in place. */

@@ -116,7 +116,7 @@ function bucketKey(bucket: Bucket, value: (cell: string) => string): KeyOfBytes 
   };
 }
 
-const decoder = new TextDecoder();
+const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
 /** Kinds whose CSV cell text is the text of the value CKAN's JSON holds (NaN and the infinities unquoted). */
 const SAME_TEXT: ReadonlySet<Kind> = new Set(["int", "bigint", "numeric", "float", "text", "date", "timestamp"]);

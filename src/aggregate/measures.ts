@@ -217,12 +217,15 @@ class Avg implements Accumulator {
 /** float4 and float8: 64-bit floats, added in row order as PostgreSQL's float8pl adds them. */
 class FloatSum implements Accumulator {
   n = 0;
-  sum = 0;
+  sum: number;
   readonly average: boolean;
   readonly column: string;
   constructor(average: boolean, column: string) {
     this.average = average;
     this.column = column;
+    // PostgreSQL's sum(float8) starts from the first value, so a sum of -0 alone is -0; -0 plus any
+    // x is x. Its avg starts from 0.
+    this.sum = average ? 0 : -0;
   }
   add(cell: string | undefined): void {
     if (isNull(cell)) return;
