@@ -118,6 +118,13 @@ export class HeldPage {
       release(held.page.ends);
     }
   }
+
+  /** Drops what a broken answer gave, to hold the answer asked again from its first row. */
+  restart(): void {
+    this.drop();
+    this.bytes = 0;
+    this.rows = 0;
+  }
 }
 
 /** A batch's rows in the opposite order, in buffers of their size. */

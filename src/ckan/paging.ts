@@ -125,8 +125,8 @@ interface Streaming {
   pages: AsyncGenerator<CopiedRecords, SearchResult, undefined>;
   /** The request's response, whose body `pages` reads once it starts. */
   opened: Promise<Response>;
-  /** Asked from the table's end: held until it has all arrived, then handed on reversed. */
-  fromEnd?: true;
+  /** Asked from the table's end: held here until it has all arrived, then handed on reversed. */
+  fromEnd?: HeldPage;
 }
 
 /** A stretch asked for, its answer to read when its turn comes: whole (a function) or as it arrives. */
@@ -156,14 +156,17 @@ async function fetchStretch(plan: PagePlan, stretch: Stretch, fromEnd = false): 
     const opened = plan.client.open(body, plan.signal);
     // In flight until CKAN starts answering: its errors and retries happen here, as for a whole page.
     await opened;
+    // A page from the end is held whole: an answer asked again after one broke off is taken whole.
+    const held = fromEnd ? new HeldPage() : undefined;
+    const restart = held === undefined ? {} : { restart: () => held.restart() };
     return {
       stretch,
       pages: streamedPage(
-        { client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader },
+        { client: plan.client, body, signal: plan.signal, stream: plan.stream, reader: plan.reader, ...restart },
         opened,
       ),
       opened,
-      ...(fromEnd ? { fromEnd: true as const } : {}),
+      ...(held === undefined ? {} : { fromEnd: held }),
     };
   }
   const result = await plan.client.search(body, plan.signal, plan.reader);
@@ -599,7 +602,7 @@ async function* streamingPage(pager: Pager, current: Streaming): AsyncGenerator<
   const { plan } = pager;
   pager.fill(1);
   await pager.send();
-  if (current.fromEnd === true) return yield* fromEndPage(pager, current);
+  if (current.fromEnd !== undefined) return yield* fromEndPage(pager, current, current.fromEnd);
   const from = pager.seen;
   let lastId: number | undefined;
   let result: SearchResult | undefined;
@@ -639,9 +642,12 @@ async function letGo(page: Streaming): Promise<void> {
  * the last row handed on, handed on reversed; otherwise asked again by offset (`turnAround`).
  * Returns as `streamingPage` does.
  */
-async function* fromEndPage(pager: Pager, current: Streaming): AsyncGenerator<Batch, boolean | undefined, undefined> {
+async function* fromEndPage(
+  pager: Pager,
+  current: Streaming,
+  held: HeldPage,
+): AsyncGenerator<Batch, boolean | undefined, undefined> {
   const { plan } = pager;
-  const held = new HeldPage();
   // Estimated before it was asked: rows wider than the pages before them may pass that.
   const room = 1.5 * heldRoom();
   let result: SearchResult | undefined;

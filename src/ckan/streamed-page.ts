@@ -84,6 +84,13 @@ export interface StreamedFetch {
   stream: () => RecordsStream;
   /** The whole-page reader, for an answer that could not be streamed (see StreamedAnswer). */
   reader: RecordsReader;
+  /**
+   * Set for a page held whole until its answer ends (asked from the table's end): a broken answer's
+   * rows went nowhere yet, so the answer asked again is taken whole, after this drops them. Skipping
+   * by count would splice two states of a table changed in between (a row deleted and one added:
+   * a row twice, the count still right).
+   */
+  restart?: () => void;
 }
 
 /** The page's rows from `from` on (rows before it were handed on already). */
@@ -120,6 +127,10 @@ export async function* streamedPage(
 ): AsyncGenerator<CopiedRecords, SearchResult, undefined> {
   let handed = 0;
   for (let attempt = 0; ; attempt++) {
+    if (attempt > 0 && fetch.restart !== undefined) {
+      fetch.restart();
+      handed = 0;
+    }
     const response = await (attempt === 0 ? opened : fetch.client.open(fetch.body, fetch.signal));
     const answer = new StreamedAnswer(fetch.stream());
     let seen = 0;
