@@ -42,6 +42,8 @@ const DATE_LIKE = /^(-?\d{4,})-(\d\d)-(\d\d)(?:[T ](\d\d))?/;
 function bucketValue(bucket: Bucket, kind: Kind, column: string): (cell: string) => string {
   return (cell) => {
     const text = unquoted(cell);
+    // date_trunc of an infinite date or timestamp is itself (CKAN's to_char makes a timestamp's null).
+    if (text === "infinity" || text === "-infinity") return `"${text}"`;
     const match = DATE_LIKE.exec(text);
     if (match === null) throw notA(cell, column, kind === "date" ? "a date" : "a timestamp");
     const [, year, month, day, hour = "00"] = match;
