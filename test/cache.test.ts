@@ -4,6 +4,7 @@ import { parseConfig } from "../src/config/config.ts";
 import { cacheKey } from "../src/protocol/cache-key.ts";
 import { signedPath } from "../src/security/signature.ts";
 import { harness, isProbe, pageCalls } from "./harness.ts";
+import { readWorkbook } from "./xlsx-reader.ts";
 
 const cached = (
   env: Record<string, string> = {},
@@ -124,6 +125,29 @@ describe("edge cache", () => {
       await h.settle();
     }
     expect(pageCalls(h.calls)).toHaveLength(6);
+  });
+
+  it("never stores an XLSX read whole that a limit cut off (its last row says why)", async () => {
+    // CKAN's count is an estimate under MAX_ROWS: the rows past it are found only as they come.
+    const estimated = async (_n: number, body: Record<string, unknown>): Promise<Response | undefined> => {
+      if (body.include_total === false || body.resource_id === undefined) return undefined;
+      const request = new Request("http://ckan.test/api/action/datastore_search", {
+        method: "POST",
+        body: JSON.stringify(body),
+      });
+      const answer = (await (await h.emulator.fetch(request)).json()) as { result: Record<string, unknown> };
+      return Response.json({ ...answer, result: { ...answer.result, total: 900, total_was_estimated: true } });
+    };
+    const h = cached({ MAX_ROWS: "1500", PAGE_SIZE: "500" }, estimated as never);
+    const cut = await h.get("/export.xlsx?resource=sample&fields=id");
+    expect(cut.status).toBe(200);
+    expect(cut.headers.get("cache-control")).toBe("private, no-store");
+    expect(cut.headers.get("x-export-error")).toBe("400");
+    expect(cut.headers.get("etag")).toBeNull();
+    const book = await readWorkbook(new Uint8Array(await cut.arrayBuffer()));
+    expect(String(book.rows.at(-1)![0]!.value)).toMatch(/^#EXPORT INCOMPLETE/);
+    await h.settle();
+    expect((await h.get("/export.xlsx?resource=sample&fields=id")).headers.get("x-cache")).not.toBe("HIT");
   });
 
   it("never stores a failed export", async () => {

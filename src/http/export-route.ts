@@ -107,6 +107,13 @@ async function exportFromCkan<Q extends ExportQuery>(
     return new Response(freedOnceWritten(sent.stream, { free: !sent.shared }), { status: 200, headers });
   }
   headers.set("content-length", String(body.whole.byteLength));
+  const error = opened.progress.error;
+  if (error !== undefined) {
+    // It ended early, its last row saying why: an answer that reports a failure, kept by no cache.
+    keep.failed();
+    headers.set("x-export-error", String(error.status));
+    return new Response(body.whole, { status: 200, headers });
+  }
   headers.set("etag", await contentEtag(body.whole));
   void keep.whole(body.whole, headers);
   return new Response(body.whole, { status: 200, headers });
