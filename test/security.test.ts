@@ -69,6 +69,14 @@ describe("signed links", () => {
     expect(await refusal(await signedPath("another-key", "/export.csv?resource=sample"))).toMatch(/does not match/);
     expect(await refusal(`${link}&sig=${new URL(link, "http://x").searchParams.get("sig")}`)).toMatch(/does not match/);
     expect(await refusal(link.replace(/sig=[^&]+/, "sig=abc"))).toMatch(/does not match/);
+    // The last character's two bits past the signature's 32 bytes: only the spelling signed verifies.
+    const sig = new URL(link, "http://x").searchParams.get("sig")!;
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const last = alphabet.indexOf(sig.at(-1)!);
+    for (let low = 1; low < 4; low++) {
+      const altered = `${sig.slice(0, -1)}${alphabet[(last & ~3) | low]}`;
+      expect(await refusal(link.replace(`sig=${sig}`, `sig=${altered}`)), altered).toMatch(/does not match/);
+    }
 
     const past = Math.floor(Date.now() / 1000) - 60;
     expect(await refusal(await sign("/export.csv?resource=sample&limit=1", past))).toMatch(/expired at/);
