@@ -30,6 +30,14 @@ describe("redaction of secrets in text from upstream", () => {
     expect(redact("tail: SECRET-c41f99.")).toBe("tail: [redacted].");
   });
 
+  it("removes a secret whatever its letters' case (a URL's host comes back lowered)", () => {
+    expect(redact(`https://${TOKEN.slice(20, 40).toUpperCase()}.elsewhere.example/`)).toBe(
+      "https://[redacted].elsewhere.example/",
+    );
+    expect(redact("tail: secret-C41F99.")).toBe("tail: [redacted].");
+    expect(redact("a KEY-1 here")).toBe("a [redacted] here");
+  });
+
   it("leaves shorter pieces and other text alone", () => {
     expect(redact(`${TOKEN.slice(0, SECRET_RUN - 1)} and plain text`)).toBe(
       `${TOKEN.slice(0, SECRET_RUN - 1)} and plain text`,

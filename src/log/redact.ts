@@ -22,20 +22,24 @@ export function redactorOf(values: readonly (string | undefined)[]): Redact {
     .map((v) => v.trim())
     .filter((v) => v.length >= 4);
   if (secrets.length === 0) return (text) => text;
-  const short = secrets.filter((s) => s.length < SECRET_RUN);
+  const short = secrets
+    .filter((s) => s.length < SECRET_RUN)
+    .map((s) => new RegExp(s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi"));
   // Every SECRET_RUN-character piece of every longer secret: a run of 8+ in the text holds one at each position.
   const pieces = new Set<string>();
-  for (const secret of secrets)
+  for (const secret of secrets.map(asciiLower))
     for (let i = 0; i + SECRET_RUN <= secret.length; i++) pieces.add(secret.slice(i, i + SECRET_RUN));
   return (input) => {
-    const text = short.reduce((out, secret) => out.split(secret).join(MARK), input);
+    const text = short.reduce((out, secret) => out.replace(secret, MARK), input);
     if (pieces.size === 0 || text.length < SECRET_RUN) return text;
+    // Compared in ASCII lower case: a URL's host, say, comes back lowered from a token CKAN echoed.
+    const lower = asciiLower(text);
     let out = "";
     let kept = 0;
     // Where the last run found ends (inclusive); a run that starts right after it continues it.
     let coveredTo = -2;
     for (let i = 0; i + SECRET_RUN <= text.length; i++) {
-      if (!pieces.has(text.slice(i, i + SECRET_RUN))) continue;
+      if (!pieces.has(lower.slice(i, i + SECRET_RUN))) continue;
       if (i > coveredTo + 1) {
         // A new run starts: keep the text before it, then the mark.
         out += text.slice(kept, i) + MARK;
@@ -46,6 +50,9 @@ export function redactorOf(values: readonly (string | undefined)[]): Redact {
     return kept === 0 && out === "" ? text : out + text.slice(kept);
   };
 }
+
+/** A-Z lowered, every other character as it is: the same length, so positions stay put. */
+const asciiLower = (text: string): string => text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
 
 /** Every secret the worker holds; none may appear in a response, an error or a log line. */
 export const redactor = (env: Env): Redact => redactorOf([env.CKAN_API_TOKEN, env.ADMIN_TOKEN, env.LINK_SIGNING_KEY]);
