@@ -154,6 +154,28 @@ describe("GET /resources/<alias>", () => {
     expect(body.columns.every((c) => c.values === undefined && c.distinct === undefined)).toBe(true);
   });
 
+  it("says when CKAN failed to answer a probe for values, and keeps that answer in no cache", async () => {
+    let failing = true;
+    const h = harness({
+      emulator: { version: "2.12" },
+      env: { CACHE_TTL_SECONDS: "300", UPSTREAM_RETRIES: "0" },
+      fault: (_, body) => (failing && body.distinct === true ? new Response("down", { status: 503 }) : undefined),
+    });
+    const degraded = await h.get("/resources/sample");
+    expect(degraded.status).toBe(200);
+    expect(degraded.headers.get("cache-control")).toBe("private, no-store");
+    const first = (await degraded.json()) as Detail & { values_incomplete?: string };
+    expect(first.values_incomplete).toMatch(/CKAN failed \d+ of the probes/);
+    expect(first.columns.every((c) => c.values === undefined)).toBe(true);
+    await h.settle();
+    failing = false;
+    const healed = await h.get("/resources/sample");
+    expect(healed.headers.get("x-cache")).toBe("MISS");
+    const second = (await healed.json()) as Detail & { values_incomplete?: string };
+    expect(second.values_incomplete).toBeUndefined();
+    expect(second.columns.some((c) => c.values !== undefined)).toBe(true);
+  });
+
   it("answers an unknown alias with the published ones", async () => {
     const { get } = harness();
     const res = await get("/resources/sampel");

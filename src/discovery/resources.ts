@@ -153,7 +153,7 @@ export async function describeResource(alias: string, deps: DiscoveryDeps): Prom
     resourceText(config.ckanBase, deps.upstreamFetch, id),
     tableInfo(site.client, id),
   ]);
-  await probeDistinctValues(site.client, id, info.columns, config.upstreamConcurrency);
+  const failedProbes = await probeDistinctValues(site.client, id, info.columns, config.upstreamConcurrency);
   return {
     name: alias,
     resource_id: id,
@@ -165,6 +165,10 @@ export async function describeResource(alias: string, deps: DiscoveryDeps): Prom
     range_filters: site.rangeFilters === false ? false : null,
     formats: Object.keys(FORMATS),
     columns: info.columns,
+    // Said, and kept by no cache: the values come back once CKAN answers again.
+    ...(failedProbes > 0
+      ? { values_incomplete: `CKAN failed ${failedProbes} of the probes for columns' values; some columns lack them.` }
+      : {}),
     examples: await examples(deps, alias, info.columns),
     links: {
       self: `${origin}/resources/${encodeURIComponent(alias)}`,

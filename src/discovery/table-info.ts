@@ -1,3 +1,4 @@
+import { HttpError } from "../errors.ts";
 import { isHiddenColumn } from "../ckan/columns.ts";
 import type { CkanClient } from "../ckan/client.ts";
 import type { SearchRequest } from "../ckan/types.ts";
@@ -60,9 +61,10 @@ export async function tableInfo(client: CkanClient, resourceId: string): Promise
  * A column's values when it has few. CKAN counts distinct values over the whole table (the total of
  * a `distinct` search), but since 2.11 applies DISTINCT only to the page it cut: the values are
  * listed only when the page held all of them, so a picker never offers part of a list as the whole.
- * A site that refuses `distinct` (or anything else going wrong) just leaves the column without values.
+ * A site that refuses `distinct` just leaves the column without values; false says CKAN failed to
+ * answer, and the answer then is not cached (the failure would outlive itself).
  */
-async function probeValues(client: CkanClient, resourceId: string, column: ColumnInfo): Promise<void> {
+async function probeValues(client: CkanClient, resourceId: string, column: ColumnInfo): Promise<boolean> {
   const body: SearchRequest & { distinct: boolean } = {
     resource_id: resourceId,
     fields: [column.id],
@@ -74,12 +76,13 @@ async function probeValues(client: CkanClient, resourceId: string, column: Colum
   let result;
   try {
     result = await client.search(body);
-  } catch {
-    return;
+  } catch (error) {
+    // CKAN refusing `distinct` is an answer; its failing (5xx, no answer) is not.
+    return error instanceof HttpError && error.status < 500;
   }
-  if (typeof result.total !== "number" || result.total_was_estimated === true) return;
+  if (typeof result.total !== "number" || result.total_was_estimated === true) return true;
   column.distinct = result.total;
-  if (result.total > MAX_VALUES || !Array.isArray(result.records)) return;
+  if (result.total > MAX_VALUES || !Array.isArray(result.records)) return true;
   const values: (string | number | boolean)[] = [];
   for (const record of result.records) {
     const cell = Array.isArray(record) ? record[0] : undefined;
@@ -89,23 +92,26 @@ async function probeValues(client: CkanClient, resourceId: string, column: Colum
   }
   // A null counts as a distinct value but cannot be a filter value.
   const nulls = result.records.length - values.length;
-  if (values.length + nulls !== result.total) return;
+  if (values.length + nulls !== result.total) return true;
   column.values = values.sort((a, b) =>
     typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b)),
   );
+  return true;
 }
 
-/** Fills `values`/`distinct` of the pickable columns, a few probes at a time. */
+/** Fills `values`/`distinct` of the pickable columns, a few probes at a time: how many CKAN failed to answer. */
 export async function probeDistinctValues(
   client: CkanClient,
   resourceId: string,
   columns: ColumnInfo[],
   concurrency: number,
-): Promise<void> {
+): Promise<number> {
   const queue = columns.filter((c) => PICKABLE.test(c.type)).slice(0, MAX_PROBED);
+  let failed = 0;
   const worker = async (): Promise<void> => {
     for (let column = queue.shift(); column !== undefined; column = queue.shift())
-      await probeValues(client, resourceId, column);
+      if (!(await probeValues(client, resourceId, column))) failed++;
   };
   await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
+  return failed;
 }

@@ -84,7 +84,12 @@ export const resourceRoute: Route<string> = {
     }
   },
   async handle(context, alias) {
-    return jsonAnswer(await describeResource(alias, discoveryDeps(context)), redactor(context.env), context.keep);
+    return jsonAnswer(
+      await describeResource(alias, discoveryDeps(context)),
+      redactor(context.env),
+      context.keep,
+      (answer) => Object.hasOwn(answer as object, "values_incomplete"),
+    );
   },
   openapi: () => ({
     "/resources/{alias}": {
