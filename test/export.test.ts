@@ -65,6 +65,19 @@ describe("GET /export.csv", () => {
     expect(calls[0]!.body.sort).toBe("_id");
   });
 
+  it("gives q's rank where fields names it, on every page (CKAN's lists cannot carry it)", async () => {
+    for (const version of ["2.10", "2.12"] as const) {
+      const { get, calls } = harness({ emulator: { version }, env: { PAGE_SIZE: "10" } });
+      const res = await get("/export.csv?resource=sample&q=glacier&fields=id,rank&limit=25");
+      expect(res.status, version).toBe(200);
+      const rows = Papa.parse<string[]>((await res.text()).trimEnd(), { newline: "\r\n" }).data;
+      expect(rows[0]).toEqual(["id", "rank"]);
+      expect(rows.length - 1).toBeGreaterThan(10);
+      for (const row of rows.slice(1)) expect(Number(row[1]), `${version} ${row}`).toBeGreaterThan(0);
+      expect(calls.find((c) => c.body.q === "glacier")?.body.records_format).toBe("objects");
+    }
+  });
+
   it("appends _id to the user's sort so offset paging is stable", async () => {
     const { get, calls } = harness({ env: { PAGE_SIZE: "100" } });
     const text = await (

@@ -39,11 +39,11 @@ export function requestedFields(query: TableQuery, withId: boolean): { fields?: 
 }
 
 /**
- * CKAN 2.10 to 2.12 build invalid SQL for q with lists and no fields (a 409): until the columns are
- * known, such a search asks for objects.
+ * CKAN 2.10 to 2.12 build invalid SQL for q's `rank` column in lists (a 409): with q, a search that
+ * names no fields (rank among them) or names `rank` asks for objects.
  */
 export const firstFormat = (query: TableQuery): "objects" | "lists" =>
-  query.q !== undefined && query.fields === undefined ? "objects" : "lists";
+  query.q !== undefined && (query.fields === undefined || query.fields.includes("rank")) ? "objects" : "lists";
 
 /** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
 export function lastIdOf(result: SearchResult): number | undefined {
