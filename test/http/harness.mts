@@ -68,9 +68,22 @@ export interface StartWorkerOptions {
 
 /**
  * `wrangler dev` as a child process in its own process group (so stop() also ends workerd), with
- * local state in a throw-away directory. Resolves once wrangler prints "Ready on".
+ * local state in a throw-away directory. Resolves once wrangler prints "Ready on". Started again (up
+ * to three times) where a port was taken between `freePort` finding it and workerd binding it by
+ * another process's socket, as bench/workerd.ts has also met: a CI run failed once on "Address
+ * already in use" while other wrangler devs started on the machine.
  */
 export async function startWorker(options: StartWorkerOptions): Promise<WorkerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startWorkerOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startWorkerOnce(options: StartWorkerOptions): Promise<WorkerProcess> {
   const require = createRequire(import.meta.url);
   const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
   const [port, inspectorPort] = [await freePort(), await freePort()];
