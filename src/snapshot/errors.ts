@@ -32,6 +32,16 @@ export class ColumnsChanged extends PermanentFailure {
   }
 }
 
+/** SNAPSHOT_JOBS changed what the job writes (a deploy) while a file of the run was being written. */
+export class JobChanged extends PermanentFailure {
+  override name = "JobChanged";
+  constructor() {
+    super(
+      "The job's definition in SNAPSHOT_JOBS changed while the snapshot was being written; the next run writes it as now defined.",
+    );
+  }
+}
+
 /** The bytes a step carried over for the next are gone or cut short: the upload cannot go on. */
 export class CarryLost extends PermanentFailure {
   override name = "CarryLost";

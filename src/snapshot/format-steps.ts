@@ -14,7 +14,7 @@ import { GzipFile, storedEncoding } from "./compress.ts";
 import { writeDatapackage } from "./datapackage.ts";
 import type { ExportPart } from "../export/pipeline.ts";
 import type { EncoderCarry } from "../format/types.ts";
-import { ColumnsChanged, RunCancelled } from "./errors.ts";
+import { ColumnsChanged, JobChanged, RunCancelled } from "./errors.ts";
 import type { SnapshotJob } from "./jobs.ts";
 import { datedKey } from "./keys.ts";
 import { updateManifest, type SnapshotEntry } from "./manifest.ts";
@@ -129,6 +129,19 @@ const mirror = (
   change: (record: RunRecord) => void,
 ): Promise<boolean> => updateRunRecord(deps.bucket, run.job.name, run.instance, change);
 
+/** What a file is written from, as `FormatState.definition` keeps it. */
+const definitionOf = (run: FormatRun): string =>
+  JSON.stringify({
+    query: run.job.queries[run.format],
+    encoding: storedEncoding(run.job, run.format) ?? null,
+    description: run.job.description,
+  });
+
+/** A deploy that changed the job while its file is written would join two exports into one file: the run stops. */
+function sameDefinition(run: FormatRun, state: FormatState): void {
+  if (state.definition !== undefined && state.definition !== definitionOf(run)) throw new JobChanged();
+}
+
 export async function beginFormat(run: FormatRun, deps: SnapshotDeps): Promise<FormatState> {
   const upload = await SnapshotUpload.begin(deps.bucket, target(run), fileOptions(run));
   const state: FormatState = {
@@ -139,6 +152,7 @@ export async function beginFormat(run: FormatRun, deps: SnapshotDeps): Promise<F
     decodedBytes: 0,
     total: null,
     columns: [],
+    definition: definitionOf(run),
     resume: null,
     carried: null,
     ended: false,
@@ -164,6 +178,7 @@ type Written = Omit<FormatState, "upload" | "format" | "step" | "entry">;
  * retried step overwrites its own parts and nothing else.
  */
 export async function writeStep(run: FormatRun, prev: FormatState, deps: SnapshotDeps): Promise<FormatState> {
+  sameDefinition(run, prev);
   const upload = await SnapshotUpload.open(deps.bucket, target(run), prev.upload, deps.config.snapshotPartBytes);
   const steps = stepFormat(run.job, run.format);
   const next =
@@ -172,6 +187,7 @@ export async function writeStep(run: FormatRun, prev: FormatState, deps: Snapsho
   const state: FormatState = {
     ...next,
     format: run.format,
+    ...(prev.definition === undefined ? {} : { definition: prev.definition }),
     step,
     upload: await upload.carry(step, next.ended),
     entry: null,
@@ -323,6 +339,7 @@ export async function sealFormat(
   parts: UploadState["newParts"],
   deps: SnapshotDeps,
 ): Promise<FormatState> {
+  sameDefinition(run, state);
   const encoding = storedEncoding(run.job, run.format);
   const entry: SnapshotEntry = {
     key: datedKey(run.job.name, run.stamp, run.format),
@@ -348,6 +365,7 @@ export async function sealFormat(
 
 /** The sealed file listed (it is `latest` from now on) and described in datapackage.json. */
 export async function publishFormat(run: FormatRun, state: FormatState, deps: SnapshotDeps): Promise<SnapshotEntry> {
+  sameDefinition(run, state);
   const entry = state.entry!;
   await SnapshotUpload.publish(deps.bucket, target(run), entry);
   await writeDatapackage(deps.bucket, run.job, entry, state.columns);

@@ -39,6 +39,12 @@ export interface FormatState {
   total: number | null;
   /** The columns as the file is written from them (with the data dictionary's label and description): every step must see the same. */
   columns: Column[];
+  /**
+   * What the file is written from (the format's query, how it is stored, the job's description), as
+   * JSON: every step must see the same, since each reads the job from SNAPSHOT_JOBS as then deployed.
+   * Absent in states an older version wrote.
+   */
+  definition?: string;
   /** Where the next write step goes on; null once the file has ended. */
   resume: Resume | null;
   /** What the format's step encoder carries to the next step; null before the first and after the last. */
