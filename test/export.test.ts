@@ -66,15 +66,26 @@ describe("GET /export.csv", () => {
   });
 
   it("gives q's rank where fields names it, on every page (CKAN's lists cannot carry it)", async () => {
-    for (const version of ["2.10", "2.12"] as const) {
+    // CKAN's CSV pages, and pages of rows (the decimal comma): those ask objects, as the first page does.
+    for (const [version, options] of [
+      ["2.10", ""],
+      ["2.12", ""],
+      ["2.10", "&delimiter=;&decimal=,"],
+      ["2.12", "&delimiter=;&decimal=,"],
+    ] as const) {
       const { get, calls } = harness({ emulator: { version }, env: { PAGE_SIZE: "10" } });
-      const res = await get("/export.csv?resource=sample&q=glacier&fields=id,rank&limit=25");
-      expect(res.status, version).toBe(200);
-      const rows = Papa.parse<string[]>((await res.text()).trimEnd(), { newline: "\r\n" }).data;
+      const res = await get(`/export.csv?resource=sample&q=glacier&fields=id,rank&limit=25${options}`);
+      expect(res.status, `${version} ${options}`).toBe(200);
+      const delimiter = options === "" ? "," : ";";
+      const rows = Papa.parse<string[]>((await res.text()).trimEnd(), { newline: "\r\n", delimiter }).data;
       expect(rows[0]).toEqual(["id", "rank"]);
-      expect(rows.length - 1).toBeGreaterThan(10);
-      for (const row of rows.slice(1)) expect(Number(row[1]), `${version} ${row}`).toBeGreaterThan(0);
-      expect(calls.find((c) => c.body.q === "glacier")?.body.records_format).toBe("objects");
+      expect(rows.length - 1).toBe(25);
+      for (const row of rows.slice(1))
+        expect(Number(row[1]!.replace(",", ".")), `${version} ${row}`).toBeGreaterThan(0);
+      // Every request naming rank asks objects or CSV (the `_id` probe names `_id` alone).
+      const naming = calls.filter((c) => c.body.q === "glacier" && (c.body.fields as string[]).includes("rank"));
+      expect(naming[0]!.body.records_format).toBe("objects");
+      expect(naming.map((c) => c.body.records_format)).not.toContain("lists");
     }
   });
 

@@ -51,7 +51,38 @@ const site = () =>
     fault: (_, body) => (body.resource_id !== undefined ? answer(body) : undefined),
   });
 
+/** A wide table of `rows` rows with a timestamptz column, as lists (the only way its pages come). */
+function wideAnswer(rows: number, body: Record<string, unknown>): Response {
+  const fields = [
+    { id: "_id", type: "int" },
+    { id: "at", type: "timestamptz" },
+    { id: "note", type: "text" },
+  ];
+  const limit = Math.min(typeof body.limit === "number" ? body.limit : 100, 32000);
+  const offset = typeof body.offset === "number" ? body.offset : 0;
+  const ids = Array.from({ length: Math.max(0, Math.min(limit, rows - offset)) }, (_, k) => offset + k + 1);
+  if (body.sort === "_id desc") ids.forEach((id, k) => (ids[k] = rows + 1 - id));
+  const note = "x".repeat(1000);
+  const records = ids.map((id) => [id, json("2020-06-01 10:30:00+00"), note]);
+  return Response.json({ help: "", success: true, result: { fields, records, total: rows, limit } });
+}
+
 describe("a timestamptz column (CKAN writes its CSV text otherwise than its JSON)", () => {
+  it("pages of rows are sized as pages of rows (about 1 MiB of answer), not as CKAN's CSV pages", async () => {
+    const rows = 6000;
+    const { get, calls } = harness({
+      env: { PAGE_SIZE: "32000" },
+      fault: (_, body) => (body.resource_id !== undefined ? wideAnswer(rows, body) : undefined),
+    });
+    const res = await get(`/export.csv?resource=sample&limit=${rows}`);
+    expect(res.status).toBe(200);
+    expect((await res.text()).trimEnd().split("\r\n")).toHaveLength(rows + 1);
+    const pages = calls.filter((c) => c.body.resource_id !== undefined && c.body.limit !== 0);
+    expect(pages.map((c) => c.body.records_format)).not.toContain("csv");
+    // A row is about 1 KB of answer: pages of rows hold about a thousand.
+    for (const page of pages) expect(page.body.limit as number).toBeLessThanOrEqual(1500);
+  });
+
   it("CSV: every page's value as CKAN's JSON writes it", async () => {
     const res = await site().get(`/export.csv?resource=sample&limit=${AT.length}`);
     expect(res.status).toBe(200);

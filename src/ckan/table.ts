@@ -118,6 +118,12 @@ export async function openTable(site: CkanSite, query: TableQuery, options: Pagi
     Math.min(opening.sizer.rows, opening.wanted),
     opening.signal,
   );
+  // A column whose CSV text is not its JSON text (see csvTextDiffers): pages of rows throughout, sized,
+  // budgeted and ordered as pages of rows are.
+  if (options.passthrough !== undefined && start.first.fields.some((f) => csvTextDiffers(f.type))) {
+    opening.options = { ...options, passthrough: undefined };
+    opening.sizer = new PageSizer(options.pageSize, pageTarget(opening.options));
+  }
   const judged = judgeFirstPage(opening, start);
   const position: Position = { rows: 0, lastId: undefined };
   const { total, estimated, available } = judged.count;
@@ -376,11 +382,10 @@ function laterPages(
   // The count is known from the first page: later pages skip CKAN's count(*).
   base.include_total = false;
   if (resume?.afterId !== undefined) base.filters = { ...request.filters, _id: { gt: resume.afterId } };
-  // CSV pages only where their text is the JSON pages' for every column (see csvTextDiffers).
-  const passthrough = incoming.some((c) => csvTextDiffers(c.type))
-    ? undefined
-    : passthroughFactory?.(incoming, columns.length);
+  const passthrough = passthroughFactory?.(incoming, columns.length);
   if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
+  // CKAN writes invalid SQL for q's `rank` in lists (see firstFormat): pages of rows that name it come as objects.
+  else if (base.q !== undefined && base.fields.includes("rank")) base.records_format = "objects";
   const pageOf = (result: SearchResult): Page => {
     if (result.copy !== undefined) {
       const copied = result.copy();
