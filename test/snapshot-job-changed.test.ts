@@ -57,7 +57,7 @@ describe("a deploy that changes a job while its run writes a file", () => {
       const outcome = await stepAfterDeploy(base, after);
       expect(outcome).toBeInstanceOf(Error);
       expect((outcome as Error).name).toBe("JobChanged");
-      expect((outcome as Error).message).toMatch(/SNAPSHOT_JOBS changed/);
+      expect((outcome as Error).message).toMatch(/definition changed .*SNAPSHOT_JOBS/);
     });
   }
 

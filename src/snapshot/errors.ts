@@ -32,12 +32,12 @@ export class ColumnsChanged extends PermanentFailure {
   }
 }
 
-/** SNAPSHOT_JOBS changed what the job writes (a deploy) while a file of the run was being written. */
+/** A deploy changed what the job writes (SNAPSHOT_JOBS, or a setting its queries read) while a file of the run was being written. */
 export class JobChanged extends PermanentFailure {
   override name = "JobChanged";
   constructor() {
     super(
-      "The job's definition in SNAPSHOT_JOBS changed while the snapshot was being written; the next run writes it as now defined.",
+      "The job's definition changed while the snapshot was being written (SNAPSHOT_JOBS, or a setting its queries read, such as MAX_ROWS); the next run writes it as now defined.",
     );
   }
 }
