@@ -207,6 +207,10 @@ function renderOutput(link) {
     bom: $("bom").checked,
   };
   const box = $("snippets");
+  // The open snippet as the page shows it: a toggle event comes a task after the click, and a redraw
+  // in between (the preview settling) would otherwise reopen the tool before it.
+  const shown = box.querySelector("details[open]");
+  if (shown instanceof HTMLElement && shown.dataset.tool) state.tool = shown.dataset.tool;
   box.replaceChildren();
   if (link === "") return;
   const summary = state.mode === "summary";
