@@ -39,11 +39,14 @@ export function requestedFields(query: TableQuery, withId: boolean): { fields?: 
 }
 
 /**
- * CKAN 2.10 to 2.12 build invalid SQL for q's `rank` column in lists (a 409): with q, a search that
+ * CKAN 2.10 to 2.12 build invalid SQL for q's `rank` column in lists (a 409): a search with q that
  * names no fields (rank among them) or names `rank` asks for objects.
  */
-export const firstFormat = (query: TableQuery): "objects" | "lists" =>
-  query.q !== undefined && (query.fields === undefined || query.fields.includes("rank")) ? "objects" : "lists";
+export const rowsFormat = (q: string | undefined, fields: readonly string[] | undefined): "objects" | "lists" =>
+  q !== undefined && (fields === undefined || fields.includes("rank")) ? "objects" : "lists";
+
+/** The first page's records format (see rowsFormat). */
+export const firstFormat = (query: TableQuery): "objects" | "lists" => rowsFormat(query.q, query.fields);
 
 /** The last `_id` of a page read as records: the last cell of its last row (lists), or by name (objects). */
 export function lastIdOf(result: SearchResult): number | undefined {

@@ -12,7 +12,7 @@ import { PageSizer } from "./page-budget.ts";
 import type { FromEnd } from "./from-end.ts";
 import { readPages, type Page, type Position } from "./paging.ts";
 import { explainRefusal } from "./refusals.ts";
-import { baseRequest, firstFormat, idOf, lastIdOf, requestedFields } from "./requests.ts";
+import { baseRequest, firstFormat, idOf, lastIdOf, requestedFields, rowsFormat } from "./requests.ts";
 import type { CkanSite } from "./site.ts";
 import { listIdCost, listsPay, STRATEGIES, type PagingStrategy } from "./strategies.ts";
 import type { SearchRequest, SearchResult } from "./types.ts";
@@ -383,9 +383,7 @@ function laterPages(
   base.include_total = false;
   if (resume?.afterId !== undefined) base.filters = { ...request.filters, _id: { gt: resume.afterId } };
   const passthrough = passthroughFactory?.(incoming, columns.length);
-  if (passthrough !== undefined) base.records_format = passthrough.recordsFormat;
-  // CKAN writes invalid SQL for q's `rank` in lists (see firstFormat): pages of rows that name it come as objects.
-  else if (base.q !== undefined && base.fields.includes("rank")) base.records_format = "objects";
+  base.records_format = passthrough?.recordsFormat ?? rowsFormat(base.q, base.fields);
   const pageOf = (result: SearchResult): Page => {
     if (result.copy !== undefined) {
       const copied = result.copy();

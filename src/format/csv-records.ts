@@ -149,6 +149,22 @@ function readPlain(b: Uint8Array, i: number, out: Uint8Array, o: number): number
   return o;
 }
 
+// A leading U+FEFF is a character of the value, kept: texts that differ by one are two values.
+const utf8Text = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
+
+/**
+ * The text of the UTF-8 bytes at [at, end) (a cell read by a reader, for what needs a string): a short
+ * ASCII one by `String.fromCharCode`, cheaper than the decoder for a few bytes; anything else decoded.
+ */
+export function bytesText(bytes: Uint8Array, at: number, end: number): string {
+  if (end - at <= 64) {
+    let k = at;
+    while (k < end && bytes[k]! < 0x80) k++;
+    if (k === end) return String.fromCharCode.apply(null, bytes.subarray(at, end) as unknown as number[]);
+  }
+  return utf8Text.decode(bytes.subarray(at, end));
+}
+
 /**
  * Sets the high bit of a word's first zero byte (and maybe of bytes after it, never of one before):
  * `hasByte(w ^ 0x22222222)` finds the first quote of four bytes. The cell loops copy a word with none

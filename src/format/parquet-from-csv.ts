@@ -3,7 +3,7 @@ import { NotTheJson } from "../rows/json-bytes.ts";
 import { ownedBytes } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
 import { isJsonType } from "../rows/values.ts";
-import { copiedPage, readCell, scanned } from "./csv-records.ts";
+import { bytesText, copiedPage, readCell, scanned } from "./csv-records.ts";
 
 // Parquet's pages after the first, read from CKAN's `records_format: "csv"` answer bytes (as XLSX
 // and JSON read theirs) into cells, each value's text as bytes: no page decoded to a string, no
@@ -118,15 +118,5 @@ export function cellsOf(bytes: Uint8Array, from: number, rows: number, width: nu
   return { bytes, at: atOf, length: lengthOf, rows, width, end: p };
 }
 
-// A leading U+FEFF is a character of the value, kept: texts that differ by one are two values.
-const utf8 = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
-
 /** A cell's text as a string, for the converters that read one (a float, an unusual value). */
-export function cellText(bytes: Uint8Array, at: number, length: number): string {
-  if (length > 32) return utf8.decode(bytes.subarray(at, at + length));
-  let ascii = true;
-  for (let k = at; k < at + length; k++) if (bytes[k]! >= 0x80) ascii = false;
-  return ascii
-    ? String.fromCharCode.apply(null, bytes.subarray(at, at + length) as unknown as number[])
-    : utf8.decode(bytes.subarray(at, at + length));
-}
+export const cellText = (bytes: Uint8Array, at: number, length: number): string => bytesText(bytes, at, at + length);

@@ -2,7 +2,7 @@ import { grownBytes, grownEnds, rowEnds, type RecordsReader } from "../rows/batc
 import { NotTheJson } from "../rows/json-bytes.ts";
 import { ownedBytes } from "../rows/owned-bytes.ts";
 import type { Column } from "../rows/types.ts";
-import { copiedPage, firstFlagged, hasByte, readCell, scanned, wordsOut } from "./csv-records.ts";
+import { bytesText, copiedPage, firstFlagged, hasByte, readCell, scanned, wordsOut } from "./csv-records.ts";
 import {
   type CellKind,
   cellKind,
@@ -47,19 +47,6 @@ const MARKUP = 64;
 const TEXT_AT = TEXT_OPEN.length;
 /** Where a number cell's text is read: right after its markup, written before it. */
 const NUMBER_AT = NUMBER_OPEN.length;
-
-/**
- * A number cell's bytes as a string: a short ASCII one by `String.fromCharCode` (cheaper than the
- * decoder for a few bytes), anything else decoded as UTF-8 (a hostile upstream's `é1` stays `é1`).
- */
-function numberText(out: Uint8Array, at: number, end: number): string {
-  if (end - at <= 64) {
-    let k = at;
-    while (k < end && out[k]! < 0x80) k++;
-    if (k === end) return String.fromCharCode.apply(null, out.subarray(at, end) as unknown as number[]);
-  }
-  return text.decode(out.subarray(at, end));
-}
 
 /**
  * Whether out[start, end) is a number as JavaScript's String writes it, with at most 15 significant
@@ -252,7 +239,7 @@ function numberCellAt(out: Uint8Array, start: number, at: number, kind: CellKind
   if (at === end && !scanned.quoted) return putWords(out, start, EMPTY_CELL);
   if (isShortNumber(out, at, end) || (kind === "float" && isShortestAt(out, at, end)))
     return putWords(out, end, NUMBER_CLOSE);
-  return stringCell(out, start, numberText(out, at, end), kind);
+  return stringCell(out, start, bytesText(out, at, end), kind);
 }
 
 /** A bool, date or timestamp cell read at `at`, written from `start`. */
